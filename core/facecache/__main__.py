@@ -1,0 +1,3 @@
+from facecache.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""`facecache cache stats|verify|prune|clear`."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+
+from facecache.cli.common import add_cache_options, human_bytes, open_cache, parse_duration, parse_size, print_json
+
+
+def register(commands) -> None:
+    parser = commands.add_parser("cache", help="inspect and maintain the cache folder")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    stats = actions.add_parser("stats", help="entries, bytes and namespaces")
+    verify = actions.add_parser("verify", help="check every pack; set aside bad ones")
+    prune = actions.add_parser("prune", help="evict least recently used packs and stale namespaces")
+    clear = actions.add_parser("clear", help="remove every cached result")
+    for sub in (stats, verify, prune, clear):
+        add_cache_options(sub)
+        sub.add_argument("--json", action="store_true", help="print one JSON object")
+    # prune's --max-size defaults to the cap given by add_cache_options; --stale is opt-in.
+    prune.add_argument("--stale", type=parse_duration, default=None,
+                       help="also remove namespaces unused for this long, e.g. 30d")
+    stats.set_defaults(run=run_stats)
+    verify.set_defaults(run=run_verify)
+    prune.set_defaults(run=run_prune)
+    clear.set_defaults(run=run_clear)
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    stats = open_cache(args).stats()
+    if args.json:
+        print_json(stats.as_dict())
+        return 0
+    print(f"cache      {stats.root} ({'shared with its group' if stats.shared else 'private'})")
+    print(f"entries    {stats.entries} frame records in {stats.packs} packs")
+    print(f"size       {human_bytes(stats.bytes)}")
+    print(f"namespaces {len(stats.namespaces)}")
+    for ns in stats.namespaces:
+        stage = (ns.description or {}).get("stage", "?")
+        used = datetime.datetime.fromtimestamp(ns.last_used).isoformat(timespec="seconds") if ns.last_used else "never"
+        print(f"  {ns.key[:12]}  {stage:<10} {ns.entries:>8} entries {human_bytes(ns.bytes):>10}  last used {used}")
+    if stats.quarantined:
+        print(f"set aside  {stats.quarantined} bad files in {stats.root}/quarantine (safe to delete)")
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    report = open_cache(args).verify()
+    if args.json:
+        print_json(report.as_dict())
+    else:
+        print(f"checked {report.checked} packs: {len(report.bad)} bad (set aside)")
+        for line in report.bad:
+            print(f"  {line}")
+        if report.temp_set_aside:
+            print(f"set aside {report.temp_set_aside} temp files left by interrupted writes")
+    return 0 if report.clean else 1
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    report = open_cache(args).prune(max_bytes=args.max_size, stale_seconds=args.stale)
+    if args.json:
+        print_json(report.as_dict())
+    elif report.busy:
+        print("another process is pruning this cache right now; nothing done")
+    else:
+        print(f"removed {report.removed_packs} packs ({human_bytes(report.removed_bytes)}) "
+              f"and {report.removed_namespaces} stale namespaces")
+    return 0
+
+
+def run_clear(args: argparse.Namespace) -> int:
+    cache = open_cache(args)
+    cache.clear()
+    if args.json:
+        print_json({"cleared": str(cache.root)})
+    else:
+        print(f"cleared {cache.root}")
+    return 0

@@ -1,0 +1,82 @@
+"""Options and output helpers shared by several sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
+
+CACHE_DIR_ENV = "FACECACHE_DIR"
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help=f"cache folder (default: ${CACHE_DIR_ENV}, else the per-user cache folder)")
+    parser.add_argument("--max-size", type=parse_size, default=DEFAULT_MAX_BYTES,
+                        help="size cap of the cache, e.g. 10G or 500M (default 10G)")
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "facecache"
+
+
+def resolve_cache_dir(explicit: Path | None) -> Path:
+    """--cache-dir, else $FACECACHE_DIR, else the caller's default."""
+    if explicit is not None:
+        return explicit
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV])
+    return default_cache_dir()
+
+
+def open_cache(args: argparse.Namespace) -> FaceCache:
+    return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_size", DEFAULT_MAX_BYTES))
+
+
+_UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
+
+
+def parse_size(text: str) -> int:
+    """'10G', '500M', '1.5T' or a plain byte count."""
+    cleaned = text.strip().upper().removesuffix("B") if text.strip().upper() != "B" else ""
+    unit = cleaned[-1:] if cleaned[-1:] in _UNITS else ""
+    try:
+        value = float(cleaned[: len(cleaned) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 10G, 500M, 1048576)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("a size cannot be negative")
+    return int(value * _UNITS[unit])
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """'30d', '12h', '90m', '45s' or plain seconds."""
+    text = text.strip().lower()
+    unit = text[-1:] if text[-1:] in _DURATION_UNITS else "s"
+    number = text[:-1] if text[-1:] in _DURATION_UNITS else text
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (examples: 30d, 12h, 90m)") from None
+    return value * _DURATION_UNITS[unit]
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"

@@ -1,0 +1,1 @@
+"""The persistent cache: pack format, namespaces, groups, eviction, permissions."""

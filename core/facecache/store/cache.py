@@ -1,0 +1,531 @@
+"""FaceCache: the on-disk store of packs, organised by namespace and group.
+
+    <root>/ns/<namespace>/namespace.msgpack     what the namespace stands for; mtime = last use
+    <root>/ns/<namespace>/<g[:2]>/<group>/<digest>.fcp
+    <root>/media/<k[:2]>/<k>.msgpack            remembered media identities
+    <root>/quarantine/                          packs set aside as bad
+    <root>/locks/                               claims (one pruner at a time)
+
+A group holds the records of one slice of work (for example 64 frames of a
+clip); a warm read of it opens one or a few packs. Writes go to a temp file in
+the same folder, are fsynced, then renamed to the content digest: a reader sees
+a whole pack or none. Existing packs are never rewritten. Deletes rename first,
+then unlink, so nobody reads a half-deleted pack. Everything read from disk is
+checked; a bad pack is a miss, logged once and set aside.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import shutil
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import msgpack
+
+from facecache.errors import CacheError, CorruptPack
+from facecache.fingerprint import is_digest
+from facecache.store import packfile
+from facecache.store.lease import Lease
+from facecache.store.namespace import Namespace
+from facecache.store.permissions import Permissions, make_dir, permissions_for
+
+log = logging.getLogger("facecache.cache")
+
+DEFAULT_MAX_BYTES = 10 * 1000**3
+PACK_SUFFIX = ".fcp"
+NAMESPACE_FILE = "namespace.msgpack"
+PRUNE_GRACE_SECONDS = 300.0
+_PACK_NAME = re.compile(r"^[0-9a-f]{32}\.fcp$")
+_FANOUT_NAME = re.compile(r"^[0-9a-f]{2}$")
+_TOUCH_AFTER_SECONDS = 600.0
+_PRUNE_LEASE_SECONDS = 600.0
+_TEMP_PREFIX = ".tmp-"
+_DOOMED_PREFIX = ".del-"
+
+
+@dataclass
+class IOCounters:
+    """What this cache object did on disk (the benchmark reads it)."""
+
+    files_opened: int = 0
+    bytes_read: int = 0
+    packs_written: int = 0
+    bytes_written: int = 0
+
+
+@dataclass(frozen=True)
+class StoredPack:
+    name: str
+    pack: packfile.Pack
+
+
+@dataclass(frozen=True)
+class PackInfo:
+    path: Path
+    namespace: str
+    size: int
+    mtime: float
+
+
+@dataclass
+class NamespaceStats:
+    key: str
+    description: dict | None
+    packs: int = 0
+    entries: int = 0
+    bytes: int = 0
+    last_used: float | None = None
+
+
+@dataclass
+class CacheStats:
+    root: str
+    shared: bool
+    entries: int = 0
+    bytes: int = 0
+    packs: int = 0
+    quarantined: int = 0
+    temp_files: int = 0
+    namespaces: list[NamespaceStats] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "root": self.root,
+            "shared": self.shared,
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "packs": self.packs,
+            "quarantined": self.quarantined,
+            "temp_files": self.temp_files,
+            "namespaces": len(self.namespaces),
+            "namespace_details": [vars(n) for n in self.namespaces],
+        }
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    bad: list[str] = field(default_factory=list)
+    temp_set_aside: int = 0
+    temp_in_flight: int = 0
+
+    @property
+    def clean(self) -> bool:
+        return not self.bad
+
+    def as_dict(self) -> dict:
+        return {**vars(self), "clean": self.clean}
+
+
+@dataclass
+class PruneReport:
+    removed_packs: int = 0
+    removed_bytes: int = 0
+    removed_namespaces: int = 0
+    skipped_young: int = 0
+    busy: bool = False  # another process was pruning; nothing done
+
+    def as_dict(self) -> dict:
+        return vars(self)
+
+
+class FaceCache:
+    """One cache folder. Safe to use from several processes and machines at once."""
+
+    def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.root = Path(root).absolute()
+        self.max_bytes = int(max_bytes)
+        if self.root.exists() and not self.root.is_dir():
+            raise CacheError(f"cache location {self.root} is a file, not a folder: pass a folder with --cache-dir or FACECACHE_DIR")
+        self.perms: Permissions = permissions_for(self.root)
+        try:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            make_dir(self.root, self.perms)
+            self._secure_root()
+            for sub in ("ns", "media", "quarantine", "locks"):
+                make_dir(self.root / sub, self.perms)
+        except PermissionError as exc:
+            raise CacheError(f"cannot write to the cache folder {self.root} ({exc.strerror}): choose a writable folder with --cache-dir or FACECACHE_DIR") from None
+        self.io = IOCounters()
+        self._reported: set[str] = set()
+        self._namespaces_touched: set[str] = set()
+        self._bytes_since_cap_check = 0
+
+    # -- namespaces ---------------------------------------------------------------------------
+
+    def use_namespace(self, namespace: Namespace) -> str:
+        """Make sure the namespace folder exists and mark it used now; returns its key."""
+        key = namespace.key
+        if key in self._namespaces_touched:
+            return key
+        folder = self.root / "ns" / key
+        make_dir(folder, self.perms)
+        marker = folder / NAMESPACE_FILE
+        if marker.exists():
+            _touch(marker)
+        else:
+            self._write_file(folder, NAMESPACE_FILE, msgpack.packb(namespace.describe(), use_bin_type=True))
+        self._namespaces_touched.add(key)
+        return key
+
+    # -- packs ----------------------------------------------------------------------------------
+
+    def group_dir(self, namespace_key: str, group: str) -> Path:
+        if not (is_digest(namespace_key) and is_digest(group)):
+            raise ValueError("namespace and group keys must be 32 hex digits")
+        return self.root / "ns" / namespace_key / group[:2] / group
+
+    def read_group(self, namespace_key: str, group: str) -> list[StoredPack]:
+        """Every good pack of a group. Bad packs are set aside and skipped."""
+        folder = self.group_dir(namespace_key, group)
+        for _attempt in range(2):
+            packs, vanished = self._read_packs_in(folder)
+            if not vanished:
+                return packs
+            # A pack disappeared while we read: a writer compacted the group into a new pack.
+        return packs
+
+    def write_pack(self, namespace_key: str, group: str, meta: dict, arrays: dict, entries: int) -> str:
+        """Store a pack in a group (write-once, atomic); returns its name (digest)."""
+        digest, data = packfile.encode(meta, arrays, entries)
+        folder = self.group_dir(namespace_key, group)
+        make_dir(folder, self.perms)
+        if self._write_file(folder, digest + PACK_SUFFIX, data):
+            self.io.packs_written += 1
+            self.io.bytes_written += len(data)
+            self._bytes_since_cap_check += len(data)
+            if self._bytes_since_cap_check > max(self.max_bytes // 100, 16 * 1024 * 1024):
+                self.enforce_size_cap()
+        return digest
+
+    def remove_packs(self, namespace_key: str, group: str, names: list[str]) -> None:
+        """Delete packs whose content now lives in another pack of the group."""
+        folder = self.group_dir(namespace_key, group)
+        for name in names:
+            if is_digest(name):
+                _delete(folder / (name + PACK_SUFFIX))
+
+    def _read_packs_in(self, folder: Path) -> tuple[list[StoredPack], bool]:
+        packs: list[StoredPack] = []
+        vanished = False
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return packs, False
+        for entry in entries:
+            if not _PACK_NAME.match(entry.name):
+                continue
+            path = Path(entry.path)
+            try:
+                data = self._read_file(path)
+                stored = StoredPack(entry.name[:-len(PACK_SUFFIX)], packfile.decode(data, entry.name[:-len(PACK_SUFFIX)]))
+            except FileNotFoundError:
+                vanished = True
+                continue
+            except CorruptPack as exc:
+                self.set_aside(path, str(exc))
+                continue
+            except OSError as exc:
+                self._report_once(path, f"cannot read {path}: {exc}")
+                continue
+            packs.append(stored)
+            _touch_if_older(path, _TOUCH_AFTER_SECONDS)
+        return packs, vanished
+
+    def _read_file(self, path: Path) -> bytes:
+        """Read a regular file whole, never following a symlink, within the pack size limit."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno == getattr(os, "ELOOP", 40):
+                raise CorruptPack("symlink inside the cache") from None
+            raise
+        self.io.files_opened += 1
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise CorruptPack("not a regular file")
+            if info.st_size > packfile.MAX_PACK_BYTES:
+                raise CorruptPack(f"file of {info.st_size} bytes is over the pack size limit")
+            chunks = []
+            remaining = info.st_size + 1  # one extra byte detects growth while reading
+            while remaining > 0:
+                chunk = os.read(fd, min(remaining, 8 * 1024 * 1024))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
+        finally:
+            os.close(fd)
+        data = b"".join(chunks)
+        self.io.bytes_read += len(data)
+        return data
+
+    def _write_file(self, folder: Path, name: str, data: bytes) -> bool:
+        """Write-once: temp file beside the target, fsync, rename. False if it existed."""
+        target = folder / name
+        if os.path.lexists(target):
+            _touch(target)
+            return False
+        for attempt in range(2):
+            temp = folder / f"{_TEMP_PREFIX}{secrets.token_hex(6)}-{os.getpid()}-{threading.get_ident()}"
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, self.perms.file_mode)
+                break
+            except FileNotFoundError:
+                if attempt:
+                    raise
+                make_dir(folder, self.perms)  # a pruner removed the empty folder meanwhile
+        try:
+            os.fchmod(fd, self.perms.file_mode)  # mkstemp-style 0600 or umask must not win
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)  # the OS may reorder the data and the rename
+        except BaseException:
+            os.close(fd)
+            _delete(temp)
+            raise
+        os.close(fd)
+        if os.path.lexists(target):  # another writer won the race with identical content
+            _delete(temp)
+            return False
+        os.rename(temp, target)
+        return True
+
+    # -- bad files -------------------------------------------------------------------------------
+
+    def set_aside(self, path: Path, reason: str) -> None:
+        """Move a bad file into quarantine/ so it is never read again; log once."""
+        self._report_once(path, f"set aside {path}: {reason}")
+        relative = path.relative_to(self.root)
+        destination = self.root / "quarantine" / f"{'.'.join(relative.parts)}.{secrets.token_hex(4)}"
+        try:
+            os.rename(path, destination)
+        except OSError:
+            pass  # someone else moved it, or it is gone: either way it is not read
+
+    def _report_once(self, path: Path, message: str) -> None:
+        if str(path) not in self._reported:
+            self._reported.add(str(path))
+            log.warning(message)
+
+    # -- maintenance ------------------------------------------------------------------------------
+
+    def iter_packs(self) -> Iterator[PackInfo]:
+        """Every pack file (by name pattern) under ns/, without following symlinks."""
+        for ns_entry in _scandirs(self.root / "ns"):
+            if not is_digest(ns_entry.name):
+                continue
+            for fan in _scandirs(Path(ns_entry.path)):
+                if not _FANOUT_NAME.match(fan.name):
+                    continue
+                for group in _scandirs(Path(fan.path)):
+                    for entry in _scanfiles(Path(group.path)):
+                        if _PACK_NAME.match(entry.name):
+                            info = entry.stat(follow_symlinks=False)
+                            yield PackInfo(Path(entry.path), ns_entry.name, info.st_size, info.st_mtime)
+
+    def stats(self) -> CacheStats:
+        result = CacheStats(root=str(self.root), shared=self.perms.shared)
+        by_ns: dict[str, NamespaceStats] = {}
+        for ns_entry in _scandirs(self.root / "ns"):
+            if is_digest(ns_entry.name):
+                by_ns[ns_entry.name] = self._namespace_stats(Path(ns_entry.path))
+        for info in self.iter_packs():
+            ns = by_ns[info.namespace]
+            ns.packs += 1
+            ns.bytes += info.size
+            ns.entries += _entry_count(info.path)
+        result.namespaces = sorted(by_ns.values(), key=lambda n: n.key)
+        result.packs = sum(n.packs for n in result.namespaces)
+        result.entries = sum(n.entries for n in result.namespaces)
+        result.quarantined = sum(1 for _ in _scanfiles(self.root / "quarantine"))
+        for dirpath, _dirs, files in os.walk(self.root):
+            for name in files:
+                try:
+                    result.bytes += os.lstat(os.path.join(dirpath, name)).st_size
+                except FileNotFoundError:
+                    continue
+                result.temp_files += name.startswith(_TEMP_PREFIX)
+        return result
+
+    def verify(self, temp_grace_seconds: float = 600.0) -> VerifyReport:
+        """Read every pack in full; set aside bad ones and temp files left by dead writers."""
+        report = VerifyReport()
+        now = time.time()
+        for info in list(self.iter_packs()):
+            report.checked += 1
+            try:
+                packfile.decode(self._read_file(info.path), info.path.name[:-len(PACK_SUFFIX)])
+            except FileNotFoundError:
+                continue
+            except (CorruptPack, OSError) as exc:
+                report.bad.append(f"{info.path.relative_to(self.root)}: {exc}")
+                self.set_aside(info.path, str(exc))
+        for dirpath, _dirs, files in os.walk(self.root / "ns"):
+            for name in files:
+                path = Path(dirpath) / name
+                if name.startswith(_DOOMED_PREFIX):
+                    _delete(path)
+                elif name.startswith(_TEMP_PREFIX):
+                    try:
+                        young = path.lstat().st_mtime > now - temp_grace_seconds
+                    except FileNotFoundError:
+                        continue
+                    if young:
+                        report.temp_in_flight += 1
+                    else:
+                        self.set_aside(path, "temp file of an interrupted write")
+                        report.temp_set_aside += 1
+        return report
+
+    def prune(self, max_bytes: int | None = None, stale_seconds: float | None = None,
+              grace_seconds: float = PRUNE_GRACE_SECONDS) -> PruneReport:
+        """Evict least recently used packs down to max_bytes and drop namespaces
+        unused for stale_seconds. One pruner at a time; nothing younger than the grace."""
+        report = PruneReport()
+        lease = Lease.acquire(self.root / "locks" / "prune.lease", _PRUNE_LEASE_SECONDS, self.perms)
+        if lease is None:
+            report.busy = True
+            return report
+        with lease:
+            now = time.time()
+            if stale_seconds is not None:
+                for ns_entry in _scandirs(self.root / "ns"):
+                    marker = Path(ns_entry.path) / NAMESPACE_FILE
+                    try:
+                        last_used = marker.lstat().st_mtime
+                    except FileNotFoundError:
+                        last_used = ns_entry.stat(follow_symlinks=False).st_mtime
+                    if is_digest(ns_entry.name) and last_used < now - max(stale_seconds, grace_seconds):
+                        self._remove_tree(Path(ns_entry.path))
+                        report.removed_namespaces += 1
+            if max_bytes is not None:
+                packs = sorted(self.iter_packs(), key=lambda p: p.mtime)
+                total = sum(p.size for p in packs)
+                for info in packs:
+                    if total <= max_bytes:
+                        break
+                    if info.mtime > now - grace_seconds:
+                        report.skipped_young += 1
+                        continue
+                    _delete(info.path)
+                    total -= info.size
+                    report.removed_packs += 1
+                    report.removed_bytes += info.size
+                    _remove_empty_dir(info.path.parent)
+        return report
+
+    def enforce_size_cap(self) -> PruneReport:
+        self._bytes_since_cap_check = 0
+        return self.prune(max_bytes=self.max_bytes)
+
+    def clear(self) -> None:
+        """Remove every cached result (namespaces, media identities, quarantine)."""
+        for sub in ("ns", "media", "quarantine"):
+            for entry in list(os.scandir(self.root / sub)):
+                if entry.is_dir(follow_symlinks=False):
+                    self._remove_tree(Path(entry.path))
+                else:
+                    _delete(Path(entry.path))
+
+    def _namespace_stats(self, folder: Path) -> NamespaceStats:
+        stats = NamespaceStats(key=folder.name, description=None)
+        marker = folder / NAMESPACE_FILE
+        try:
+            stats.last_used = marker.lstat().st_mtime
+            description = msgpack.unpackb(self._read_file(marker), raw=False, strict_map_key=True)
+            stats.description = description if isinstance(description, dict) else None
+        except (OSError, CorruptPack, ValueError, msgpack.UnpackException):
+            pass
+        return stats
+
+    def _remove_tree(self, folder: Path) -> None:
+        doomed = folder.with_name(f"{_DOOMED_PREFIX}{secrets.token_hex(6)}")
+        try:
+            os.rename(folder, doomed)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def _secure_root(self) -> None:
+        info = self.root.stat()
+        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != self.perms.dir_mode:
+            os.chmod(self.root, self.perms.dir_mode)
+
+
+def _scandirs(folder: Path) -> Iterator[os.DirEntry]:
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+            yield entry
+
+
+def _scanfiles(folder: Path) -> Iterator[os.DirEntry]:
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            yield entry
+
+
+def _entry_count(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    try:
+        return packfile.read_entry_count(os.read(fd, packfile.HEADER.size))
+    except CorruptPack:
+        return 0
+    finally:
+        os.close(fd)
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path, follow_symlinks=False)
+    except OSError:
+        pass  # read-only cache or a vanished file: LRU order is best effort
+
+
+def _touch_if_older(path: Path, seconds: float) -> None:
+    try:
+        if path.lstat().st_mtime < time.time() - seconds:
+            _touch(path)
+    except OSError:
+        pass
+
+
+def _delete(path: Path) -> None:
+    """Rename first, then unlink: unlink is not atomic on NFS."""
+    doomed = path.with_name(f"{_DOOMED_PREFIX}{secrets.token_hex(6)}")
+    try:
+        os.rename(path, doomed)
+    except FileNotFoundError:
+        return
+    try:
+        os.unlink(doomed)
+    except FileNotFoundError:
+        pass
+
+
+def _remove_empty_dir(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty, or already gone
