@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 import msgpack
 
@@ -49,6 +49,8 @@ _TOUCH_AFTER_SECONDS = 600.0
 _PRUNE_LEASE_SECONDS = 600.0
 _TEMP_PREFIX = ".tmp-"
 _DOOMED_PREFIX = ".del-"
+_MEMO_KINDS = ("media",)
+_MAX_MEMO_BYTES = 64 * 1024
 
 
 @dataclass
@@ -61,10 +63,13 @@ class IOCounters:
     bytes_written: int = 0
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class StoredPack:
+class StoredPack(Generic[T]):
     name: str
-    pack: packfile.Pack
+    content: T
 
 
 @dataclass(frozen=True)
@@ -143,17 +148,19 @@ class FaceCache:
     def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
         self.root = Path(root).absolute()
         self.max_bytes = int(max_bytes)
-        if self.root.exists() and not self.root.is_dir():
-            raise CacheError(f"cache location {self.root} is a file, not a folder: pass a folder with --cache-dir or FACECACHE_DIR")
-        self.perms: Permissions = permissions_for(self.root)
         try:
+            if self.root.exists() and not self.root.is_dir():
+                raise CacheError(f"cache location {self.root} is a file, not a folder: "
+                                 "pass a folder with --cache-dir or FACECACHE_DIR")
+            self.perms: Permissions = permissions_for(self.root)
             self.root.parent.mkdir(parents=True, exist_ok=True)
             make_dir(self.root, self.perms)
             self._secure_root()
             for sub in ("ns", "media", "quarantine", "locks"):
                 make_dir(self.root / sub, self.perms)
-        except PermissionError as exc:
-            raise CacheError(f"cannot write to the cache folder {self.root} ({exc.strerror}): choose a writable folder with --cache-dir or FACECACHE_DIR") from None
+        except OSError as exc:
+            raise CacheError(f"cannot write to the cache folder {self.root} ({exc.strerror}): "
+                             "choose a writable folder with --cache-dir or FACECACHE_DIR") from None
         self.io = IOCounters()
         self._reported: set[str] = set()
         self._namespaces_touched: set[str] = set()
@@ -183,11 +190,13 @@ class FaceCache:
             raise ValueError("namespace and group keys must be 32 hex digits")
         return self.root / "ns" / namespace_key / group[:2] / group
 
-    def read_group(self, namespace_key: str, group: str) -> list[StoredPack]:
-        """Every good pack of a group. Bad packs are set aside and skipped."""
+    def read_group(self, namespace_key: str, group: str,
+                   decode: Callable[[packfile.Pack], T] = lambda pack: pack) -> list[StoredPack[T]]:
+        """Every good pack of a group, passed through `decode` (which raises CorruptPack
+        on content it rejects). Bad packs are set aside and skipped."""
         folder = self.group_dir(namespace_key, group)
         for _attempt in range(2):
-            packs, vanished = self._read_packs_in(folder)
+            packs, vanished = self._read_packs_in(folder, decode)
             if not vanished:
                 return packs
             # A pack disappeared while we read: a writer compacted the group into a new pack.
@@ -213,7 +222,7 @@ class FaceCache:
             if is_digest(name):
                 _delete(folder / (name + PACK_SUFFIX))
 
-    def _read_packs_in(self, folder: Path) -> tuple[list[StoredPack], bool]:
+    def _read_packs_in(self, folder: Path, decode: Callable[[packfile.Pack], Any]) -> tuple[list[StoredPack], bool]:
         packs: list[StoredPack] = []
         vanished = False
         try:
@@ -224,9 +233,9 @@ class FaceCache:
             if not _PACK_NAME.match(entry.name):
                 continue
             path = Path(entry.path)
+            name = entry.name[:-len(PACK_SUFFIX)]
             try:
-                data = self._read_file(path)
-                stored = StoredPack(entry.name[:-len(PACK_SUFFIX)], packfile.decode(data, entry.name[:-len(PACK_SUFFIX)]))
+                stored = StoredPack(name, decode(packfile.decode(self._read_file(path), name)))
             except FileNotFoundError:
                 vanished = True
                 continue
@@ -240,8 +249,8 @@ class FaceCache:
             _touch_if_older(path, _TOUCH_AFTER_SECONDS)
         return packs, vanished
 
-    def _read_file(self, path: Path) -> bytes:
-        """Read a regular file whole, never following a symlink, within the pack size limit."""
+    def _read_file(self, path: Path, limit: int = packfile.MAX_PACK_BYTES) -> bytes:
+        """Read a regular file whole, never following a symlink, within a size limit."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError as exc:
@@ -253,8 +262,8 @@ class FaceCache:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise CorruptPack("not a regular file")
-            if info.st_size > packfile.MAX_PACK_BYTES:
-                raise CorruptPack(f"file of {info.st_size} bytes is over the pack size limit")
+            if info.st_size > limit:
+                raise CorruptPack(f"file of {info.st_size} bytes is over the {limit}-byte limit")
             chunks = []
             remaining = info.st_size + 1  # one extra byte detects growth while reading
             while remaining > 0:
@@ -300,6 +309,35 @@ class FaceCache:
             return False
         os.rename(temp, target)
         return True
+
+    # -- small keyed records (e.g. remembered media identities) ----------------------------------
+
+    def remember(self, kind: str, key: str, value: dict) -> None:
+        """Store a small msgpack record under <root>/<kind>/ (write-once by key)."""
+        folder = self._memo_dir(kind, key)
+        make_dir(folder, self.perms)
+        self._write_file(folder, key + ".msgpack", msgpack.packb(value, use_bin_type=True))
+
+    def recall(self, kind: str, key: str) -> dict | None:
+        """A record stored by `remember`, or None when absent or unreadable."""
+        path = self._memo_dir(kind, key) / (key + ".msgpack")
+        try:
+            value = msgpack.unpackb(self._read_file(path, _MAX_MEMO_BYTES), raw=False, strict_map_key=True)
+        except FileNotFoundError:
+            return None
+        except (OSError, CorruptPack, ValueError, msgpack.UnpackException) as exc:
+            self.set_aside(path, f"unreadable record: {exc}")
+            return None
+        if not isinstance(value, dict):
+            self.set_aside(path, "record is not a map")
+            return None
+        _touch_if_older(path, _TOUCH_AFTER_SECONDS)
+        return value
+
+    def _memo_dir(self, kind: str, key: str) -> Path:
+        if kind not in _MEMO_KINDS or not is_digest(key):
+            raise ValueError(f"bad memo kind or key: {kind!r} {key!r}")
+        return self.root / kind / key[:2]
 
     # -- bad files -------------------------------------------------------------------------------
 
@@ -443,7 +481,7 @@ class FaceCache:
         marker = folder / NAMESPACE_FILE
         try:
             stats.last_used = marker.lstat().st_mtime
-            description = msgpack.unpackb(self._read_file(marker), raw=False, strict_map_key=True)
+            description = msgpack.unpackb(self._read_file(marker, _MAX_MEMO_BYTES), raw=False, strict_map_key=True)
             stats.description = description if isinstance(description, dict) else None
         except (OSError, CorruptPack, ValueError, msgpack.UnpackException):
             pass

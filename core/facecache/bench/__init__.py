@@ -1,0 +1,1 @@
+"""Benchmarks behind `facecache bench`: timings measured as ratios in one run."""

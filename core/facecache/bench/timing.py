@@ -1,0 +1,18 @@
+"""Small timing helpers for the benchmarks."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def median_ms(action: Callable[[], object], repeats: int) -> float:
+    """Median wall time of `action` in milliseconds over `repeats` runs (after one warm-up)."""
+    action()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)

@@ -1,0 +1,1 @@
+"""Media files: identity, decoding and frame-accurate access."""

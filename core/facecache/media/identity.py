@@ -1,0 +1,36 @@
+"""Content identity of a media file, computed once per file version.
+
+The identity is the XXH3-128 digest of the file's bytes. It is remembered in
+the cache under (absolute path, size, mtime_ns, inode), so while a file is
+unchanged the question "which of its frames are analysed" is answered from the
+cache without hashing or decoding it again. Any change to the file changes that
+key; the content is hashed anew and an edited file never reuses the old
+frame mapping (an untouched copy with equal bytes rightly shares it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from facecache.errors import FaceCacheError
+from facecache.fingerprint import bytes_digest, file_digest, is_digest
+from facecache.store.cache import FaceCache
+
+
+def media_identity(path: str | os.PathLike, cache: FaceCache) -> str:
+    """The content digest of the file at `path` (32 hex digits)."""
+    path = Path(path).absolute()
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise FaceCacheError(f"cannot read media file {path}: {exc.strerror}; check the path") from None
+    if not path.is_file():
+        raise FaceCacheError(f"{path} is not a file: pass a video or image file")
+    memo_key = bytes_digest(f"{path}|{info.st_size}|{info.st_mtime_ns}|{info.st_ino}".encode())
+    memo = cache.recall("media", memo_key)
+    if memo is not None and is_digest(memo.get("content")) and memo.get("size") == info.st_size:
+        return memo["content"]
+    content = file_digest(path)
+    cache.remember("media", memo_key, {"content": content, "size": info.st_size, "path": str(path)})
+    return content
