@@ -80,3 +80,49 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} TB"
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    from facecache.models.locations import MODELS_DIR_ENV
+    from facecache.models.runtime import SETTINGS
+
+    parser.add_argument("--models-dir", type=Path, default=None,
+                        help=f"models folder (default: ${MODELS_DIR_ENV}, else the per-user data folder)")
+    parser.add_argument("--providers", choices=SETTINGS, default="auto",
+                        help="ONNX Runtime execution providers (default: auto = CUDA when available, else CPU)")
+    parser.add_argument("--detector", default="mtcnn",
+                        help="face detector: mtcnn (embedded default), scrfd_2.5g, retinaface_10g, yoloface_8n")
+    parser.add_argument("--landmarker", default="auto", help="68-point landmarker: auto (when installed), none, 2dfan4")
+    parser.add_argument("--recognizer", default="auto",
+                        help="identity recognizer: auto (when installed), none, arcface_w600k_r50")
+
+
+def parse_frame_range(text: str) -> range:
+    """'A-B' (inclusive) or 'N' -> range of media frame indices."""
+    try:
+        first, _, last = text.partition("-")
+        start = int(first)
+        stop = int(last) if last else start
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a frame range: {text!r} (examples: 0-99, 42)") from None
+    if start < 0 or stop < start:
+        raise argparse.ArgumentTypeError(f"frame range {text!r} must be A-B with 0 <= A <= B")
+    return range(start, stop + 1)
+
+
+class ProgressLine:
+    """A one-line progress bar on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()

@@ -1,0 +1,203 @@
+"""Analysis through the cache: run only the stages a frame still lacks.
+
+For each frame the analyzer looks up its record (by media frame index without
+decoding, else by fingerprint), then computes what is missing: detection, 68
+landmarks (when a landmarker is installed), an embedding (when a recognizer is
+installed and the caller needs it), and head pose from the landmarks. Records
+are written back a group (64 frames or one still) at a time.
+
+The namespace holds the detector's, landmarker's and recognizer's file digests
+and settings: a different model or setting never sees old records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Protocol
+
+import numpy as np
+
+from facecache.analysis.fan68 import face_angle
+from facecache.analysis.pose import head_pose
+from facecache.analysis.results import Detection
+from facecache.fingerprint import frame_fingerprint
+from facecache.media.identity import media_identity
+from facecache.media.reader import DECODER_ID, MediaReader
+from facecache.store.cache import FaceCache
+from facecache.store.frame_store import SEGMENT_FRAMES, FrameGroup, FrameStore, RunStats, group_key
+from facecache.store.namespace import Namespace
+from facecache.store.records import Face, FrameRecord, Stage
+
+ANALYSIS_FORMAT_VERSION = 1
+
+
+class Detector(Protocol):
+    def describe(self) -> dict: ...
+    def detect(self, frame: np.ndarray) -> list[Detection]: ...
+
+
+@dataclass
+class Inferences:
+    """Model runs by stage (what the cache is there to avoid)."""
+
+    detect: int = 0
+    landmark: int = 0
+    embed: int = 0
+    swap: int = 0
+
+    def as_dict(self, stages: Iterable[str] = ("detect", "landmark", "embed")) -> dict:
+        return {stage: getattr(self, stage) for stage in stages}
+
+    @property
+    def total(self) -> int:
+        return self.detect + self.landmark + self.embed + self.swap
+
+
+@dataclass
+class AnalysedFrame:
+    index: int
+    record: FrameRecord
+
+
+class ModelSet:
+    """The analysis models of a run: their file digests and settings (the cache
+    namespace), and builders that create each model's sessions on first use, so
+    a run served entirely from the cache never loads a model."""
+
+    def __init__(self, digests: dict[str, str], settings: dict, build_detector: Callable[[], Detector],
+                 build_landmarker: Callable[[], object] | None = None,
+                 build_recognizer: Callable[[], object] | None = None):
+        self.digests = digests
+        self.settings = settings
+        self._builders = {"detector": build_detector, "landmarker": build_landmarker, "recognizer": build_recognizer}
+        self._built: dict[str, object] = {}
+
+    def has(self, role: str) -> bool:
+        return self._builders[role] is not None
+
+    def get(self, role: str):
+        """The model for a role ("detector", "landmarker" with .landmarks(frame, box, angle),
+        "recognizer" with .embed(frame, kps5)), built on first use."""
+        if role not in self._built:
+            self._built[role] = self._builders[role]()
+        return self._built[role]
+
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class FaceAnalyzer:
+    cache: FaceCache
+    models: ModelSet
+    stats: RunStats = field(default_factory=RunStats)
+    inferences: Inferences = field(default_factory=Inferences)
+
+    def __post_init__(self) -> None:
+        self.namespace = Namespace(stage="analysis", models=self.models.digests, settings=self.models.settings,
+                                   format_version=ANALYSIS_FORMAT_VERSION)
+        self.store = FrameStore(self.cache, self.namespace, self.stats)
+
+    def stages(self, embeddings: bool = True) -> Stage:
+        """The stages this model set can provide (embeddings only when asked for)."""
+        stages = Stage.DETECT | Stage.POSE
+        if self.models.has("landmarker"):
+            stages |= Stage.LANDMARK68
+        if embeddings and self.models.has("recognizer"):
+            stages |= Stage.EMBED
+        return stages
+
+    # -- media ----------------------------------------------------------------------------------
+
+    def analyze_media(self, path: str | Path, frames: range | None = None, needed: Stage | None = None,
+                      progress: Progress | None = None) -> list[AnalysedFrame]:
+        """Records for the given frames of a still or video; decodes only segments with work left."""
+        needed = self.stages() if needed is None else needed
+        with MediaReader(path) as reader:
+            count = reader.info.frame_count
+            frames = range(count) if frames is None else frames
+            if frames and (frames.start < 0 or frames.stop > count):
+                raise ValueError(f"frames {frames.start}-{frames.stop - 1} are outside {path} (0-{count - 1})")
+            media_id = media_identity(path, self.cache)
+            results: list[AnalysedFrame] = []
+            for segment_start in range(frames.start - frames.start % SEGMENT_FRAMES, frames.stop, SEGMENT_FRAMES):
+                wanted = [i for i in range(segment_start, segment_start + SEGMENT_FRAMES) if i in frames]
+                group = self.store.open_group(group_key(media_id, DECODER_ID, segment_start // SEGMENT_FRAMES))
+                results.extend(self._analyze_segment(group, reader, wanted, needed))
+                group.flush()
+                if progress:
+                    progress(len(results), len(frames))
+        return results
+
+    def _analyze_segment(self, group: FrameGroup, reader: MediaReader, wanted: list[int],
+                         needed: Stage) -> list[AnalysedFrame]:
+        done: dict[int, FrameRecord] = {}
+        for index in wanted:
+            fingerprint = group.fingerprint_at(index)
+            record = group.lookup(fingerprint, needed) if fingerprint else None
+            if fingerprint is None:
+                self.stats.misses += 1
+            if record is not None and record.has(needed):
+                done[index] = record
+        todo = [i for i in wanted if i not in done]
+        for index, frame in reader.frames(todo):
+            fingerprint = frame_fingerprint(frame)
+            record = group.content.records.get(fingerprint)  # same pixels seen at another index
+            record = self.complete(record, frame, fingerprint, needed)
+            group.put(record, index)
+            done[index] = record
+        return [AnalysedFrame(i, done[i]) for i in wanted if i in done]
+
+    # -- single frames (source faces, previews) ---------------------------------------------------
+
+    def analyze_frame(self, frame: np.ndarray, needed: Stage | None = None) -> FrameRecord:
+        """The record of one frame, cached by its fingerprint alone."""
+        needed = self.stages() if needed is None else needed
+        fingerprint = frame_fingerprint(frame)
+        group = self.store.open_group(group_key("frame", fingerprint))
+        record = group.lookup(fingerprint, needed)
+        if record is None or not record.has(needed):
+            record = self.complete(record, frame, fingerprint, needed)
+            group.put(record)
+            group.flush()
+        return record
+
+    # -- stages -----------------------------------------------------------------------------------
+
+    def complete(self, record: FrameRecord | None, frame: np.ndarray, fingerprint: str,
+                 needed: Stage) -> FrameRecord:
+        """Run the stages `record` lacks out of `needed` (all of them when it is None)."""
+        height, width = frame.shape[:2]
+        if record is None or not record.has(Stage.DETECT):
+            detections = self.models.get("detector").detect(frame)
+            self.inferences.detect += 1
+            faces = [Face(box=d.box, score=d.score, kps5=d.kps5) for d in detections]
+            record = FrameRecord(fingerprint, Stage.DETECT, height, width, faces)
+        stages = record.stages
+        if needed & Stage.LANDMARK68 and not stages & Stage.LANDMARK68 and self.models.has("landmarker"):
+            for face in record.faces:
+                landmarks = self.models.get("landmarker").landmarks(frame, face.box, face_angle(face.kps5))
+                face.landmarks68 = landmarks.points
+                self.inferences.landmark += 1
+            stages |= Stage.LANDMARK68
+        if needed & Stage.EMBED and not stages & Stage.EMBED and self.models.has("recognizer"):
+            for face in record.faces:
+                face.embedding = self.models.get("recognizer").embed(frame, face.kps5)
+                self.inferences.embed += 1
+            stages |= Stage.EMBED
+        if needed & Stage.POSE and not stages & Stage.POSE:
+            for face in record.faces:
+                face.pose = _pose(face, width, height)
+            stages |= Stage.POSE
+        record.stages = stages
+        return record
+
+
+def _pose(face: Face, width: int, height: int) -> np.ndarray | None:
+    points = face.landmarks68 if face.landmarks68 is not None else face.kps5
+    try:
+        pose = head_pose(points, (width, height))
+    except ValueError:
+        return None  # degenerate landmarks: the face simply has no pose
+    return np.array([pose.pitch, pose.yaw, pose.roll], dtype=np.float32)

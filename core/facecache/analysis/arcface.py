@@ -1,0 +1,56 @@
+"""ArcFace recognizer adapter (FaceFusion's ``arcface_w600k_r50``).
+
+Contract: the face is aligned to the ``arcface_112_v2`` template at 112 x 112,
+converted to RGB and scaled to ``pixel / 127.5 - 1``; input ``input``
+(1, 3, 112, 112); output (1, 512), the raw identity embedding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from facecache.analysis.align import warp_face
+from facecache.analysis.frames import check_bgr_frame
+from facecache.analysis.session import OnnxSession, contract_error, require_inputs, require_output_count, run_model
+
+TEMPLATE = "arcface_112_v2"
+CROP_SIZE = 112
+EMBEDDING_SIZE = 512
+
+
+def l2_normalised(embedding: np.ndarray) -> np.ndarray:
+    """A float32 copy of ``embedding`` with unit length (all zeros stay zeros)."""
+    vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm).astype(np.float32) if norm > 0 else vector.copy()
+
+
+def face_blob(crop_bgr: np.ndarray) -> np.ndarray:
+    """(1, 3, 112, 112) float32 RGB ``pixel / 127.5 - 1`` of an aligned BGR crop."""
+    rgb = crop_bgr[:, :, ::-1].astype(np.float32)
+    return np.ascontiguousarray((rgb / np.float32(127.5) - np.float32(1.0)).transpose(2, 0, 1)[None])
+
+
+class ArcFaceRecognizer:
+    """Identity embeddings of faces given their five key points."""
+
+    INPUT = "input"
+
+    def __init__(self, session: OnnxSession, *, model: str = "arcface_w600k_r50") -> None:
+        self._session = session
+        self.model = model
+        require_inputs(session, model, [self.INPUT])
+        self._outputs = require_output_count(session, model, 1)
+
+    def describe(self) -> dict:
+        """The settings that change this recognizer's results (for cache namespaces)."""
+        return {"model": self.model, "template": TEMPLATE, "crop": CROP_SIZE}
+
+    def embed(self, frame: np.ndarray, kps5: np.ndarray) -> np.ndarray:
+        """The raw (512,) float32 embedding of the face at ``kps5``; see ``l2_normalised``."""
+        frame = check_bgr_frame(frame)
+        crop, _ = warp_face(frame, kps5, TEMPLATE, CROP_SIZE)
+        (output,) = run_model(self._session, self.model, self._outputs, {self.INPUT: face_blob(crop)})
+        if output.size != EMBEDDING_SIZE:
+            raise contract_error(self.model, f"expected a (1, {EMBEDDING_SIZE}) embedding, got shape {tuple(output.shape)}")
+        return output.reshape(EMBEDDING_SIZE).astype(np.float32)

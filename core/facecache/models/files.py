@@ -1,0 +1,99 @@
+"""Small file helpers shared by the model installer and the sample fetcher:
+hashing, write-then-rename, and setting a bad file aside."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import xxhash
+
+_CHUNK = 1024 * 1024
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def crc32_file(path: str | os.PathLike) -> str:
+    """zlib crc32 of a whole file as 8 lowercase hex digits (FaceFusion's `.hash` format)."""
+    value = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            value = zlib.crc32(chunk, value)
+    return format(value & 0xFFFFFFFF, "08x")
+
+
+@dataclass(frozen=True)
+class FileHashes:
+    size: int
+    digest: str  # XXH3-128, the engine's content digest (facecache.fingerprint.file_digest)
+    sha256: str = ""
+    crc32: str = ""
+
+
+def hash_file(path: str | os.PathLike, sha256: bool = False, crc32: bool = False) -> FileHashes:
+    """Read a file once and return its content digest, plus SHA-256 and/or crc32 when asked."""
+    xxh = xxhash.xxh3_128()
+    sha = hashlib.sha256() if sha256 else None
+    crc = 0
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            size += len(chunk)
+            xxh.update(chunk)
+            if sha is not None:
+                sha.update(chunk)
+            if crc32:
+                crc = zlib.crc32(chunk, crc)
+    return FileHashes(size, xxh.hexdigest(), sha.hexdigest() if sha else "",
+                      format(crc & 0xFFFFFFFF, "08x") if crc32 else "")
+
+
+def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644) -> Path:
+    """Write `source` to a temp file beside `dest`, fsync it, set its mode, then rename it onto `dest`.
+
+    Readers never see a half-written file; a crash leaves only a `.tmp-*` file behind.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.tmp-{os.getpid()}-", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if isinstance(source, (bytes, bytearray, memoryview)):
+                out.write(source)
+            else:
+                while chunk := source.read(_CHUNK):
+                    out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    return dest
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a bad file to `NAME.corrupt` (or `NAME.corrupt-2`, ...) beside it, so nothing uses it
+    again and the user can still look at it. Returns the new path."""
+    path = Path(path)
+    for n in range(1, 1000):
+        target = path.with_name(f"{path.name}.corrupt" if n == 1 else f"{path.name}.corrupt-{n}")
+        if not target.exists():
+            os.replace(path, target)
+            return target
+    raise OSError(f"too many set-aside copies of {path}; delete the {path.name}.corrupt* files beside it")

