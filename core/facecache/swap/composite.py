@@ -1,0 +1,178 @@
+"""The composite stage: swapped crops back into the frame, cheap and parameterised.
+
+Inputs are the original frame and the cached swap results; nothing here runs
+a model, so changing ``CompositeParams`` only reruns this module. Each
+result's mask is the minimum of a box mask with faded edges and the
+swapper's own mask; the crop (optionally colour-matched to the original
+frame's face) and the mask are warped back into the frame only inside the
+face's bounding region, and blended as ``frame * (1 - m) + crop * m`` with
+``m = mask * opacity``. Where every mask is 0, output pixels are the
+original's exactly.
+
+Several faces combine with the "over" operator in list order, so
+``paste_back`` and ``overlay`` (an RGBA layer for the sequencer to lay over
+the untouched strip) describe the same picture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+from facecache.analysis.align import warp
+from facecache.analysis.frames import check_bgr_frame
+from facecache.swap.color import match_color
+from facecache.swap.masks import box_mask, check_padding, combine_masks
+from facecache.swap.result import SwapResult
+
+COMPOSITE_FORMAT = "composite/1"
+
+
+@dataclass(frozen=True)
+class CompositeParams:
+    """Blend settings (all cheap to change).
+
+    mask_blur:    fade of the box mask's edges, as a fraction of the crop size (0..1).
+    mask_padding: (top, right, bottom, left) cut from the box mask, in percent of the crop.
+    color_match:  strength (0..1) of the L*a*b* mean/spread transfer of the swapped
+                  face towards the original face's colours.
+    opacity:      0..1, how much of the swapped face shows.
+    """
+
+    mask_blur: float = 0.3
+    mask_padding: tuple[float, float, float, float] = (0, 0, 0, 0)
+    color_match: float = 0.0
+    opacity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mask_padding", check_padding(self.mask_padding))
+        for name in ("mask_blur", "color_match", "opacity"):
+            value = float(getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"composite {name} must be in 0..1, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
+
+    def describe(self) -> dict:
+        """A stable, JSON-ready dict of the settings (for cache keys): equal settings, equal dicts."""
+        rounded = lambda value: round(float(value), 6)  # noqa: E731 - hides float noise such as 0.30000000000000004
+        return {
+            "format": COMPOSITE_FORMAT,
+            "mask_blur": rounded(self.mask_blur),
+            "mask_padding": [rounded(v) for v in self.mask_padding],
+            "color_match": rounded(self.color_match),
+            "opacity": rounded(self.opacity),
+        }
+
+
+def crop_mask(result: SwapResult, params: CompositeParams) -> np.ndarray:
+    """The result's blend mask in crop pixels: box mask and swapper mask combined by minimum."""
+    return combine_masks([box_mask(result.size, params.mask_blur, params.mask_padding), result.mask])
+
+
+def paste_back(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeParams = CompositeParams()) -> np.ndarray:
+    """A new frame with every swapped face blended in; pixels outside all masks are ``frame``'s exactly."""
+    frame = check_bgr_frame(frame)
+    output = frame.copy()
+    layer = _render(frame, results, params)
+    if layer is None:
+        return output
+    x, y, colour, alpha = layer
+    height, width = alpha.shape
+    region = frame[y:y + height, x:x + width]
+    blended = np.rint(region * (1.0 - alpha)[..., None] + colour)
+    output[y:y + height, x:x + width] = np.where((alpha > 0)[..., None], np.clip(blended, 0, 255), region).astype(np.uint8)
+    return output
+
+
+def overlay(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeParams = CompositeParams()) -> np.ndarray:
+    """A full-frame (H, W, 4) uint8 BGRA layer (straight alpha, OpenCV channel order): the
+    swapped faces, alpha 0 (and colour 0) everywhere else. Laid "over" the original frame it
+    gives ``paste_back``'s picture, up to 8-bit rounding of the alpha.
+    """
+    frame = check_bgr_frame(frame)
+    layer = np.zeros((*frame.shape[:2], 4), dtype=np.uint8)
+    patch = overlay_patch(frame, results, params)
+    if patch is not None:
+        x, y, bgra = patch
+        layer[y:y + bgra.shape[0], x:x + bgra.shape[1]] = bgra
+    return layer
+
+
+def overlay_patch(frame: np.ndarray, results: Sequence[SwapResult],
+                  params: CompositeParams = CompositeParams()) -> tuple[int, int, np.ndarray] | None:
+    """``(x, y, bgra)``: the smallest part of ``overlay`` holding every face, placed at
+    column ``x``, row ``y`` of the frame; None when no face shows (all masks 0)."""
+    frame = check_bgr_frame(frame)
+    layer = _render(frame, results, params)
+    if layer is None:
+        return None
+    x, y, colour, alpha = layer
+    alpha8 = np.rint(alpha * 255.0).astype(np.uint8)
+    shown = alpha8 > 0
+    straight = np.divide(colour, alpha[..., None], out=np.zeros_like(colour), where=shown[..., None])
+    bgra = np.zeros((*alpha.shape, 4), dtype=np.uint8)
+    bgra[..., :3] = np.where(shown[..., None], np.clip(np.rint(straight), 0, 255), 0).astype(np.uint8)
+    bgra[..., 3] = alpha8
+    return x, y, bgra
+
+
+def _render(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeParams):
+    """(x, y, premultiplied colour (h, w, 3) float32, alpha (h, w) float32) over the union of
+    the faces' regions, or None when nothing shows."""
+    height, width = frame.shape[:2]
+    pieces = []
+    for result in results:
+        if not isinstance(result, SwapResult):
+            raise TypeError(f"paste_back takes SwapResult objects, got {type(result).__name__}")
+        mask = crop_mask(result, params) * np.float32(params.opacity)
+        box = _frame_region(result.matrix, mask, width, height)
+        if box is not None:
+            pieces.append((result, mask, box))
+    if not pieces:
+        return None
+    x0 = min(box[0] for _, _, box in pieces)
+    y0 = min(box[1] for _, _, box in pieces)
+    x1 = max(box[2] for _, _, box in pieces)
+    y1 = max(box[3] for _, _, box in pieces)
+    colour = np.zeros((y1 - y0, x1 - x0, 3), dtype=np.float32)
+    alpha = np.zeros((y1 - y0, x1 - x0), dtype=np.float32)
+    for result, mask, (bx0, by0, bx1, by1) in pieces:
+        crop = result.crop
+        if params.color_match > 0.0:
+            reference = warp(frame, result.matrix, result.size)
+            crop = match_color(crop, reference, mask, params.color_match)
+        size = (bx1 - bx0, by1 - by0)
+        # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
+        to_crop = result.matrix.astype(np.float64).copy()
+        to_crop[:, 2] += to_crop[:, :2] @ np.array([bx0, by0], dtype=np.float64)
+        flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+        face = cv2.warpAffine(crop, to_crop, size, flags=flags, borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+        m = cv2.warpAffine(mask, to_crop, size, flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+        m = np.clip(m, 0.0, 1.0)
+        ys, xs = slice(by0 - y0, by1 - y0), slice(bx0 - x0, bx1 - x0)
+        keep = 1.0 - m
+        colour[ys, xs] = colour[ys, xs] * keep[..., None] + face * m[..., None]
+        alpha[ys, xs] = alpha[ys, xs] * keep + m
+    return x0, y0, colour, alpha
+
+
+def _frame_region(matrix: np.ndarray, mask: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """Frame box (x0, y0, x1, y1), end-exclusive, holding the mask's non-zero part; None if empty."""
+    ys, xs = np.nonzero(mask > 0)
+    if len(xs) == 0:
+        return None
+    # The non-zero pixels' box, one pixel wider for bilinear sampling, mapped back into the frame.
+    corners = np.array([[xs.min() - 1, ys.min() - 1], [xs.max() + 1, ys.min() - 1],
+                        [xs.min() - 1, ys.max() + 1], [xs.max() + 1, ys.max() + 1]], dtype=np.float64)
+    to_frame = cv2.invertAffineTransform(np.asarray(matrix, dtype=np.float64))
+    points = corners @ to_frame[:, :2].T + to_frame[:, 2]
+    x0 = max(int(np.floor(points[:, 0].min())) - 1, 0)
+    y0 = max(int(np.floor(points[:, 1].min())) - 1, 0)
+    x1 = min(int(np.ceil(points[:, 0].max())) + 2, width)
+    y1 = min(int(np.ceil(points[:, 1].max())) + 2, height)
+    if x1 <= x0 or y1 <= y0:
+        return None
+    return x0, y0, x1, y1

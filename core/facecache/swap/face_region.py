@@ -1,0 +1,83 @@
+"""The skin region of a face, from its landmarks: the outline the classic swap blends inside.
+
+With 68 landmarks the outline is their convex hull (jaw line and eyebrows).
+With only the five key points it is a polygon laid out in the face's own frame
+(eye line as the x axis, the eye-to-mouth distance as the vertical unit), so
+it turns and scales with the face: it covers eyebrows, eyes, nose, mouth,
+cheeks and chin, and stays clear of hair, ears and background.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from facecache.swap.masks import polygon_mask
+
+# Outline of the face in face units, clockwise from the left temple:
+# x in interocular distances from the eye midpoint (negative = image-left),
+# y in eye-to-mouth distances (negative = above the eyes).
+_OUTLINE_5 = np.array([
+    (-0.80, -0.30), (-0.55, -0.55), (0.00, -0.65), (0.55, -0.55), (0.80, -0.30),
+    (0.86, 0.30), (0.78, 0.85), (0.52, 1.25), (0.00, 1.45),
+    (-0.52, 1.25), (-0.78, 0.85), (-0.86, 0.30),
+], dtype=np.float64)
+
+# Points sampled on the smooth closed curve through the outline's corners.
+_CURVE_POINTS = 8
+
+# How far a sideways nose (head turned) widens one side and narrows the other.
+_YAW_GAIN = 1.0
+
+
+def outline_from_kps5(kps5: np.ndarray) -> np.ndarray:
+    """(96, 2) outline of the face's skin region, in the coordinates of ``kps5``."""
+    k = np.asarray(kps5, dtype=np.float64).reshape(5, 2)
+    left_eye, right_eye, nose, left_mouth, right_mouth = k
+    eyes = (left_eye + right_eye) / 2.0
+    mouth = (left_mouth + right_mouth) / 2.0
+    across = right_eye - left_eye
+    interocular = float(np.hypot(*across))
+    if interocular < 1e-6:
+        raise ValueError("the face's eye points coincide; its key points are degenerate, re-run the analysis")
+    x_axis = across / interocular
+    y_axis = np.array([-x_axis[1], x_axis[0]])  # x turned 90 degrees towards the mouth (image y points down)
+    eye_to_mouth = float(np.dot(mouth - eyes, y_axis))
+    if eye_to_mouth < 0.2 * interocular:
+        eye_to_mouth = 1.15 * interocular  # mouth not below the eyes: fall back to frontal proportions
+    # A turned head shows the nose off the eye midpoint; the far side of the face narrows.
+    nose_offset = float(np.clip(np.dot(nose - eyes, x_axis) / interocular, -0.45, 0.45))
+    xs = _OUTLINE_5[:, 0].copy()
+    xs[xs < 0] *= 1.0 + _YAW_GAIN * nose_offset  # nose towards image-right: the left side shows more
+    xs[xs > 0] *= 1.0 - _YAW_GAIN * nose_offset
+    xs = xs * interocular
+    ys = _OUTLINE_5[:, 1] * eye_to_mouth
+    corners = np.stack([xs, ys], axis=1)
+    curve = _closed_catmull_rom(corners, _CURVE_POINTS)
+    return eyes + curve[:, :1] * x_axis + curve[:, 1:] * y_axis
+
+
+def _closed_catmull_rom(points: np.ndarray, per_segment: int) -> np.ndarray:
+    """Points on the closed uniform Catmull-Rom curve through ``points`` (rounds the outline's corners)."""
+    p0 = np.roll(points, 1, axis=0)
+    p1 = points
+    p2 = np.roll(points, -1, axis=0)
+    p3 = np.roll(points, -2, axis=0)
+    t = (np.arange(per_segment, dtype=np.float64) / per_segment)[None, :, None]
+    p0, p1, p2, p3 = (p[:, None, :] for p in (p0, p1, p2, p3))
+    curve = 0.5 * ((2.0 * p1) + (p2 - p0) * t + (2.0 * p0 - 5.0 * p1 + 4.0 * p2 - p3) * t ** 2
+                   + (3.0 * p1 - p0 - 3.0 * p2 + p3) * t ** 3)
+    return curve.reshape(-1, 2)
+
+
+def outline(kps5: np.ndarray, landmarks68: np.ndarray | None = None) -> np.ndarray:
+    """The outline points of a face: its 68 landmarks when given, else the 5-point outline."""
+    if landmarks68 is not None:
+        points = np.asarray(landmarks68, dtype=np.float64).reshape(-1, 2)
+        if points.shape == (68, 2) and np.all(np.isfinite(points)):
+            return points
+    return outline_from_kps5(kps5)
+
+
+def face_mask(points: np.ndarray, size: int, feather: float) -> np.ndarray:
+    """A (size, size) mask of the hull of outline ``points`` (crop pixels), faded inwards over ``feather`` px."""
+    return polygon_mask(points, size, feather)

@@ -1,0 +1,12 @@
+"""Fixtures for the swap tests; the real portraits come from tests/conftest.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def noise_frame() -> np.ndarray:
+    """A 480x640 BGR frame of reproducible noise: any changed pixel shows."""
+    return np.random.default_rng(7).integers(0, 256, (480, 640, 3), dtype=np.uint8)
