@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from facecache.analysis.pose import head_pose
 from facecache.analysis.results import Detection
 from facecache.fingerprint import frame_fingerprint
 from facecache.media.identity import media_identity
-from facecache.media.reader import DECODER_ID, MediaReader
+from facecache.media.reader import DECODER_ID, MediaError, MediaReader
 from facecache.store.cache import FaceCache
 from facecache.store.frame_store import SEGMENT_FRAMES, FrameGroup, FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
@@ -87,6 +87,25 @@ class ModelSet:
 Progress = Callable[[int, int], None]
 
 
+def checked_range(frames: range | None, frame_count: int, path) -> range:
+    """All frames when None; an error naming the valid range when outside the media."""
+    if frames is None:
+        return range(frame_count)
+    if frames and (frames.start < 0 or frames.stop > frame_count):
+        raise MediaError(f"frames {frames.start}-{frames.stop - 1} are outside {path} (0-{frame_count - 1}); "
+                         "choose --frames within that range")
+    return frames
+
+
+def segments(frames: range) -> Iterator[tuple[int, list[int]]]:
+    """(segment number, wanted frame indices in it) for the segments a range touches."""
+    first = frames.start - frames.start % SEGMENT_FRAMES if frames else 0
+    for start in range(first, frames.stop, SEGMENT_FRAMES):
+        wanted = [i for i in range(start, start + SEGMENT_FRAMES) if i in frames]
+        if wanted:
+            yield start // SEGMENT_FRAMES, wanted
+
+
 @dataclass
 class FaceAnalyzer:
     cache: FaceCache
@@ -115,39 +134,44 @@ class FaceAnalyzer:
         """Records for the given frames of a still or video; decodes only segments with work left."""
         needed = self.stages() if needed is None else needed
         with MediaReader(path) as reader:
-            count = reader.info.frame_count
-            frames = range(count) if frames is None else frames
-            if frames and (frames.start < 0 or frames.stop > count):
-                raise ValueError(f"frames {frames.start}-{frames.stop - 1} are outside {path} (0-{count - 1})")
+            frames = checked_range(frames, reader.info.frame_count, path)
             media_id = media_identity(path, self.cache)
             results: list[AnalysedFrame] = []
-            for segment_start in range(frames.start - frames.start % SEGMENT_FRAMES, frames.stop, SEGMENT_FRAMES):
-                wanted = [i for i in range(segment_start, segment_start + SEGMENT_FRAMES) if i in frames]
-                group = self.store.open_group(group_key(media_id, DECODER_ID, segment_start // SEGMENT_FRAMES))
-                results.extend(self._analyze_segment(group, reader, wanted, needed))
+            for segment, wanted in segments(frames):
+                group = self.open_segment(media_id, segment)
+                cached = {i: self.cached(group, i, needed) for i in wanted}
+                todo = [i for i in wanted if cached[i] is None or not cached[i].has(needed)]
+                for index, frame in reader.frames(todo):
+                    cached[index] = self.ensure(group, index, frame, needed)
                 group.flush()
+                results.extend(AnalysedFrame(i, cached[i]) for i in wanted if cached[i] is not None)
                 if progress:
                     progress(len(results), len(frames))
         return results
 
-    def _analyze_segment(self, group: FrameGroup, reader: MediaReader, wanted: list[int],
-                         needed: Stage) -> list[AnalysedFrame]:
-        done: dict[int, FrameRecord] = {}
-        for index in wanted:
-            fingerprint = group.fingerprint_at(index)
-            record = group.lookup(fingerprint, needed) if fingerprint else None
-            if fingerprint is None:
-                self.stats.misses += 1
-            if record is not None and record.has(needed):
-                done[index] = record
-        todo = [i for i in wanted if i not in done]
-        for index, frame in reader.frames(todo):
-            fingerprint = frame_fingerprint(frame)
-            record = group.content.records.get(fingerprint)  # same pixels seen at another index
+    def open_segment(self, media_id: str, segment: int) -> FrameGroup:
+        """The analysis records of one 64-frame segment of a media file."""
+        return self.store.open_group(group_key(media_id, DECODER_ID, segment))
+
+    def cached(self, group: FrameGroup, index: int, needed: Stage) -> FrameRecord | None:
+        """The cached record of a media frame, found without decoding (counted as hit,
+        partial hit or miss); it may lack some needed stages."""
+        fingerprint = group.fingerprint_at(index)
+        if fingerprint is None:
+            self.stats.misses += 1
+            return None
+        return group.lookup(fingerprint, needed)
+
+    def ensure(self, group: FrameGroup, index: int, frame: np.ndarray, needed: Stage) -> FrameRecord:
+        """The record of a decoded media frame with every needed stage, computing what is missing."""
+        fingerprint = frame_fingerprint(frame)
+        record = group.content.records.get(fingerprint)  # also finds the same pixels at another index
+        if record is None or not record.has(needed):
             record = self.complete(record, frame, fingerprint, needed)
             group.put(record, index)
-            done[index] = record
-        return [AnalysedFrame(i, done[i]) for i in wanted if i in done]
+        elif group.fingerprint_at(index) != fingerprint:
+            group.put(record, index)
+        return record
 
     # -- single frames (source faces, previews) ---------------------------------------------------
 

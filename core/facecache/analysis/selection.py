@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from facecache.errors import FaceCacheError
+from facecache.fingerprint import bytes_digest
 from facecache.store.records import Face
 
 MODES = ("one", "many", "reference")
@@ -35,6 +36,16 @@ class Selector:
             raise SelectionError(f"unknown selector {self.mode!r}: choose one of {', '.join(MODES)}")
         if self.mode == "reference" and not self.references:
             raise SelectionError("the reference selector needs at least one reference face image")
+
+    def describe(self) -> dict:
+        """What changes the selection (part of the swap stage's cache key)."""
+        return {
+            "mode": self.mode,
+            "position": list(self.position) if self.position and self.mode == "one" else None,
+            "references": [bytes_digest(np.asarray(r, np.float32).tobytes()) for r in self.references]
+            if self.mode == "reference" else [],
+            "threshold": round(float(self.threshold), 6) if self.mode == "reference" else None,
+        }
 
     @property
     def needs_embeddings(self) -> bool:

@@ -8,10 +8,10 @@ import logging
 import sys
 
 from facecache import __version__
-from facecache.cli import analyze_cmd, bench_cmd, cache_cmd, demo_cmd, models_cmd
+from facecache.cli import analyze_cmd, bench_cmd, cache_cmd, demo_cmd, models_cmd, swap_cmd
 from facecache.errors import FaceCacheError
 
-COMMAND_MODULES = [demo_cmd, analyze_cmd, models_cmd, cache_cmd, bench_cmd]
+COMMAND_MODULES = [demo_cmd, swap_cmd, analyze_cmd, models_cmd, cache_cmd, bench_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -43,14 +43,16 @@ DEFAULT_MAX_BYTES = 10 * 1000**3
 PACK_SUFFIX = ".fcp"
 NAMESPACE_FILE = "namespace.msgpack"
 PRUNE_GRACE_SECONDS = 300.0
-_PACK_NAME = re.compile(r"^[0-9a-f]{32}\.fcp$")
-_FANOUT_NAME = re.compile(r"^[0-9a-f]{2}$")
+_PACK_NAME = re.compile(r"^[0-9a-f]{32}\.fcp\Z")  # \Z: "$" would also accept a trailing newline
+_FANOUT_NAME = re.compile(r"^[0-9a-f]{2}\Z")
 _TOUCH_AFTER_SECONDS = 600.0
 _PRUNE_LEASE_SECONDS = 600.0
 _TEMP_PREFIX = ".tmp-"
 _DOOMED_PREFIX = ".del-"
 _MEMO_KINDS = ("media",)
 _MAX_MEMO_BYTES = 64 * 1024
+# O_NONBLOCK: opening a FIFO named like a pack must not wait for a writer (no effect on regular files).
+_OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclass
@@ -194,7 +196,7 @@ class FaceCache:
                    decode: Callable[[packfile.Pack], T] = lambda pack: pack) -> list[StoredPack[T]]:
         """Every good pack of a group, passed through `decode` (which raises CorruptPack
         on content it rejects). Bad packs are set aside and skipped."""
-        folder = self.group_dir(namespace_key, group)
+        folder = self._real_group_dir(namespace_key, group)
         for _attempt in range(2):
             packs, vanished = self._read_packs_in(folder, decode)
             if not vanished:
@@ -205,7 +207,7 @@ class FaceCache:
     def write_pack(self, namespace_key: str, group: str, meta: dict, arrays: dict, entries: int) -> str:
         """Store a pack in a group (write-once, atomic); returns its name (digest)."""
         digest, data = packfile.encode(meta, arrays, entries)
-        folder = self.group_dir(namespace_key, group)
+        folder = self._real_group_dir(namespace_key, group)
         make_dir(folder, self.perms)
         if self._write_file(folder, digest + PACK_SUFFIX, data):
             self.io.packs_written += 1
@@ -217,10 +219,22 @@ class FaceCache:
 
     def remove_packs(self, namespace_key: str, group: str, names: list[str]) -> None:
         """Delete packs whose content now lives in another pack of the group."""
-        folder = self.group_dir(namespace_key, group)
+        folder = self._real_group_dir(namespace_key, group)
         for name in names:
             if is_digest(name):
                 _delete(folder / (name + PACK_SUFFIX))
+
+    def _real_group_dir(self, namespace_key: str, group: str) -> Path:
+        """group_dir, after setting aside a symlink standing in for the namespace, fan-out or
+        group folder: through one, packs outside the cache would be read, written or deleted."""
+        folder = self.group_dir(namespace_key, group)
+        for part in (folder.parent.parent, folder.parent, folder):
+            try:
+                if stat.S_ISLNK(os.lstat(part).st_mode):
+                    self.set_aside(part, "symlinked folder inside the cache")
+            except FileNotFoundError:
+                break
+        return folder
 
     def _read_packs_in(self, folder: Path, decode: Callable[[packfile.Pack], Any]) -> tuple[list[StoredPack], bool]:
         packs: list[StoredPack] = []
@@ -252,7 +266,7 @@ class FaceCache:
     def _read_file(self, path: Path, limit: int = packfile.MAX_PACK_BYTES) -> bytes:
         """Read a regular file whole, never following a symlink, within a size limit."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(path, _OPEN_READ)
         except OSError as exc:
             if exc.errno == getattr(os, "ELOOP", 40):
                 raise CorruptPack("symlink inside the cache") from None
@@ -369,7 +383,10 @@ class FaceCache:
                 for group in _scandirs(Path(fan.path)):
                     for entry in _scanfiles(Path(group.path)):
                         if _PACK_NAME.match(entry.name):
-                            info = entry.stat(follow_symlinks=False)
+                            try:
+                                info = entry.stat(follow_symlinks=False)
+                            except FileNotFoundError:
+                                continue  # removed meanwhile (a writer merged it away, a pruner)
                             yield PackInfo(Path(entry.path), ns_entry.name, info.st_size, info.st_mtime)
 
     def stats(self) -> CacheStats:
@@ -523,7 +540,7 @@ def _scanfiles(folder: Path) -> Iterator[os.DirEntry]:
 
 def _entry_count(path: Path) -> int:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, _OPEN_READ)
     except OSError:
         return 0
     try:

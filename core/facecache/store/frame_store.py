@@ -1,7 +1,8 @@
 """Frame records of one namespace, read and written a group at a time.
 
 A group is one slice of a media file (SEGMENT_FRAMES consecutive frames) or one
-still image. Reading a group opens its pack(s) once; records are then looked up
+still image. A codec turns a group's records into a pack and back (analysis
+records by default; the swap stage has its own). Reading a group opens its pack(s) once; records are then looked up
 by frame index or by fingerprint, and new records are collected and written as
 one pack by `flush()`, which also folds the packs it read into the new one so a
 group normally holds a single pack.
@@ -10,12 +11,12 @@ group normally holds a single pack.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from facecache.fingerprint import bytes_digest
-from facecache.store import records
 from facecache.store.cache import FaceCache
 from facecache.store.namespace import Namespace
-from facecache.store.records import FrameRecord, GroupRecords, Stage
+from facecache.store.records import ANALYSIS_CODEC, GroupRecords
 
 SEGMENT_FRAMES = 64
 
@@ -23,6 +24,13 @@ SEGMENT_FRAMES = 64
 def group_key(*parts: str | int) -> str:
     """A group's key from what identifies it, e.g. (media id, decoder id, segment)."""
     return bytes_digest("|".join(str(p) for p in parts).encode())
+
+
+class RecordCodec(Protocol):
+    def encode(self, group: GroupRecords) -> tuple[dict, dict, int]: ...
+    def decode(self, meta: dict, arrays: dict) -> GroupRecords: ...
+    def complete(self, record: Any, needed: Any) -> bool: ...
+    def richer(self, a: Any, b: Any) -> bool: ...
 
 
 @dataclass
@@ -38,16 +46,19 @@ class RunStats:
 
 
 class FrameStore:
-    def __init__(self, cache: FaceCache, namespace: Namespace, stats: RunStats | None = None):
+    def __init__(self, cache: FaceCache, namespace: Namespace, stats: RunStats | None = None,
+                 codec: RecordCodec = ANALYSIS_CODEC):
         self.cache = cache
         self.namespace_key = cache.use_namespace(namespace)
         self.stats = stats if stats is not None else RunStats()
+        self.codec = codec
 
     def open_group(self, key: str) -> "FrameGroup":
-        stored = self.cache.read_group(self.namespace_key, key, decode=_decode_pack)
+        stored = self.cache.read_group(self.namespace_key, key,
+                                       decode=lambda pack: self.codec.decode(pack.meta, pack.arrays))
         content = GroupRecords()
         for item in stored:
-            merge(content, item.content)
+            merge(content, item.content, self.codec)
         return FrameGroup(self, key, content, [item.name for item in stored])
 
 
@@ -64,20 +75,20 @@ class FrameGroup:
     def fingerprint_at(self, frame_index: int) -> str | None:
         return self.content.index.get(frame_index)
 
-    def lookup(self, fingerprint: str, needed: Stage) -> FrameRecord | None:
+    def lookup(self, fingerprint: str, needed: Any = None) -> Any:
         """The record for a frame (counted as hit, partial hit or miss); it may
         lack some of the needed stages, which the caller then computes."""
         record = self.content.records.get(fingerprint)
         stats = self._store.stats
         if record is None:
             stats.misses += 1
-        elif record.has(needed):
+        elif self._store.codec.complete(record, needed):
             stats.hits += 1
         else:
             stats.partial_hits += 1
         return record
 
-    def put(self, record: FrameRecord, frame_index: int | None = None) -> None:
+    def put(self, record: Any, frame_index: int | None = None) -> None:
         self.content.records[record.fingerprint] = record
         if frame_index is not None:
             self.content.index[frame_index] = record.fingerprint
@@ -88,7 +99,7 @@ class FrameGroup:
         remove the packs it replaces (their content is now in the new one)."""
         if not self._dirty:
             return
-        meta, arrays, entries = records.encode(self.content)
+        meta, arrays, entries = self._store.codec.encode(self.content)
         name = self._store.cache.write_pack(self._store.namespace_key, self.key, meta, arrays, entries)
         self._store.cache.remove_packs(self._store.namespace_key, self.key,
                                        [n for n in self._pack_names if n != name])
@@ -96,18 +107,10 @@ class FrameGroup:
         self._dirty = False
 
 
-def merge(into: GroupRecords, other: GroupRecords) -> None:
+def merge(into: GroupRecords, other: GroupRecords, codec: RecordCodec = ANALYSIS_CODEC) -> None:
     """Fold another pack's records in, keeping the richer record of a frame."""
     for fingerprint, record in other.records.items():
         mine = into.records.get(fingerprint)
-        if mine is None or _richer(record, mine):
+        if mine is None or codec.richer(record, mine):
             into.records[fingerprint] = record
     into.index.update(other.index)
-
-
-def _richer(a: FrameRecord, b: FrameRecord) -> bool:
-    return bin(int(a.stages)).count("1") > bin(int(b.stages)).count("1")
-
-
-def _decode_pack(pack) -> GroupRecords:
-    return records.decode(pack.meta, pack.arrays)

@@ -2,9 +2,12 @@
 
 POSIX and flock locks are unreliable on NFS and sshfs, so a claim is a small
 file created with O_EXCL that names its owner and an expiry time. A claim whose
-owner died stops being renewed and expires; the next claimant takes it over by
-renaming it away first (only one rename of a given name can succeed), so a
-stale claim is never waited on forever.
+owner died stops being renewed and expires; the next claimant takes it over, so
+a stale claim is never waited on forever. Several claimants may find the same
+stale claim at once: a rename alone does not settle it (by the time a slow one
+renames, the file may be the winner's fresh claim), so only the claimant that
+creates, with O_EXCL, a takeover marker named after that very claim removes it;
+the others are busy.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import time
 from pathlib import Path
 
 import msgpack
+import xxhash
 
 from facecache.store.permissions import Permissions
 
 _MAX_CLAIM_BYTES = 4096
+_TAKEOVER_PREFIX = ".takeover-"
+_TAKEOVER_KEEP_SECONDS = 24 * 3600
 
 
 class Lease:
@@ -39,9 +45,8 @@ class Lease:
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, perms.file_mode)
             except FileExistsError:
-                if not _is_stale(path):
+                if not _take_over_if_stale(path, perms):
                     return None
-                _remove_stale(path)
                 continue
             try:
                 os.fchmod(fd, perms.file_mode)
@@ -85,15 +90,29 @@ def _claim_bytes(owner: str, ttl: float) -> bytes:
     return msgpack.packb({"owner": owner, "expires": time.time() + ttl})
 
 
-def _read_claim(path: Path) -> dict | None:
+def _read_bytes(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """Raw claim bytes and the file's stat, or None when there is no file. Something that
+    is not a readable claim (symlink, socket, folder) reads as empty: judged by its age."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+    except FileNotFoundError:
         return None
+    except OSError:
+        try:
+            return b"", os.lstat(path)
+        except OSError:
+            return None
     try:
-        data = os.read(fd, _MAX_CLAIM_BYTES + 1)
+        try:
+            data = os.read(fd, _MAX_CLAIM_BYTES + 1)
+        except OSError:
+            data = b""
+        return data, os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def _parse_claim(data: bytes) -> dict | None:
     try:
         claim = msgpack.unpackb(data, raw=False, strict_map_key=True)
     except Exception:
@@ -101,15 +120,67 @@ def _read_claim(path: Path) -> dict | None:
     return claim if isinstance(claim, dict) else None
 
 
-def _is_stale(path: Path) -> bool:
-    claim = _read_claim(path)
+def _read_claim(path: Path) -> dict | None:
+    read = _read_bytes(path)
+    return None if read is None else _parse_claim(read[0])
+
+
+def _is_stale(data: bytes, info: os.stat_result) -> bool:
+    claim = _parse_claim(data)
     if claim is not None and isinstance(claim.get("expires"), (int, float)):
         return claim["expires"] < time.time()
     # Unreadable (a writer died between create and write): judge by its age.
+    return info.st_mtime + 60 < time.time()
+
+
+def _take_over_if_stale(path: Path, perms: Permissions) -> bool:
+    """Remove the claim at `path` if it is stale and we win the right to; True means
+    "try to create the claim again", False means "someone holds it (or is taking it over)"."""
+    read = _read_bytes(path)
+    if read is None:
+        return True  # gone meanwhile
+    data, info = read
+    if not _is_stale(data, info):
+        return False
+    # One marker per stale claim (its inode, mtime and content): one taker per claim.
+    key = xxhash.xxh3_64_hexdigest(b"%d:%d:%d:" % (info.st_dev, info.st_ino, info.st_mtime_ns) + data)
     try:
-        return path.lstat().st_mtime + 60 < time.time()
+        os.close(os.open(path.with_name(_TAKEOVER_PREFIX + key), os.O_WRONLY | os.O_CREAT | os.O_EXCL, perms.file_mode))
+    except FileExistsError:
+        return False
+    doomed = path.with_name(f".del-{secrets.token_hex(8)}")
+    try:
+        os.rename(path, doomed)
     except FileNotFoundError:
         return True
+    moved = _read_bytes(doomed)
+    if moved is None or moved[0] != data:
+        # Not the claim we judged (its owner released it and a new claim appeared): put it back.
+        try:
+            os.link(doomed, path)
+        except OSError:
+            pass
+    try:
+        os.unlink(doomed)
+    except OSError:
+        pass
+    _forget_old_markers(path.parent)
+    return moved is not None and moved[0] == data
+
+
+def _forget_old_markers(folder: Path) -> None:
+    """Markers only matter while contenders of that takeover may still act on it."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(_TAKEOVER_PREFIX):
+            try:
+                if entry.stat(follow_symlinks=False).st_mtime + _TAKEOVER_KEEP_SECONDS < time.time():
+                    os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 def _remove_stale(path: Path) -> None:

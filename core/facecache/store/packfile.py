@@ -150,7 +150,7 @@ def _read_npy(blob: memoryview) -> np.ndarray:
         raise CorruptPack(f"bad .npy header: {exc.__class__.__name__}") from None
     if dtype.hasobject or dtype.kind not in _ALLOWED_KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise CorruptPack(f".npy dtype {dtype} is not a plain numeric type")
-    if any(not isinstance(n, int) or n < 0 for n in shape):
+    if len(shape) > 32 or any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in shape):
         raise CorruptPack("bad .npy shape")
     count = 1
     for n in shape:
@@ -158,7 +158,10 @@ def _read_npy(blob: memoryview) -> np.ndarray:
     start = stream.tell()
     if count * dtype.itemsize != len(blob) - start:
         raise CorruptPack(".npy data length does not match its header")
-    if count == 0:
-        return np.empty(shape, dtype=dtype)
-    array = np.frombuffer(blob, dtype=dtype, count=count, offset=start)
-    return array.reshape(shape, order="F" if fortran else "C").copy()
+    try:
+        if count == 0:  # a zero dimension beside huge ones passes the length check
+            return np.empty(shape, dtype=dtype)
+        array = np.frombuffer(blob, dtype=dtype, count=count, offset=start)
+        return array.reshape(shape, order="F" if fortran else "C").copy()
+    except (ValueError, TypeError, OverflowError):
+        raise CorruptPack(f".npy shape {shape} cannot be built") from None

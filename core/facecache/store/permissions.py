@@ -41,14 +41,16 @@ def permissions_for(root: Path) -> Permissions:
 
 def make_dir(path: Path, perms: Permissions) -> None:
     """Create a folder (and missing parents inside the cache) with the cache's mode."""
+    # Created with the mode already (the umask can only narrow it), so a crash before the
+    # chmod never leaves a folder more open than the cache; the chmod adds what umask took.
     try:
-        os.mkdir(path)
+        os.mkdir(path, perms.dir_mode & 0o777)
     except FileExistsError:
         return
     except FileNotFoundError:
         make_dir(path.parent, perms)
         try:
-            os.mkdir(path)
+            os.mkdir(path, perms.dir_mode & 0o777)
         except FileExistsError:
             return
     os.chmod(path, perms.dir_mode)

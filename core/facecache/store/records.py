@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -70,10 +71,11 @@ class FrameRecord:
 
 @dataclass
 class GroupRecords:
-    """The content of one group: frame index -> fingerprint, fingerprint -> record."""
+    """The content of one group: frame index -> fingerprint, fingerprint -> record
+    (a FrameRecord here; other stages store their own record types)."""
 
     index: dict[int, str] = field(default_factory=dict)
-    records: dict[str, FrameRecord] = field(default_factory=dict)
+    records: dict[str, Any] = field(default_factory=dict)
 
 
 def encode(group: GroupRecords) -> tuple[dict, dict[str, np.ndarray], int]:
@@ -170,3 +172,22 @@ def _column(arrays: dict, name: str, shape: tuple, kind: str = "f") -> np.ndarra
     if column is None or column.shape != shape or column.dtype.kind != kind:
         raise CorruptPack(f"column {name!r} does not have shape {shape}")
     return column
+
+
+class AnalysisCodec:
+    """How FrameStore encodes, checks and merges analysis records."""
+
+    encode = staticmethod(encode)
+    decode = staticmethod(decode)
+
+    @staticmethod
+    def complete(record: FrameRecord, needed: Stage) -> bool:
+        return record.has(needed)
+
+    @staticmethod
+    def richer(a: FrameRecord, b: FrameRecord) -> bool:
+        """True when `a` has run more stages than `b` (the one to keep on merge)."""
+        return bin(int(a.stages)).count("1") > bin(int(b.stages)).count("1")
+
+
+ANALYSIS_CODEC = AnalysisCodec()

@@ -1,0 +1,1 @@
+"""Jobs: incremental runs over media that write output frames."""

@@ -1,0 +1,160 @@
+"""Swap and composite as cached stages, end to end with the real MTCNN and the
+classic swapper on real portraits: each kind of change pays only for its stage."""
+
+import json
+import os
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+from facecache.analysis.analyzer import FaceAnalyzer
+from facecache.analysis.factory import build_model_set
+from facecache.analysis.selection import Selector
+from facecache.jobs.swap_job import SwapJob
+from facecache.models.runtime import SessionFactory
+from facecache.models.store import ModelStore
+from facecache.store.cache import FaceCache
+from facecache.swap.composite import CompositeParams
+from facecache.swap.factory import build_swapper
+from facecache.swap.sources import SourceError, SourceSet
+
+pytestmark = pytest.mark.index  # real weights and portraits come from the package index
+
+
+def run_job(tmp_path, models_dir, sources, target, composite=CompositeParams(), out="out", **job):
+    models = ModelStore(models_dir)
+    analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), build_model_set(models, SessionFactory("cpu")))
+    source_set = SourceSet.load(sources, analyzer)
+    swapper = build_swapper("classic", source_set, models, SessionFactory("cpu"))
+    report = SwapJob(analyzer, swapper, source_set, composite=composite, **job).run(target, tmp_path / out)
+    return analyzer, report
+
+
+@pytest.fixture
+def second_source(tmp_path, portraits):
+    """Another source face: the Grace Hopper portrait mirrored (other pixels, other fingerprint)."""
+    path = tmp_path / "mirrored.png"
+    cv2.imwrite(str(path), portraits["grace_hopper"][:, ::-1])
+    return path
+
+
+def test_each_change_reruns_only_its_own_stage(tmp_path, models_dir, portrait_paths, second_source):
+    source, target = portrait_paths["grace_hopper"], portrait_paths["astronaut"]
+    first, report = run_job(tmp_path, models_dir, [source], target)
+    assert first.inferences.as_dict(("detect", "swap")) == {"detect": 2, "swap": 1}
+    assert report.written == 1
+
+    # A new source: only the new source image is analysed; the target's analysis is a cache hit.
+    new_source, report = run_job(tmp_path, models_dir, [second_source], target)
+    assert new_source.inferences.as_dict(("detect", "landmark", "embed", "swap")) == \
+        {"detect": 1, "landmark": 0, "embed": 0, "swap": 1}
+    assert new_source.stats.hits == 1 and report.written == 1
+
+    # A composite-only change: no model runs at all.
+    blend, report = run_job(tmp_path, models_dir, [source], target, CompositeParams(mask_blur=0.5, opacity=0.8))
+    assert blend.inferences.total == 0 and report.written == 1 and report.swap_stats.hits == 1
+
+    # The same inputs again: nothing recomputed, nothing rewritten.
+    output = tmp_path / "out" / "astronaut_swapped.png"
+    before = output.stat().st_mtime_ns
+    again, report = run_job(tmp_path, models_dir, [source], target, CompositeParams(mask_blur=0.5, opacity=0.8))
+    assert again.inferences.total == 0 and report.written == 0 and report.skipped == 1
+    assert output.stat().st_mtime_ns == before
+
+
+def test_several_sources_analyse_the_target_once(tmp_path, models_dir, portrait_paths, second_source):
+    analyzer, report = run_job(tmp_path, models_dir, [portrait_paths["grace_hopper"], second_source],
+                               portrait_paths["astronaut"])
+    assert analyzer.inferences.detect == 3  # two sources, one target
+    assert analyzer.stats.misses == 3 and report.written == 1
+
+
+def test_real_swap_changes_the_face_only_with_a_feathered_edge(tmp_path, models_dir, portrait_paths, portraits):
+    run_job(tmp_path, models_dir, [portrait_paths["grace_hopper"]], portrait_paths["astronaut"])
+    result = cv2.imread(str(tmp_path / "out" / "astronaut_swapped.png"))
+    target = portraits["astronaut"]
+    changed = np.abs(result.astype(int) - target).max(axis=2) > 0
+    ys, xs = np.nonzero(changed)
+    assert len(ys) > 2000  # the swap did something
+    x1, x2, y1, y2 = xs.min(), xs.max(), ys.min(), ys.max()
+    face_box = (179, 64, 264, 174)  # the astronaut's face, as MTCNN finds it
+    assert x1 > face_box[0] - 60 and x2 < face_box[2] + 60 and y1 > face_box[1] - 60 and y2 < face_box[3] + 60
+    outside = np.ones_like(changed)
+    outside[y1:y2 + 1, x1:x2 + 1] = False
+    assert np.array_equal(result[outside], target[outside])  # exactly the original outside the mask
+    # Not a pasted rectangle: the changed region does not fill its bounding box ...
+    assert changed[y1:y2 + 1, x1:x2 + 1].mean() < 0.95
+    # ... and the overlay's alpha fades: many values strictly between 0 and 255 at the edge.
+    run_job(tmp_path, models_dir, [portrait_paths["grace_hopper"]], portrait_paths["astronaut"],
+            out="overlay", output_form="overlay")
+    rgba = cv2.imread(str(tmp_path / "overlay" / "astronaut_swapped.png"), cv2.IMREAD_UNCHANGED)
+    alpha = rgba[..., 3]
+    far = np.ones_like(changed)
+    far[face_box[1] - 60:face_box[3] + 60, face_box[0] - 60:face_box[2] + 60] = False
+    assert rgba.shape == (512, 512, 4) and alpha[far].max() == 0
+    assert np.count_nonzero((alpha > 0) & (alpha < 255)) > 500
+
+
+def test_source_without_a_face_names_the_file(tmp_path, models_dir, portrait_paths):
+    blank = tmp_path / "blank.png"
+    cv2.imwrite(str(blank), np.full((300, 300, 3), 128, np.uint8))
+    with pytest.raises(SourceError, match="no face found in the source image .*blank.png"):
+        run_job(tmp_path, models_dir, [blank], portrait_paths["astronaut"])
+
+
+def test_target_without_a_face_is_passed_through_unchanged(tmp_path, models_dir, portrait_paths):
+    empty = tmp_path / "empty.png"
+    picture = np.random.default_rng(3).integers(0, 256, (240, 320, 3), dtype=np.uint8)
+    cv2.imwrite(str(empty), picture)
+    _, report = run_job(tmp_path, models_dir, [portrait_paths["grace_hopper"]], empty)
+    assert report.written == 1
+    assert np.array_equal(cv2.imread(str(tmp_path / "out" / "empty_swapped.png")), picture)
+
+
+def test_source_with_several_faces_uses_the_largest_unless_told(tmp_path, models_dir, portraits):
+    both = np.full((700, 1300, 3), 90, np.uint8)
+    both[50:650, 50:562] = portraits["grace_hopper"]                  # large face
+    both[200:456, 700:956] = cv2.resize(portraits["astronaut"], (256, 256))  # smaller face
+    path = tmp_path / "two.png"
+    cv2.imwrite(str(path), both)
+    analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), build_model_set(ModelStore(models_dir), SessionFactory("cpu")))
+    largest = SourceSet.load([path], analyzer).faces[0].face
+    second = SourceSet.load([path], analyzer, face_rank=1).faces[0].face
+    assert largest.box[0] < 562 < second.box[0]
+    assert SourceSet.load([path], analyzer).digest != SourceSet.load([path], analyzer, face_rank=1).digest
+
+
+def test_video_target_writes_overlays_by_media_frame_index(tmp_path, models_dir, portrait_paths, portraits):
+    clip = tmp_path / "clip.mp4"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 25, (512, 512))
+    for i in range(12):
+        writer.write(portraits["astronaut"] if i != 5 else np.zeros((512, 512, 3), np.uint8))
+    writer.release()
+    first, report = run_job(tmp_path, models_dir, [portrait_paths["grace_hopper"]], clip)
+    names = sorted(p.name for p in (tmp_path / "out" / "clip").glob("*.png"))
+    assert names == [f"{i:06d}.png" for i in range(12)]
+    blank = cv2.imread(str(tmp_path / "out" / "clip" / "000005.png"), cv2.IMREAD_UNCHANGED)
+    assert blank.shape == (512, 512, 4) and blank[..., 3].max() == 0  # no face: fully transparent
+    again, report = run_job(tmp_path, models_dir, [portrait_paths["grace_hopper"]], clip)
+    assert report.skipped == 12 and report.written == 0 and again.inferences.total == 0
+
+
+def test_cli_swap_json(tmp_path, models_dir, portrait_paths):
+    command = [sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["grace_hopper"]),
+               "--target", str(portrait_paths["astronaut"]), "--out", str(tmp_path / "out"),
+               "--cache-dir", str(tmp_path / "c"), "--models-dir", str(models_dir), "--providers", "cpu", "--json"]
+    first = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    assert (first["frames"], first["written"], first["skipped"]) == (1, 1, 0)
+    assert first["inferences"] == {"detect": 2, "landmark": 0, "embed": 0, "swap": 1}
+    second = json.loads(subprocess.run(command + ["--mask-blur", "0.6"], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert second["inferences"] == {"detect": 0, "landmark": 0, "embed": 0, "swap": 0} and second["written"] == 1
+    bad = subprocess.run(command + ["--opacity", "3"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "between 0 and 1" in bad.stderr
+    missing_target = [str(tmp_path / "nope.mp4") if arg == str(portrait_paths["astronaut"]) else arg
+                      for arg in command]
+    missing = subprocess.run(missing_target, capture_output=True, text=True)
+    assert missing.returncode == 2 and "check the path" in missing.stderr
