@@ -117,12 +117,12 @@ class ProgressLine:
         self.label = label
         self.enabled = sys.stderr.isatty()
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, detail: str = "") -> None:
         if not self.enabled or total <= 0:
             return
         width = 30
         filled = int(width * done / total)
-        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {detail}\033[K")
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()

@@ -69,7 +69,10 @@ def run_swap(args: argparse.Namespace) -> int:
         raise FaceCacheError(f"{exc}: use a value between 0 and 1") from None
     swapper = build_swapper(args.swapper, sources, ModelStore(args.models_dir), SessionFactory(args.providers))
     job = SwapJob(analyzer, swapper, sources, selector, composite, args.output_form)
-    report = job.run(args.target, args.out, args.frames, progress=ProgressLine(args.target.name))
+    bar = ProgressLine(args.target.name)
+    report = job.run(args.target, args.out, args.frames, progress=lambda p: bar(
+        p.done, p.total, f"{p.frames_per_second:.1f} fps, ETA {p.eta_seconds or 0:.0f} s, "
+                         f"{p.hits} hits, {p.misses} misses"))
     summary = {
         "frames": report.frames,
         "written": report.written,

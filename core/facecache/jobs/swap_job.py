@@ -16,9 +16,12 @@ overlay about 26 ms and a fifth of the bytes.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -47,8 +50,26 @@ class SwapReport:
     frames: int = 0
     written: int = 0
     skipped: int = 0
+    cancelled: bool = False
     swap_stats: RunStats = field(default_factory=RunStats)
-    outputs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """What a progress callback receives after each frame."""
+
+    done: int
+    total: int
+    written: int
+    skipped: int
+    frames_per_second: float
+    eta_seconds: float | None
+    hits: int
+    misses: int
+
+
+# Encoded frames waiting for the writer thread; bounds the frames held in memory.
+_MAX_PENDING_WRITES = 4
 
 
 class SwapJob:
@@ -75,9 +96,15 @@ class SwapJob:
         self.store = FrameStore(analyzer.cache, self.namespace, self.report.swap_stats, codec=SWAP_CODEC)
         self._composite_key = json.dumps(composite.describe(), sort_keys=True)
 
-    def run(self, target: str | Path, out_dir: str | Path, frames: range | None = None, progress=None) -> SwapReport:
+    def run(self, target: str | Path, out_dir: str | Path, frames: range | None = None,
+            progress: Callable[[JobProgress], None] | None = None,
+            cancel: threading.Event | None = None) -> SwapReport:
+        """Make every missing or stale output of `frames`; stops cleanly, keeping all finished work,
+        when `cancel` is set. Compositing, encoding and writing run on a second thread, overlapping
+        the next frame's decoding and models."""
         target, out_dir = Path(target), Path(out_dir)
-        with MediaReader(target) as reader:
+        started = time.perf_counter()
+        with MediaReader(target) as reader, ThreadPoolExecutor(1, thread_name_prefix="facecache-writer") as writer:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
             form = self.output_form if self.output_form != "auto" else ("full" if still else "overlay")
@@ -85,36 +112,69 @@ class SwapJob:
             folder.mkdir(parents=True, exist_ok=True)
             manifest = OutputManifest(folder)
             media_id = media_identity(target, self.analyzer.cache)
-            done = 0
+
+            def report_progress() -> None:
+                if progress is None:
+                    return
+                done = self.report.written + self.report.skipped
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                stats = self.analyzer.stats
+                progress(JobProgress(done, len(frames), self.report.written, self.report.skipped, rate,
+                                     (len(frames) - done) / rate if rate > 0 else None,
+                                     stats.hits + self.report.swap_stats.hits,
+                                     stats.misses + self.report.swap_stats.misses))
+
             for segment, wanted in segments(frames):
+                if cancel is not None and cancel.is_set():
+                    break
                 analysis = self.analyzer.open_segment(media_id, segment)
                 swaps = self.store.open_group(group_key(media_id, DECODER_ID, segment))
                 todo = []
                 for index in wanted:
-                    name = _output_name(target, index, still)
                     fingerprint = analysis.fingerprint_at(index)
-                    if fingerprint and manifest.is_current(name, self._output_key(fingerprint, form)):
+                    if fingerprint and manifest.is_current(_output_name(target, index, still),
+                                                           self._output_key(fingerprint, form)):
                         self.report.skipped += 1
                     else:
                         todo.append(index)
-                for index, frame in reader.frames(todo):
-                    name = _output_name(target, index, still)
-                    fingerprint, results = self._swap_frame(analysis, swaps, index, frame)
-                    image = paste_back(frame, results, self.composite) if form == "full" else None
-                    data = (_encode_png(image) if form == "full"
-                            else encode_overlay(overlay(frame, results, self.composite)))
-                    write_atomic(folder / name, data)
-                    manifest.record(name, self._output_key(fingerprint, form))
-                    self.report.written += 1
-                    self.report.outputs.append(str(folder / name))
-                analysis.flush()
-                swaps.flush()
-                manifest.save()
-                done += len(wanted)
+                report_progress()
+                pending: list[tuple[str, str, Future]] = []
+                try:
+                    for index, frame in reader.frames(todo):
+                        name = _output_name(target, index, still)
+                        fingerprint, results = self._swap_frame(analysis, swaps, index, frame)
+                        pending.append((name, self._output_key(fingerprint, form),
+                                        writer.submit(self._write_output, folder / name, frame, results, form)))
+                        if len(pending) >= _MAX_PENDING_WRITES:
+                            self._finish_writes(pending, manifest, keep=_MAX_PENDING_WRITES // 2)
+                        report_progress()
+                        if cancel is not None and cancel.is_set():
+                            self.report.cancelled = True
+                            break
+                finally:
+                    # Whatever happens (cancel, a truncated file, an error), finished work is kept.
+                    self._finish_writes(pending, manifest, keep=0)
+                    analysis.flush()
+                    swaps.flush()
+                    manifest.save()
                 self.report.frames += len(wanted)
-                if progress:
-                    progress(done, len(frames))
+                report_progress()
         return self.report
+
+    def _write_output(self, path: Path, frame: np.ndarray, results, form: str) -> None:
+        if form == "full":
+            data = _encode_png(paste_back(frame, results, self.composite))
+        else:
+            data = encode_overlay(overlay(frame, results, self.composite))
+        write_atomic(path, data)
+
+    def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> None:
+        """Wait for all but the newest `keep` writes; record each finished output in the manifest."""
+        while len(pending) > keep:
+            name, key, future = pending.pop(0)
+            future.result()  # re-raises a failed write: its output is not recorded
+            manifest.record(name, key)
+            self.report.written += 1
 
     def _swap_frame(self, analysis, swaps, index: int, frame: np.ndarray):
         record = self.analyzer.cached(analysis, index, self.needed)

@@ -15,12 +15,17 @@ from pathlib import Path
 
 from facecache.errors import FaceCacheError
 from facecache.fingerprint import bytes_digest, file_digest, is_digest
+from facecache.media.reader import sequence_files
 from facecache.store.cache import FaceCache
 
 
 def media_identity(path: str | os.PathLike, cache: FaceCache) -> str:
-    """The content digest of the file at `path` (32 hex digits)."""
+    """The content digest of the file at `path` (32 hex digits); for an image
+    sequence folder, the digest of its frames' names and identities in order."""
     path = Path(path).absolute()
+    if path.is_dir():
+        parts = [f"{f.name}:{media_identity(f, cache)}" for f in sequence_files(path)]
+        return bytes_digest("\n".join(["sequence", *parts]).encode())
     try:
         info = path.stat()
     except OSError as exc:

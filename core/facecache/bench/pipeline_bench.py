@@ -1,0 +1,290 @@
+"""`facecache bench` (the pipeline suite): what the cache saves on the main job, in one run.
+
+Set-up (not timed): the embedded default models (MTCNN) from the package index,
+a reproducible clip of `frames` frames made from a real portrait (Grace Hopper:
+slow pan and zoom, every 12th frame plain background), two source faces (the
+astronaut and the astronaut mirrored: other pixels, other fingerprint), the
+classic swapper. The detector's ONNX sessions are created before the first run
+and reported as `model_load_s`, so `cold_s` is the work itself and the ratios
+are not flattered by a one-off cost.
+
+The clip's first `base = round(frames / 1.1)` frames are the "first range";
+the remaining frames (10% of the first range) are the "extension". Runs, each
+with a fresh cache object and analyzer (as a new run would have), all writing
+to one output folder, on one cache folder:
+
+  cold               source A, params 1, first range, empty cache
+  warm_new_source    source B, params 1, first range: the target's analysis is cached
+  param_only         source B, params 2, first range: analysis and swap are cached
+  partial            source B, params 2, the whole clip: the first range is up to date
+                     (skipped from the manifest, no decoding), the extension is new
+  preview steps      params 3: 30 consecutive frames, one `SwapJob.run(frames=range(i, i+1))`
+                     each, timed from the call to the written output
+  preview jumps      params 3: frames at random (seeded) that the steps did not touch
+  profile            params 4: a few preview steps under cProfile, reported per frame
+
+Each measured run is instrumented (`cache_timer.instrument`) so the time spent
+fingerprinting, resolving the media identity, opening and decoding groups,
+looking up records and reading the output manifest is known; its share of the
+warm run is `cache_overhead_fraction`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import statistics
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+
+from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
+from facecache.analysis.factory import AnalysisSettings, build_model_set
+from facecache.bench.cache_timer import READ, WRITE, CacheTimer, instrument
+from facecache.bench.profile_summary import profile, top_functions
+from facecache.bench.timing import median_ms
+from facecache.fingerprint import frame_fingerprint
+from facecache.jobs.swap_job import SwapJob
+from facecache.media.reader import MediaReader
+from facecache.media.sample_clip import write_sample_clip
+from facecache.models.runtime import SessionFactory
+from facecache.models.store import ModelStore
+from facecache.samples import sample_image
+from facecache.store.cache import FaceCache
+from facecache.swap.composite import CompositeParams
+from facecache.swap.factory import build_swapper
+from facecache.swap.sources import SourceSet
+
+DEFAULT_FRAMES = 66  # 60 in the first range + 6 in the extension: a few minutes on 2 cores
+FULL_HD = (1920, 1080)
+PREVIEW_STEPS = 30
+PREVIEW_JUMPS = 10
+PROFILED_FRAMES = 10
+GOALS = {
+    "warm_new_source_ratio": 0.15,
+    "param_only_ratio": 0.10,
+    "partial_ratio": 0.15,
+    "preview_ms_median": 30.0,
+    "cache_overhead_fraction": 0.05,
+}
+FIRST_PARAMS = CompositeParams()
+TWEAKED_PARAMS = CompositeParams(mask_blur=0.5, opacity=0.9)
+PREVIEW_PARAMS = CompositeParams(mask_blur=0.4, opacity=0.85)
+PROFILED_PARAMS = CompositeParams(mask_blur=0.35, opacity=0.95)
+
+
+@dataclass
+class Pipeline:
+    """What every run shares: the clip, the output folder, the cache folder and the models
+    (sessions are kept between runs, as the add-on's long-lived engine process keeps them)."""
+
+    clip: Path
+    out: Path
+    cache_root: Path
+    models: ModelStore
+    sessions: SessionFactory
+    model_set: ModelSet
+
+    def job(self, source: Path, composite: CompositeParams) -> tuple[SwapJob, FaceAnalyzer]:
+        analyzer = FaceAnalyzer(FaceCache(self.cache_root), self.model_set)
+        sources = SourceSet.load([source], analyzer)
+        swapper = build_swapper("classic", sources, self.models, self.sessions)
+        return SwapJob(analyzer, swapper, sources, composite=composite), analyzer
+
+    def timed_run(self, source: Path, composite: CompositeParams, frames: range) -> dict:
+        """One whole run (sources, job, frames), timed and instrumented."""
+        timer = CacheTimer()
+        with instrument(timer):
+            start = time.perf_counter()
+            job, analyzer = self.job(source, composite)
+            report = job.run(self.clip, self.out, frames=frames)
+            seconds = time.perf_counter() - start
+        return {
+            "seconds": round(seconds, 3),
+            "frames": report.frames,
+            "written": report.written,
+            "skipped": report.skipped,
+            "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
+            "analysis_lookups": analyzer.stats.as_dict(),
+            "swap_lookups": report.swap_stats.as_dict(),
+            "cache_read_s": round(timer.totals[READ], 4),
+            "cache_write_s": round(timer.totals[WRITE], 4),
+            "cache_calls": timer.as_dict(),
+        }
+
+    def preview(self, source: Path, composite: CompositeParams, indices: list[int]) -> dict:
+        """One job for the new composite params (made once, as the add-on would on a tweak),
+        then one run per frame; per-frame wall times from the call to the written output."""
+        start = time.perf_counter()
+        job, analyzer = self.job(source, composite)
+        setup_ms = (time.perf_counter() - start) * 1000
+        times = []
+        for index in indices:
+            start = time.perf_counter()
+            job.run(self.clip, self.out, frames=range(index, index + 1))
+            times.append((time.perf_counter() - start) * 1000)
+        return {"ms": times, "setup_ms": setup_ms, "written": job.report.written,
+                "inferences": analyzer.inferences.total}
+
+    def profiled_preview(self, source: Path, composite: CompositeParams, indices: list[int]) -> dict:
+        job, _ = self.job(source, composite)
+
+        def steps():
+            for index in indices:
+                job.run(self.clip, self.out, frames=range(index, index + 1))
+
+        profiles = profile(steps)
+        count = len(indices)
+        result = {"frames": count,
+                  "main_thread_ms_per_frame": round(profiles.main.total_tt * 1000 / count, 2),
+                  "main_by_self_time": top_functions(profiles.main, count, 12, "self"),
+                  "main_by_cumulative_time": top_functions(profiles.main, count, 16, "cumulative")}
+        if profiles.threads is not None:
+            result["writer_thread_ms_per_frame"] = round(profiles.threads.total_tt * 1000 / count, 2)
+            result["writer_by_self_time"] = top_functions(profiles.threads, count, 10, "self")
+        return result
+
+
+def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir: Path | None = None,
+        samples_dir: Path | None = None, providers: str = "auto", size: tuple[int, int] = FULL_HD,
+        say: Callable[[str], None] | None = None) -> dict:
+    """Run the pipeline benchmark and return its figures (see the module docstring)."""
+    say = say or (lambda _message: None)
+    if frames < 2:
+        raise ValueError("the pipeline benchmark needs at least 2 frames (a first range and an extension)")
+    base = max(1, min(frames - 1, round(frames / 1.1)))
+    load_start = os.getloadavg()
+    with ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-")))
+        cache_parent = (Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-", dir=cache_dir)))
+                        if cache_dir is not None else work)
+        pipeline, source_a, source_b = _set_up(work, cache_parent / "cache", frames, models_dir, samples_dir,
+                                               providers, size, say)
+        result = {"frames": frames, "first_range_frames": base, "extension_frames": frames - base,
+                  "size": f"{size[0]}x{size[1]}"}
+        result.update(_digest_costs(pipeline.clip))
+
+        start = time.perf_counter()
+        pipeline.model_set.get("detector")
+        result["model_load_s"] = round(time.perf_counter() - start, 3)
+        first, whole = range(base), range(frames)
+        runs = {}
+        say(f"cold run: {base} frames, empty cache")
+        runs["cold"] = pipeline.timed_run(source_a, FIRST_PARAMS, first)
+        say("warm run: another source face")
+        runs["warm_new_source"] = pipeline.timed_run(source_b, FIRST_PARAMS, first)
+        say("warm run: other composite params")
+        runs["param_only"] = pipeline.timed_run(source_b, TWEAKED_PARAMS, first)
+        say(f"partial run: the range extended by {frames - base} frames")
+        runs["partial"] = pipeline.timed_run(source_b, TWEAKED_PARAMS, whole)
+
+        steps, jumps = _preview_frames(base, frames)
+        say(f"preview: {len(steps)} steps, {len(jumps)} jumps, one run per frame")
+        stepped = pipeline.preview(source_b, PREVIEW_PARAMS, steps)
+        jumped = pipeline.preview(source_b, PREVIEW_PARAMS, jumps)
+        say(f"preview profile: {min(PROFILED_FRAMES, len(steps))} steps under cProfile")
+        profiled = pipeline.profiled_preview(source_b, PROFILED_PARAMS, steps[:PROFILED_FRAMES])
+
+    result.update(_figures(runs, stepped, jumped))
+    result["preview_profile"] = profiled
+    result["runs"] = runs
+    result["machine"] = _machine(pipeline.sessions, load_start)
+    result["goals"] = GOALS
+    result["goals_met"] = {key: result[key] <= goal for key, goal in GOALS.items()}
+    return result
+
+
+def _set_up(work: Path, cache_root: Path, frames: int, models_dir: Path | None, samples_dir: Path | None,
+            providers: str, size: tuple[int, int], say) -> tuple[Pipeline, Path, Path]:
+    models = ModelStore(models_dir)
+    say(f"models: default pack (MTCNN) in {models.root}")
+    models.install(["default"])
+    portrait = sample_image("grace_hopper", samples_dir)
+    source_a = sample_image("astronaut", samples_dir)
+    source_b = work / "astronaut_mirrored.png"
+    cv2.imwrite(str(source_b), cv2.imread(str(source_a), cv2.IMREAD_COLOR)[:, ::-1])
+    say(f"clip: {frames} frames at {size[0]}x{size[1]} from {portrait.name}")
+    clip = write_sample_clip(portrait, work / "bench_clip.mp4", frames=frames, size=size)
+    sessions = SessionFactory(providers)
+    model_set = build_model_set(models, sessions, AnalysisSettings())
+    return Pipeline(clip, work / "out", cache_root, models, sessions, model_set), source_a, source_b
+
+
+def _digest_costs(clip: Path) -> dict:
+    """Median fingerprint and SHA-256 time of one real frame of the clip."""
+    with MediaReader(clip) as reader:
+        ((_, frame),) = reader.frames([min(1, reader.info.frame_count - 1)])
+    return {"fingerprint_ms": round(median_ms(lambda: frame_fingerprint(frame), 30), 3),
+            "sha256_ms": round(median_ms(lambda: hashlib.sha256(frame.data).digest(), 30), 3)}
+
+
+def _preview_frames(base: int, frames: int) -> tuple[list[int], list[int]]:
+    """30 consecutive frames in the middle of the first range, and random (seeded) frames of
+    the clip that the steps do not touch (each jump then has something to render)."""
+    count = min(PREVIEW_STEPS, base)
+    first = (base - count) // 2
+    steps = list(range(first, first + count))
+    others = [i for i in range(frames) if i not in steps]
+    rng = np.random.default_rng(5)
+    jumps = [int(i) for i in rng.permutation(others)[:PREVIEW_JUMPS]]
+    return steps, jumps
+
+
+def _figures(runs: dict, stepped: dict, jumped: dict) -> dict:
+    cold = runs["cold"]["seconds"]
+    warm = runs["warm_new_source"]
+    step_ms = stepped["ms"]
+    figures = {
+        "cold_s": cold,
+        "warm_new_source_s": warm["seconds"],
+        "param_only_s": runs["param_only"]["seconds"],
+        "partial_s": runs["partial"]["seconds"],
+        "warm_new_source_ratio": _ratio(warm["seconds"], cold),
+        "param_only_ratio": _ratio(runs["param_only"]["seconds"], cold),
+        "partial_ratio": _ratio(runs["partial"]["seconds"], cold),
+        "preview_ms_median": round(statistics.median(step_ms), 2),
+        "preview_ms_p95": round(_percentile(step_ms, 95), 2),
+        "preview_jump_ms": round(statistics.median(jumped["ms"]), 2) if jumped["ms"] else None,
+        "preview_setup_ms": round(stepped["setup_ms"], 2),
+        "preview_frames": len(step_ms),
+        "preview_jumps": len(jumped["ms"]),
+        "preview_written": stepped["written"] + jumped["written"],
+        "preview_inferences": stepped["inferences"] + jumped["inferences"],
+        "cache_overhead_fraction": _ratio(warm["cache_read_s"], warm["seconds"]),
+        "param_only_cache_overhead_fraction": _ratio(runs["param_only"]["cache_read_s"],
+                                                     runs["param_only"]["seconds"]),
+        "cache_write_fraction": _ratio(warm["cache_write_s"], warm["seconds"]),
+    }
+    return figures
+
+
+def _ratio(part: float, whole: float) -> float:
+    return round(part / whole, 4) if whole > 0 else float("inf")
+
+
+def _percentile(values: list[float], percent: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), percent))
+
+
+def _machine(sessions: SessionFactory, load_start: tuple[float, float, float]) -> dict:
+    import onnxruntime
+
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(terse=True),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "opencv": cv2.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "providers": list(sessions.requested_providers()),
+        "onnx_threads": sessions.threads,
+        "loadavg_1min_start": round(load_start[0], 2),
+        "loadavg_1min_end": round(os.getloadavg()[0], 2),
+    }

@@ -1,0 +1,161 @@
+"""Video jobs: frame-accurate decoding, image sequences, progress, cancel, SIGKILL
+and resume, truncated files. Real MTCNN and the classic swapper on small clips."""
+
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from facecache.analysis.analyzer import FaceAnalyzer
+from facecache.analysis.factory import build_model_set
+from facecache.errors import FaceCacheError
+from facecache.jobs.manifest import MANIFEST_NAME
+from facecache.jobs.swap_job import SwapJob
+from facecache.media.reader import MediaReader
+from facecache.models.runtime import SessionFactory
+from facecache.models.store import ModelStore
+from facecache.store.cache import FaceCache
+from facecache.swap.factory import build_swapper
+from facecache.swap.sources import SourceSet
+
+pytestmark = pytest.mark.index  # real weights and portraits come from the package index
+
+
+def write_clip(path, portrait, frames, size=(320, 240), fourcc="mp4v"):
+    """The portrait sliding across a noisy background; every frame differs."""
+    width, height = size
+    face = cv2.resize(portrait, (height, height))
+    noise = np.random.default_rng(0).integers(0, 255, (height, width * 2, 3), dtype=np.uint8)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 25, size)
+    for i in range(frames):
+        frame = noise[:, i % width:i % width + width].copy()
+        x = i % (width - height)
+        frame[:, x:x + height] = face
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+def make_job(tmp_path, models_dir, source):
+    models = ModelStore(models_dir)
+    analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), build_model_set(models, SessionFactory("cpu")))
+    sources = SourceSet.load([source], analyzer)
+    return SwapJob(analyzer, build_swapper("classic", sources, models, SessionFactory("cpu")), sources)
+
+
+def mp4_sync_samples(path) -> int:
+    """Number of keyframes in an MP4, from its 'stss' box (absent: every frame is a keyframe)."""
+    data = Path(path).read_bytes()
+    at = data.find(b"stss")
+    return -1 if at < 0 else struct.unpack(">I", data[at + 8:at + 12])[0]
+
+
+def test_seeking_gives_the_same_frames_as_sequential_reading(tmp_path, portraits):
+    clip = write_clip(tmp_path / "gop.mp4", portraits["astronaut"], 90)
+    assert 1 < mp4_sync_samples(clip) < 90  # keyframes exist and the GOP is longer than 1
+    with MediaReader(clip) as reader:
+        sequential = [frame.copy() for _, frame in reader.frames(range(90))]
+    order = np.random.default_rng(1).permutation(90)
+    with MediaReader(clip) as reader:
+        for index in order:
+            ((_, frame),) = reader.frames([int(index)])
+            assert np.array_equal(frame, sequential[index]), index
+
+
+def test_image_sequence_is_a_target(tmp_path, models_dir, portrait_paths, portraits):
+    folder = tmp_path / "shot"
+    folder.mkdir()
+    for i in (1, 2, 10):  # natural order: 1, 2, 10
+        cv2.imwrite(str(folder / f"frame{i}.png"), np.roll(portraits["astronaut"], i, axis=1))
+    job = make_job(tmp_path, models_dir, portrait_paths["grace_hopper"])
+    report = job.run(folder, tmp_path / "out")
+    assert report.written == 3
+    with MediaReader(folder) as reader:
+        assert np.array_equal(next(reader.frames([2]))[1], np.roll(portraits["astronaut"], 10, axis=1))
+    assert sorted(p.name for p in (tmp_path / "out" / "shot").glob("*.png")) == ["000000.png", "000001.png", "000002.png"]
+    again = make_job(tmp_path, models_dir, portrait_paths["grace_hopper"]).run(folder, tmp_path / "out")
+    assert again.skipped == 3 and again.written == 0
+
+
+def test_progress_reports_counts_rate_and_eta(tmp_path, models_dir, portrait_paths, portraits):
+    clip = write_clip(tmp_path / "clip.mp4", portraits["astronaut"], 70)
+    seen = []
+    make_job(tmp_path, models_dir, portrait_paths["grace_hopper"]).run(clip, tmp_path / "out", progress=seen.append)
+    assert [p.done for p in seen] == sorted(p.done for p in seen)
+    assert seen[-1].done == seen[-1].total == 70 and seen[-1].written == 70
+    assert all(p.frames_per_second > 0 for p in seen if p.done)
+    assert seen[-1].eta_seconds == 0 and seen[-1].misses > 0
+    warm = []
+    make_job(tmp_path, models_dir, portrait_paths["grace_hopper"]).run(clip, tmp_path / "out", progress=warm.append)
+    assert warm[-1].skipped == 70 and warm[-1].written == 0
+
+
+def test_cancel_keeps_finished_frames_and_a_rerun_continues(tmp_path, models_dir, portrait_paths, portraits):
+    clip = write_clip(tmp_path / "clip.mp4", portraits["astronaut"], 40)
+    cancel = threading.Event()
+    job = make_job(tmp_path, models_dir, portrait_paths["grace_hopper"])
+    report = job.run(clip, tmp_path / "out", cancel=cancel,
+                     progress=lambda p: p.done >= 10 and cancel.set())
+    assert report.cancelled and 10 <= report.written < 40
+    finished = report.written
+    rerun = make_job(tmp_path, models_dir, portrait_paths["grace_hopper"])
+    report = rerun.run(clip, tmp_path / "out")
+    assert report.skipped == finished and report.written == 40 - finished
+    assert rerun.analyzer.inferences.detect == 40 - finished  # finished frames are not analysed again
+
+
+def test_sigkill_mid_run_then_rerun_completes_with_identical_outputs(tmp_path, models_dir, portrait_paths, portraits):
+    clip = write_clip(tmp_path / "clip.mp4", portraits["astronaut"], 150)
+    command = [sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["grace_hopper"]),
+               "--target", str(clip), "--cache-dir", str(tmp_path / "cache"), "--models-dir", str(models_dir),
+               "--providers", "cpu", "--json"]
+    child = subprocess.Popen(command + ["--out", str(tmp_path / "killed")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    outputs = tmp_path / "killed" / "clip"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(outputs.glob("*.png"))) < 70:  # past the first 64-frame segment
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert 0 < len(list(outputs.glob("*.png"))) < 150, "the job should have been killed mid-run"
+
+    subprocess.run(command + ["--out", str(tmp_path / "killed")], check=True, capture_output=True)
+    subprocess.run(command + ["--out", str(tmp_path / "clean"), "--cache-dir", str(tmp_path / "clean-cache")],
+                   check=True, capture_output=True)
+    killed = sorted(outputs.glob("*.png"))
+    clean = sorted((tmp_path / "clean" / "clip").glob("*.png"))
+    assert [p.name for p in killed] == [p.name for p in clean] == [f"{i:06d}.png" for i in range(150)]
+    for a, b in zip(killed, clean):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert not [p for p in outputs.iterdir() if ".tmp-" in p.name]
+    assert FaceCache(tmp_path / "cache").verify(temp_grace_seconds=0).clean
+
+
+def test_truncated_video_keeps_the_good_frames_and_says_so(tmp_path, models_dir, portrait_paths, portraits):
+    clip = write_clip(tmp_path / "clip.avi", portraits["astronaut"], 50, fourcc="MJPG")
+    data = clip.read_bytes()
+    clip.write_bytes(data[: len(data) // 2])
+    job = make_job(tmp_path, models_dir, portrait_paths["grace_hopper"])
+    with pytest.raises(FaceCacheError, match="truncated or damaged"):
+        job.run(clip, tmp_path / "out")
+    written = sorted((tmp_path / "out" / "clip").glob("*.png"))
+    assert 5 < len(written) < 50 and job.report.written == len(written)
+    for path in written:  # every output present is complete and listed
+        assert cv2.imread(str(path), cv2.IMREAD_UNCHANGED).shape == (240, 320, 4)
+    manifest = (tmp_path / "out" / "clip" / MANIFEST_NAME).read_text()
+    assert all(p.name in manifest for p in written)
+
+
+def test_unopenable_video_is_a_clear_error(tmp_path, models_dir, portrait_paths, portraits):
+    clip = write_clip(tmp_path / "clip.mp4", portraits["astronaut"], 10)
+    clip.write_bytes(clip.read_bytes()[:2000])
+    with pytest.raises(FaceCacheError, match="re-export it"):
+        make_job(tmp_path, models_dir, portrait_paths["grace_hopper"]).run(clip, tmp_path / "out")
+    assert not (tmp_path / "out" / "clip").exists() or not list((tmp_path / "out" / "clip").glob("*.png"))
