@@ -7,7 +7,9 @@ decodes forward, a jump seeks by frame number, which OpenCV's FFmpeg backend
 resolves to the exact frame of a constant-frame-rate file (tested against
 sequential decoding on an MP4 whose keyframes are 12 frames apart). A file
 that ends before its declared length raises MediaError after its last good
-frame, so callers keep what was done and nothing half-decoded is used.
+frame, so callers keep what was done and nothing half-decoded is used. An MP4
+or MOV with a variable frame rate is refused with the command that converts it
+(frame N has no exact address there, and the sequencer would disagree with us).
 
 An image sequence is a folder of images, ordered by name (numbers compared
 as numbers); frame N is its N-th image.
@@ -25,8 +27,10 @@ import cv2
 import numpy as np
 
 from facecache.errors import FaceCacheError
+from facecache.media.frame_rate import is_variable_frame_rate
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
+MP4_SUFFIXES = {".mp4", ".mov", ".m4v"}
 DECODER_ID = f"opencv-{cv2.__version__}"
 
 
@@ -76,6 +80,10 @@ class MediaReader:
         self.info = MediaInfo(self.path, len(files), width, height, 0.0, False)
 
     def _open_video(self) -> None:
+        if self.path.suffix.lower() in MP4_SUFFIXES and is_variable_frame_rate(self.path):
+            raise MediaError(f"{self.path} has a variable frame rate, so its frames cannot be addressed "
+                             "exactly: convert it to a constant rate first, e.g. "
+                             "`ffmpeg -i IN -vsync cfr -r 25 OUT.mp4` (use the rate of your project)")
         capture = cv2.VideoCapture(str(self.path))
         ok, first = capture.read() if capture.isOpened() else (False, None)
         if not ok or first is None:
