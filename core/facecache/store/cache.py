@@ -396,7 +396,8 @@ class FaceCache:
             if is_digest(ns_entry.name):
                 by_ns[ns_entry.name] = self._namespace_stats(Path(ns_entry.path))
         for info in self.iter_packs():
-            ns = by_ns[info.namespace]
+            ns = by_ns.get(info.namespace) or by_ns.setdefault(  # a namespace created mid-scan
+                info.namespace, self._namespace_stats(self.root / "ns" / info.namespace))
             ns.packs += 1
             ns.bytes += info.size
             ns.entries += _entry_count(info.path)
