@@ -36,8 +36,9 @@ KINDS = ("analyze", "swap", "update", "coverage", "install_models", "import_mode
          "cache_clear")
 
 
-def run_job(job: dict, emit: Emit) -> dict:
+def run_job(job: dict, emit: Emit, cancel: "Cancel | None" = None) -> dict:
     """Run one job, emitting progress messages; returns the summary (raises on failure)."""
+    cancel = cancel or Cancel()
     kind = job.get("kind")
     if kind not in KINDS:
         raise FaceCacheError(f"unknown job kind {kind!r}: one of {', '.join(KINDS)}")
@@ -55,7 +56,7 @@ def run_job(job: dict, emit: Emit) -> dict:
     elif kind == "analyze":
         summary = _analyze(settings, items, emit)
     else:
-        summary = _swap(settings, items, emit)
+        summary = _swap(settings, items, emit, cancel)
     summary["kind"] = kind
     summary["seconds"] = round(time.perf_counter() - start, 3)
     return summary
@@ -97,17 +98,25 @@ def _progress(emit: Emit, label: str, offset: int, total: int):
     return report
 
 
-CANCEL = threading.Event()  # set by SIGTERM (the add-on's Cancel): jobs stop cleanly, keeping finished work
+class Cancel:
+    """A cancel request (SIGTERM from the add-on's Cancel button). A swap job stops cleanly at the next
+    frame, keeping finished work; other stages (or a second request) stop the process at once."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.graceful = False  # True while a job that honours `event` runs
+
+    def request(self, _signum=None, _frame=None) -> None:
+        if self.event.is_set() or not self.graceful:
+            raise SystemExit(143)
+        self.event.set()
 
 
-def _on_terminate(_signum, _frame) -> None:
-    if CANCEL.is_set():
-        raise SystemExit(143)  # a second request: stop now
-    CANCEL.set()
-
-
-def _run_kwargs(run) -> dict:
-    return {"cancel": CANCEL} if "cancel" in inspect.signature(run).parameters else {}
+def _run_kwargs(run, cancel: Cancel) -> dict:
+    if "cancel" in inspect.signature(run).parameters:
+        cancel.graceful = True
+        return {"cancel": cancel.event}
+    return {}
 
 
 def _analyze(settings: dict, items: list[dict], emit: Emit) -> dict:
@@ -125,7 +134,7 @@ def _analyze(settings: dict, items: list[dict], emit: Emit) -> dict:
             "analysis_cache": analyzer.stats.as_dict(), "analysed": _analysed(analyzer, items)}
 
 
-def _swap(settings: dict, items: list[dict], emit: Emit) -> dict:
+def _swap(settings: dict, items: list[dict], emit: Emit, cancel: "Cancel") -> dict:
     from facecache.analysis.selection import Selector
     from facecache.jobs.swap_job import SwapJob
     from facecache.swap.composite import CompositeParams
@@ -146,13 +155,13 @@ def _swap(settings: dict, items: list[dict], emit: Emit) -> dict:
     done = 0
     for item in items:
         media = Path(item["media"])
-        if CANCEL.is_set():
+        if cancel.event.is_set():
             break
         job.run(media, Path(item["out"]), _range(item), progress=_progress(emit, media.name, done, total),
-                **_run_kwargs(job.run))
+                **_run_kwargs(job.run, cancel))
         done += len(_range(item))
     report = job.report
-    return {"cancelled": CANCEL.is_set(), "frames": report.frames, "written": report.written, "skipped": report.skipped,
+    return {"cancelled": cancel.event.is_set(), "frames": report.frames, "written": report.written, "skipped": report.skipped,
             "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
             "analysis_cache": analyzer.stats.as_dict(), "swap_cache": report.swap_stats.as_dict(),
             "analysed": _analysed(analyzer, items)}
@@ -203,18 +212,22 @@ def _import_models(settings: dict) -> dict:
 
 def main(stdin=None, stdout=None) -> int:
     stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
-    real_stdout = stdout
+    real_stdout = stdout or sys.stdout
+    saved = sys.stdout
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
 
     def emit(message: dict) -> None:
         real_stdout.write(json.dumps(message, default=str) + "\n")
         real_stdout.flush()
 
-    signal.signal(signal.SIGTERM, _on_terminate)
+    cancel = Cancel()
+    signal_set = False
     try:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, cancel.request)
+            signal_set = True
         job = json.loads(stdin.readline() or "{}")
-        emit({"type": "result", "summary": run_job(job, emit)})
+        emit({"type": "result", "summary": run_job(job, emit, cancel)})
         return 0
     except FaceCacheError as exc:
         emit({"type": "error", "message": str(exc), "kind": type(exc).__name__})
@@ -223,6 +236,10 @@ def main(stdin=None, stdout=None) -> int:
 
         traceback.print_exc()
         emit({"type": "error", "message": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__})
+    finally:
+        sys.stdout = saved
+        if signal_set:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return 1
 
 

@@ -1,0 +1,21 @@
+"""VSE Face Swap: a Blender extension over the `facecache` engine (which runs in its own process).
+
+Modules: props (settings), prefs, paths (cache location), frame_mapping (strip <-> media frames),
+timeline (originals and swapped strips), engine_client (the process boundary), jobs, ops, ui,
+preview (playhead), coverage_overlay (bars under strips).
+"""
+
+from . import coverage_overlay, jobs, ops, paths, prefs, preview, props, ui
+
+_modules = (props, prefs, ops, ui, paths, preview, coverage_overlay)
+
+
+def register():
+    for module in _modules:
+        module.register()
+
+
+def unregister():
+    jobs.reset()
+    for module in reversed(_modules):
+        module.unregister()

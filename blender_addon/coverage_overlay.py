@@ -1,0 +1,106 @@
+"""Coverage under each movie strip: which frames are analysed (from the engine's cache, reported with
+every job) and which are swapped (files in the output folder). Drawn as a thin two-row bar along the
+bottom of each movie strip by a sequencer draw handler; `strip_coverage` is the testable data part."""
+
+from __future__ import annotations
+
+import time
+
+import bpy
+
+from . import frame_mapping, paths, timeline
+
+_analysed: dict[str, set[int]] = {}
+_swapped_memo: dict[str, tuple[float, set[int]]] = {}
+_handle = None
+
+ANALYSED_COLOR = (0.35, 0.6, 1.0, 0.9)
+SWAPPED_COLOR = (0.3, 0.9, 0.4, 0.9)
+
+
+def remember_analysed(analysed: dict) -> None:
+    for media, frames in analysed.items():
+        _analysed.setdefault(media, set()).update(int(f) for f in frames)
+
+
+def forget_analysed() -> None:
+    _analysed.clear()
+
+
+def invalidate() -> None:
+    _swapped_memo.clear()
+
+
+def analysed_frames(media: str) -> set[int]:
+    return _analysed.get(media, set())
+
+
+def swapped_frames(scene, media: str, max_age: float = 2.0) -> set[int]:
+    now = time.monotonic()
+    memo = _swapped_memo.get(media)
+    if memo is None or now - memo[0] > max_age:
+        memo = (now, timeline.swapped_on_disk(scene, media))
+        _swapped_memo[media] = memo
+    return memo[1]
+
+
+def strip_coverage(scene, strip) -> dict:
+    """{"frames": n, "analysed": n, "swapped": n, "analysed_runs": [(t0, t1)], "swapped_runs": [...]}
+    in timeline frames over the strip's visible part."""
+    try:
+        used = frame_mapping.used_media_range(strip)
+    except frame_mapping.UnsupportedStrip:
+        return {"frames": 0, "analysed": 0, "swapped": 0, "analysed_runs": [], "swapped_runs": []}
+    media = paths.media_path(strip)
+    analysed = sorted(analysed_frames(media).intersection(used))
+    swapped = sorted(swapped_frames(scene, media).intersection(used))
+
+    def to_timeline(indices):
+        return [(frame_mapping.timeline_frame(strip, a), frame_mapping.timeline_frame(strip, b))
+                for a, b in timeline.runs(indices)]
+
+    return {"frames": len(used), "analysed": len(analysed), "swapped": len(swapped),
+            "analysed_runs": to_timeline(analysed), "swapped_runs": to_timeline(swapped)}
+
+
+def _draw():
+    context = bpy.context
+    scene = getattr(context, "sequencer_scene", None) or context.scene
+    if scene is None or not scene.faceswap.show_coverage or scene.sequence_editor is None:
+        return
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    shader = gpu.shader.from_builtin("UNIFORM_COLOR")
+    gpu.state.blend_set("ALPHA")
+    for strip in timeline.movie_strips(scene):
+        data = strip_coverage(scene, strip)
+        base = strip.channel + 0.04
+        for runs, offset, color in ((data["analysed_runs"], 0.0, ANALYSED_COLOR),
+                                    (data["swapped_runs"], 0.05, SWAPPED_COLOR)):
+            if not runs:
+                continue
+            vertices, indices = [], []
+            for a, b in runs:
+                n = len(vertices)
+                y0, y1 = base + offset, base + offset + 0.04
+                vertices += [(a, y0), (b, y0), (b, y1), (a, y1)]
+                indices += [(n, n + 1, n + 2), (n, n + 2, n + 3)]
+            batch = batch_for_shader(shader, "TRIS", {"pos": vertices}, indices=indices)
+            shader.bind()
+            shader.uniform_float("color", color)
+            batch.draw(shader)
+    gpu.state.blend_set("NONE")
+
+
+def register():
+    global _handle
+    if not bpy.app.background:
+        _handle = bpy.types.SpaceSequenceEditor.draw_handler_add(_draw, (), "WINDOW", "POST_VIEW")
+
+
+def unregister():
+    global _handle
+    if _handle is not None:
+        bpy.types.SpaceSequenceEditor.draw_handler_remove(_handle, "WINDOW")
+        _handle = None

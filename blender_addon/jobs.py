@@ -1,0 +1,143 @@
+"""Running engine jobs from Blender: one at a time, asynchronous in the UI (a `bpy.app.timers` callback
+drains the engine's messages), synchronous in background mode and in the bpy module."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import bpy
+
+from . import coverage_overlay, engine_client, paths
+
+_state = {"job": None, "scene": None, "on_done": None}
+
+MODELS_HINT = ("face models are not installed: open Edit > Preferences > Add-ons > VSE Face Swap and click "
+               "Install Default Models (or import a FaceFusion models folder)")
+
+
+def prefs():
+    addon = bpy.context.preferences.addons.get(__package__)
+    return addon.preferences if addon else None
+
+
+def synchronous() -> bool:
+    """Background mode (blender -b) and the bpy module: timers never run there."""
+    return bool(bpy.app.background)
+
+
+def running() -> bool:
+    job = _state["job"]
+    return job is not None and not job.finished
+
+
+def engine_settings(scene) -> dict:
+    p = prefs()
+    settings = scene.faceswap.engine_settings()
+    settings.update({"cache_dir": paths.cache_dir(scene), "max_bytes": paths.max_bytes(),
+                     "models_dir": bpy.path.abspath(p.models_dir) if p and p.models_dir else default_models_dir(),
+                     "providers": p.execution_provider if p else "auto"})
+    return settings
+
+
+def default_models_dir() -> str:
+    try:
+        return bpy.utils.extension_path_user(__package__, path="models", create=True)
+    except (ValueError, AttributeError):  # not installed as an extension (development checkout)
+        return os.path.join(bpy.utils.user_resource("DATAFILES", path="vse_faceswap", create=True), "models")
+
+
+def friendly(message: str, kind: str = "") -> str:
+    if kind == "ModelMissing" or "not installed" in message:
+        return f"{MODELS_HINT} ({message})"
+    return message
+
+
+def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None = None):
+    """Start a job; returns the EngineJob (already finished when synchronous). Raises RuntimeError when busy."""
+    if running():
+        raise RuntimeError("a face swap job is already running: wait for it or press Cancel")
+    settings = engine_settings(scene)
+    settings.update(extra or {})
+    job = engine_client.EngineJob({"kind": kind, "settings": settings, "items": items})
+    props = scene.faceswap
+    props.running, props.progress, props.status = True, 0.0, f"{kind}: starting"
+    _state.update(job=job, scene=scene.name, on_done=on_done)
+    job.start()
+    if synchronous():
+        job.wait()
+        _finish(job)
+    else:
+        bpy.app.timers.register(_tick, first_interval=0.1)
+    return job
+
+
+def _scene():
+    return bpy.data.scenes.get(_state["scene"] or "")
+
+
+def _tick():
+    job = _state["job"]
+    if job is None:
+        return None
+    finished = job.poll()
+    scene = _scene()
+    if scene is not None and not finished:
+        scene.faceswap.progress = job.fraction
+        scene.faceswap.status = f"{job.job['kind']}: {job.label} {job.done}/{job.total}"
+        _redraw()
+    if finished:
+        _finish(job)
+        return None
+    return 0.1
+
+
+def _finish(job) -> None:
+    scene = _scene()
+    on_done = _state["on_done"]
+    _state.update(job=None, on_done=None)
+    if scene is None:
+        return
+    props = scene.faceswap
+    props.running, props.progress = False, 1.0 if job.result is not None else 0.0
+    if job.result is not None:
+        summary = dict(job.result)
+        coverage_overlay.remember_analysed(summary.pop("analysed", {}) or {})
+        props.last_report = json.dumps(summary, sort_keys=True)
+        props.status = ("cancelled; finished frames kept: " if summary.get("cancelled") else "") + describe(summary)
+    else:
+        props.status = "cancelled" if job.error == "cancelled" else f"error: {friendly(job.error or '', job.error_kind)}"
+    if on_done is not None:
+        on_done(scene, job)
+    coverage_overlay.invalidate()
+    _redraw()
+
+
+def describe(summary: dict) -> str:
+    inf = summary.get("inferences", {})
+    runs = ", ".join(f"{k} {v}" for k, v in inf.items())
+    return (f"{summary.get('kind', 'job')}: {summary.get('frames', 0)} frames, {summary.get('written', 0)} written, "
+            f"{summary.get('skipped', 0)} from cache; model runs: {runs or 'none'}; {summary.get('seconds', 0)} s")
+
+
+def cancel() -> bool:
+    job = _state["job"]
+    if job is None or job.finished:
+        return False
+    job.cancel()
+    return True
+
+
+def _redraw() -> None:
+    wm = bpy.context.window_manager
+    for window in getattr(wm, "windows", ()):
+        for area in window.screen.areas:
+            if area.type == "SEQUENCE_EDITOR":
+                area.tag_redraw()
+
+
+def reset() -> None:
+    job = _state["job"]
+    if job is not None:
+        job.cancel()
+    _state.update(job=None, scene=None, on_done=None)

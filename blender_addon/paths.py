@@ -1,0 +1,138 @@
+"""Where the cache and the swapped frames live.
+
+Default: `//faceswap_cache` beside the .blend (a `//` relative path in `scene.faceswap.cache_dir`).
+The preferences may override it with an absolute folder. An unsaved file uses a temporary folder
+(with a notice in the panel); the first save moves it beside the new .blend. "Save As" to another
+folder rewrites the relative path so that it still points at the same cache (as Blender does for
+strip paths).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+
+import bpy
+from bpy.app.handlers import persistent
+
+DEFAULT_CACHE_DIR = "//faceswap_cache"
+SWAPS_FOLDER = "swaps"
+
+
+def _prefs():
+    addon = bpy.context.preferences.addons.get(__package__)
+    return addon.preferences if addon else None
+
+
+def unsaved_cache_dir() -> str:
+    """The temporary cache of an unsaved file (one per Blender session and user)."""
+    return os.path.join(tempfile.gettempdir(), f"vse_faceswap_unsaved_{os.getpid()}")
+
+
+def is_temporary(scene) -> bool:
+    prefs = _prefs()
+    return not (prefs and prefs.cache_dir_override) and not bpy.data.filepath and scene.faceswap.cache_dir.startswith("//")
+
+
+def cache_dir(scene) -> str:
+    prefs = _prefs()
+    if prefs and prefs.cache_dir_override:
+        return os.path.abspath(bpy.path.abspath(prefs.cache_dir_override))
+    setting = scene.faceswap.cache_dir or DEFAULT_CACHE_DIR
+    if setting.startswith("//") and not bpy.data.filepath:
+        return unsaved_cache_dir()
+    return os.path.abspath(bpy.path.abspath(setting))
+
+
+def max_bytes() -> int:
+    prefs = _prefs()
+    return int((prefs.cache_max_gb if prefs else 10.0) * 1e9)
+
+
+def media_path(strip) -> str:
+    return os.path.abspath(bpy.path.abspath(strip.filepath))
+
+
+def output_root(scene, media: str) -> str:
+    """Swapped frames of one media file: `<cache>/swaps/<path digest>`; the engine adds `<stem>/`."""
+    digest = hashlib.sha256(os.path.normcase(media).encode()).hexdigest()[:16]
+    return os.path.join(cache_dir(scene), SWAPS_FOLDER, digest)
+
+
+def output_folder(scene, media: str) -> str:
+    return os.path.join(output_root(scene, media), os.path.splitext(os.path.basename(media))[0])
+
+
+def check_writable(folder: str) -> str | None:
+    """None when the folder can be created and written, else a message."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".probe", delete=True)
+        probe.close()
+    except OSError as exc:
+        return (f"the cache folder {folder} is not writable ({exc.strerror}): choose another in the add-on "
+                "preferences (Cache Location) or fix its permissions")
+    return None
+
+
+def _relative_to(target_abs: str, blend_path: str) -> str:
+    try:
+        return "//" + os.path.relpath(target_abs, os.path.dirname(blend_path)).replace(os.sep, "/")
+    except ValueError:  # another drive on Windows
+        return target_abs
+
+
+@persistent
+def on_save_pre(filepath, *_args):
+    """Keep each scene's cache where it is across Save As; move an unsaved file's cache beside it."""
+    prefs = _prefs()
+    if prefs and prefs.cache_dir_override:
+        return
+    for scene in bpy.data.scenes:
+        props = getattr(scene, "faceswap", None)
+        if props is None or not props.cache_dir.startswith("//"):
+            continue
+        old = cache_dir(scene)
+        if not bpy.data.filepath:
+            new = os.path.abspath(os.path.join(os.path.dirname(filepath), props.cache_dir[2:]))
+            if os.path.isdir(old) and old != new:
+                _move_tree(old, new)
+                _repoint_swapped_strips(old, new)
+        elif os.path.isdir(old) and os.path.dirname(os.path.abspath(filepath)) != os.path.dirname(
+                os.path.abspath(bpy.data.filepath)):
+            props.cache_dir = _relative_to(old, filepath)
+
+
+def _move_tree(old: str, new: str) -> None:
+    os.makedirs(new, exist_ok=True)
+    for name in os.listdir(old):
+        source, target = os.path.join(old, name), os.path.join(new, name)
+        if os.path.exists(target):
+            if os.path.isdir(source):
+                _move_tree(source, target)
+            continue
+        shutil.move(source, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _repoint_swapped_strips(old: str, new: str) -> None:
+    for scene in bpy.data.scenes:
+        editor = scene.sequence_editor
+        if editor is None:
+            continue
+        for strip in editor.strips_all:
+            if strip.type == "IMAGE" and strip.faceswap.role == "SWAPPED":
+                directory = os.path.abspath(bpy.path.abspath(strip.directory))
+                if directory.startswith(old):
+                    strip.directory = new + directory[len(old):] + os.sep
+
+
+def register():
+    bpy.app.handlers.save_pre.append(on_save_pre)
+
+
+def unregister():
+    if on_save_pre in bpy.app.handlers.save_pre:
+        bpy.app.handlers.save_pre.remove(on_save_pre)

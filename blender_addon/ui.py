@@ -1,0 +1,146 @@
+"""The "Face Swap" tab of the sequencer sidebar. Drawing only reads state."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import bpy
+
+from . import coverage_overlay, jobs, paths, timeline
+
+_size_memo = {"path": None, "at": 0.0, "bytes": 0}
+
+
+def cache_size(folder: str, max_age: float = 5.0) -> int:
+    now = time.monotonic()
+    if _size_memo["path"] != folder or now - _size_memo["at"] > max_age:
+        total = 0
+        for root, _dirs, files in os.walk(folder):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(root, name)).st_size
+                except OSError:
+                    pass
+        _size_memo.update(path=folder, at=now, bytes=total)
+    return _size_memo["bytes"]
+
+
+def _scene(context):
+    return getattr(context, "sequencer_scene", None) or context.scene
+
+
+class FACESWAP_UL_sources(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        layout.label(text=bpy.path.basename(item.filepath) or "(no file)", icon="IMAGE_DATA")
+
+
+class _Panel:
+    bl_space_type = "SEQUENCE_EDITOR"
+    bl_region_type = "UI"
+    bl_category = "Face Swap"
+
+    @classmethod
+    def poll(cls, context):
+        return _scene(context) is not None
+
+
+class FACESWAP_PT_main(_Panel, bpy.types.Panel):
+    bl_label = "Face Swap"
+
+    def draw(self, context):
+        layout = self.layout
+        props = _scene(context).faceswap
+        layout.label(text="Source Faces")
+        row = layout.row()
+        row.template_list("FACESWAP_UL_sources", "", props, "sources", props, "source_index", rows=2)
+        col = row.column(align=True)
+        col.operator("faceswap.source_add", icon="ADD", text="")
+        col.operator("faceswap.source_remove", icon="REMOVE", text="")
+        if 0 <= props.source_index < len(props.sources):
+            source = props.sources[props.source_index]
+            layout.prop(source, "filepath", text="")
+            image = _thumbnail(source.filepath)
+            if image is not None and image.preview is not None:
+                layout.template_icon(icon_value=image.preview.icon_id, scale=5.0)
+        layout.prop(props, "selector")
+        layout.prop(props, "swapper")
+        col = layout.column(align=True)
+        col.prop(props, "mask_blur", slider=True)
+        col.prop(props, "color_match", slider=True)
+        col.prop(props, "opacity", slider=True)
+        row = layout.row(align=True)
+        row.operator("faceswap.analyze", icon="VIEWZOOM")
+        row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
+        row.operator("faceswap.update", icon="FILE_REFRESH")
+        if props.running:
+            layout.progress(factor=props.progress, text=props.status or "working")
+            layout.operator("faceswap.cancel", icon="CANCEL")
+        elif props.status:
+            layout.label(text=props.status)
+
+
+def _thumbnail(filepath: str):
+    """The image datablock loaded for the source's thumbnail when its path was set (drawing only reads)."""
+    path = os.path.normpath(bpy.path.abspath(filepath)) if filepath else ""
+    return next((image for image in bpy.data.images
+                 if path and os.path.normpath(bpy.path.abspath(image.filepath)) == path), None)
+
+
+class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
+    bl_label = "Active Strip"
+    bl_parent_id = "FACESWAP_PT_main"
+
+    def draw(self, context):
+        layout = self.layout
+        scene = _scene(context)
+        strip = scene.sequence_editor.active_strip if scene.sequence_editor else None
+        if strip is None or strip.type not in {"MOVIE", "IMAGE"}:
+            layout.label(text="No active movie strip")
+            return
+        if strip.type == "IMAGE":
+            strip = timeline.original_for(scene, strip) if strip.faceswap.role == "SWAPPED" else None
+            if strip is None:
+                layout.label(text="Not a swapped strip")
+                return
+        data = coverage_overlay.strip_coverage(scene, strip)
+        layout.label(text=f"Analysed {data['analysed']} / {data['frames']} frames")
+        layout.label(text=f"Swapped {data['swapped']} / {data['frames']} frames")
+        if strip.faceswap.role == "ORIGINAL":
+            ok = timeline.is_up_to_date(scene, strip)
+            layout.label(text="Swapped strip up to date" if ok else "Swapped strip out of date: press Update",
+                         icon="CHECKMARK" if ok else "ERROR")
+
+
+class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
+    bl_label = "Cache"
+    bl_parent_id = "FACESWAP_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        scene = _scene(context)
+        folder = paths.cache_dir(scene)
+        layout.prop(scene.faceswap, "cache_dir")
+        if paths.is_temporary(scene):
+            layout.label(text="Unsaved file: temporary cache, moved on first save", icon="ERROR")
+        layout.label(text=folder)
+        layout.label(text=f"Size {cache_size(folder) / 1e6:.1f} MB of {paths.max_bytes() / 1e9:.0f} GB")
+        layout.prop(scene.faceswap, "show_coverage")
+        layout.prop(scene.faceswap, "auto_preview")
+        row = layout.row(align=True)
+        row.operator("faceswap.cache_prune")
+        row.operator("faceswap.cache_clear")
+
+
+classes = (FACESWAP_UL_sources, FACESWAP_PT_main, FACESWAP_PT_strip, FACESWAP_PT_cache)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The main job end to end in Blender (the `bpy` 5.0.1 module, Python 3.11):
+
+  1. builds the vse_faceswap extension for this platform (build_addon.py: vendored engine, wheels,
+     Blender's validator),
+  2. installs it into the Blender Python module the way Blender installs a downloaded extension,
+  3. creates a sample project: a .blend with a movie strip of a clip made from a real photograph,
+  4. swaps a source face onto it through the extension's operators (faceswap.swap),
+  5. swaps a second source (faceswap.update: the analysis comes from the cache),
+  6. splits the strip and updates again (nothing recomputed),
+and prints what it did, the timings, and where the output frames, the .blend and the extension zip are.
+
+    python scripts/blender_demo.py [--workdir DIR] [--frames 48] [--gpu-runtime]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def host_platform() -> str:
+    machine = platform.machine().lower()
+    if sys.platform.startswith("linux") and machine in ("x86_64", "amd64"):
+        return "linux-x64"
+    if sys.platform == "win32":
+        return "windows-x64"
+    if sys.platform == "darwin" and machine == "arm64":
+        return "macos-arm64"
+    raise SystemExit(f"no extension build for {sys.platform}/{machine}: linux-x64, windows-x64 or macos-arm64")
+
+
+def load_build_addon():
+    spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "blender_demo")
+    parser.add_argument("--frames", type=int, default=48)
+    parser.add_argument("--gpu-runtime", action="store_true", help="ship onnxruntime-gpu (a much larger zip)")
+    args = parser.parse_args(argv)
+    work = args.workdir.absolute()
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["BLENDER_USER_RESOURCES"] = str(work / "blender_user")  # before bpy is imported
+    timings = {}
+
+    start = time.perf_counter()
+    build = load_build_addon()
+    target = host_platform()
+    (archive,) = build.build([target], ROOT / "dist", ROOT / "build" / "addon", wheels=True,
+                             cpu_runtime=not args.gpu_runtime, check=True)
+    timings["build extension"] = time.perf_counter() - start
+
+    try:
+        import bpy
+    except ImportError:
+        raise SystemExit("the Blender Python module is missing: pip install bpy==5.0.1 (Python 3.11)") from None
+    import cv2
+
+    from facecache.media.sample_clip import write_sample_clip
+    from facecache.models.store import ModelStore
+    from facecache.samples import sample_image
+
+    start = time.perf_counter()
+    assert bpy.ops.extensions.package_install_files(repo="user_default", filepath=str(archive),
+                                                    enable_on_install=True) == {"FINISHED"}
+    module = "bl_ext.user_default.vse_faceswap"
+    prefs = bpy.context.preferences.addons[module].preferences
+    prefs.models_dir = str(work / "models")
+    ModelStore(work / "models").install(["default"])  # the bpy module has no online access switch to flip
+    timings["install extension + models"] = time.perf_counter() - start
+
+    project = work / "project"
+    project.mkdir(exist_ok=True)
+    clip = write_sample_clip(sample_image("grace_hopper"), project / "grace_hopper_clip.mp4", frames=args.frames,
+                             size=(960, 540))
+    mirrored = project / "astronaut_mirrored.png"
+    cv2.imwrite(str(mirrored), cv2.imread(str(sample_image("astronaut")))[:, ::-1])
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    bpy.context.workspace.sequencer_scene = scene
+    scene.render.fps = 25
+    editor = scene.sequence_editor_create()
+    blend = project / "demo.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    scene = bpy.context.scene
+    strip = scene.sequence_editor.strips.new_movie("grace_hopper", str(clip), 1, 1)
+    strip.select = True
+    scene.frame_end = int(strip.frame_final_end) - 1
+
+    def step(label, operator):
+        started = time.perf_counter()
+        assert operator() == {"FINISHED"}
+        timings[label] = time.perf_counter() - started
+        summary = json.loads(scene.faceswap.last_report)
+        inf = summary["inferences"]
+        hits = summary.get("analysis_cache", {}).get("hits", 0)
+        print(f"{label:<24} {timings[label]:7.2f} s  {summary['frames']:>3} frames: {summary['written']:>3} written, "
+              f"{summary['skipped']:>3} up to date; analyses from cache {hits}; "
+              f"detector runs {inf.get('detect', 0)}, swaps {inf.get('swap', 0)}")
+
+    scene.faceswap.sources.add().filepath = str(sample_image("astronaut"))
+    step("swap (first source)", bpy.ops.faceswap.swap)
+    scene.faceswap.sources[0].filepath = str(mirrored)
+    step("update (second source)", bpy.ops.faceswap.update)
+    strip.split(int(strip.frame_final_start + strip.frame_final_duration // 2), "SOFT")
+    step("split + update", bpy.ops.faceswap.update)
+    bpy.ops.wm.save_mainfile()
+
+    swapped = [s for s in scene.sequence_editor.strips if s.faceswap.role == "SWAPPED"]
+    print()
+    print(f"extension zip   {archive}  (Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk)")
+    print(f"project         {blend}")
+    print(f"swapped frames  {bpy.path.abspath(swapped[0].directory)}NNNNNN.png (RGBA overlays, by media frame)")
+    print(f"cache           {scene.faceswap.cache_dir} -> {project / 'faceswap_cache'}")
+    print(f"strips          " + ", ".join(f"{s.name} (channel {s.channel}, frames {s.frame_final_start}-"
+                                          f"{s.frame_final_end - 1})" for s in scene.sequence_editor.strips))
+    print("timings         " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    print(f"re-render       blender -b {blend} --python-expr \"import bpy; bpy.ops.faceswap.update()\" -a")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Fixtures for the Blender extension tests: the real `bpy` 5.0.1 module (Python 3.11, numpy 1.26).
+
+The extension is built once per session with build_addon.py (linux-x64, onnxruntime CPU wheels) and
+installed the way Blender installs a downloaded extension: into the `user_default` extension
+repository, wheels unpacked, then enabled. Blender's user folders point at a temporary folder
+(BLENDER_USER_RESOURCES), so nothing is written to the home folder.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = "bl_ext.user_default.vse_faceswap"
+
+if "BLENDER_USER_RESOURCES" not in os.environ:  # must be set before bpy is imported
+    _resources = tempfile.mkdtemp(prefix="vse_faceswap_blender_user_")
+    os.environ["BLENDER_USER_RESOURCES"] = _resources
+    atexit.register(shutil.rmtree, _resources, True)
+
+
+@pytest.fixture(scope="session")
+def bpy():
+    return pytest.importorskip("bpy")
+
+
+@pytest.fixture(scope="session")
+def addon_zip(tmp_path_factory, bpy) -> Path:
+    out = tmp_path_factory.mktemp("addon_build")
+    result = subprocess.run([sys.executable, str(ROOT / "build_addon.py"), "--platform", "linux-x64", "--cpu-runtime",
+                             "--build-dir", str(out / "build"), "--dist", str(out / "dist")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (archive,) = (out / "dist").glob("vse_faceswap-*-linux-x64.zip")
+    return archive
+
+
+@pytest.fixture(scope="session")
+def addon(bpy, addon_zip, models_dir):
+    """The installed, enabled extension; returns a namespace of its modules."""
+    import importlib
+
+    result = bpy.ops.extensions.package_install_files(repo="user_default", filepath=str(addon_zip),
+                                                      enable_on_install=True)
+    assert result == {"FINISHED"}
+    assert MODULE in bpy.context.preferences.addons
+    bpy.context.preferences.addons[MODULE].preferences.models_dir = str(models_dir)
+
+    class Modules:
+        pass
+
+    modules = Modules()
+    for name in ("frame_mapping", "timeline", "paths", "jobs", "engine_client", "ops", "coverage_overlay"):
+        setattr(modules, name, importlib.import_module(f"{MODULE}.{name}"))
+    modules.prefs = bpy.context.preferences.addons[MODULE].preferences
+    yield modules
+    import addon_utils
+
+    addon_utils.disable(MODULE)
+
+
+@pytest.fixture(scope="session")
+def clip(tmp_path_factory, portrait_paths) -> Path:
+    """A 24-frame 320x240 clip panning over a real portrait (frames 11 and 23 have no face)."""
+    from facecache.media.sample_clip import write_sample_clip
+
+    return write_sample_clip(portrait_paths["grace_hopper"], tmp_path_factory.mktemp("media") / "clip.mp4",
+                             frames=24, size=(320, 240))
+
+
+@pytest.fixture
+def project(bpy, addon, tmp_path, portrait_paths):
+    """A fresh empty file saved as tmp_path/project/edit.blend, its scene set up for the sequencer,
+    with one source face. Returns the scene."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    addon.jobs.reset()
+    addon.coverage_overlay.forget_analysed()
+    addon.prefs.models_dir = str(addon.prefs.models_dir)
+    addon.prefs.cache_dir_override = ""
+    scene = bpy.context.scene
+    bpy.context.workspace.sequencer_scene = scene
+    scene.sequence_editor_create()
+    scene.faceswap.sources.add().filepath = str(portrait_paths["astronaut"])
+    (tmp_path / "project").mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "project" / "edit.blend"))
+    return bpy.context.scene

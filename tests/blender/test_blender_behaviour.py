@@ -1,0 +1,209 @@
+"""Frame mapping, bad input, cache location across saves, preview, cancel, engine crash, async path."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from blender_helpers import add_movie, report, select_only
+
+pytestmark = [pytest.mark.blender, pytest.mark.index]
+
+
+def test_frame_mapping_follows_start_offsets_and_refuses_retiming(bpy, addon, project, clip):
+    fm = addon.frame_mapping
+    strip = add_movie(project, clip, frame_start=10)
+    assert fm.used_media_range(strip) == range(0, 24)
+    strip.frame_offset_start, strip.frame_offset_end = 3, 5
+    assert (strip.frame_final_start, strip.frame_final_end) == (13, 29)
+    assert fm.used_media_range(strip) == range(3, 19)
+    assert fm.media_frame(strip, 13) == 3 and fm.timeline_frame(strip, 3) == 13
+    strip.frame_start = -4
+    assert fm.media_frame(strip, strip.frame_final_start) == 3
+    strip.use_reverse_frames = True
+    with pytest.raises(fm.UnsupportedStrip, match="reverse"):
+        fm.used_media_range(strip)
+    select_only(project, strip)
+    with pytest.raises(RuntimeError, match="reverse"):
+        bpy.ops.faceswap.swap()
+    strip.use_reverse_frames = False
+    strip.strobe = 2.0
+    with pytest.raises(fm.UnsupportedStrip, match="Strobe"):
+        fm.used_media_range(strip)
+
+
+def test_no_source_face_is_a_clear_message(bpy, project, clip):
+    strip = add_movie(project, clip)
+    select_only(project, strip)
+    project.faceswap.sources.clear()
+    with pytest.raises(RuntimeError, match="no source face set"):
+        bpy.ops.faceswap.swap()
+    assert len(project.sequence_editor.strips) == 1  # nothing created
+
+
+def test_missing_media_file_is_a_clear_message(bpy, project, clip, tmp_path):
+    moved = tmp_path / "gone.mp4"
+    moved.write_bytes(clip.read_bytes())
+    strip = add_movie(project, moved)
+    moved.unlink()
+    select_only(project, strip)
+    with pytest.raises(RuntimeError, match="is missing.*relink"):
+        bpy.ops.faceswap.analyze()
+
+
+def test_models_not_installed_is_a_clear_message(bpy, addon, project, clip, tmp_path):
+    strip = add_movie(project, clip)
+    strip.frame_offset_end = 22
+    select_only(project, strip)
+    saved = addon.prefs.models_dir
+    addon.prefs.models_dir = str(tmp_path / "no_models")
+    try:
+        with pytest.raises(RuntimeError, match="Install Default Models"):
+            bpy.ops.faceswap.analyze()
+    finally:
+        addon.prefs.models_dir = saved
+    assert project.faceswap.running is False
+
+
+def test_unwritable_cache_folder_is_a_clear_message(bpy, addon, project, clip, tmp_path):
+    strip = add_movie(project, clip)
+    select_only(project, strip)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    addon.prefs.cache_dir_override = str(blocker / "cache")
+    try:
+        with pytest.raises(RuntimeError, match="not writable"):
+            bpy.ops.faceswap.swap()
+        if os.geteuid() != 0:  # root ignores permission bits
+            readonly = tmp_path / "readonly"
+            readonly.mkdir()
+            readonly.chmod(stat.S_IRUSR | stat.S_IXUSR)
+            addon.prefs.cache_dir_override = str(readonly)
+            with pytest.raises(RuntimeError, match="not writable"):
+                bpy.ops.faceswap.swap()
+    finally:
+        addon.prefs.cache_dir_override = ""
+    assert addon.timeline.swapped_strips(project) == []
+
+
+def test_cache_stays_put_after_save_as(bpy, addon, project, clip, tmp_path):
+    strip = add_movie(project, clip)
+    strip.frame_offset_end = 20
+    select_only(project, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    before = addon.paths.cache_dir(project)
+    assert before == str(tmp_path / "project" / "faceswap_cache")
+    (tmp_path / "elsewhere").mkdir()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "elsewhere" / "copy.blend"))
+    scene = bpy.context.scene
+    assert scene.faceswap.cache_dir == "//../project/faceswap_cache"
+    assert addon.paths.cache_dir(scene) == before
+    again = bpy.ops.faceswap.update() == {"FINISHED"} and report(scene)
+    assert (again["written"], again["skipped"]) == (0, 4)
+
+
+def test_unsaved_file_uses_a_temporary_cache_moved_on_first_save(bpy, addon, clip, portrait_paths, tmp_path):
+    bpy.ops.wm.read_homefile(use_empty=True)
+    addon.jobs.reset()
+    scene = bpy.context.scene
+    bpy.context.workspace.sequencer_scene = scene
+    scene.sequence_editor_create()
+    scene.faceswap.sources.add().filepath = str(portrait_paths["astronaut"])
+    assert bpy.data.filepath == "" and addon.paths.is_temporary(scene)
+    temporary = addon.paths.cache_dir(scene)
+    strip = add_movie(scene, clip)
+    strip.frame_offset_end = 20
+    select_only(scene, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    assert os.path.isdir(temporary)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "first.blend"))
+    scene = bpy.context.scene
+    assert not os.path.exists(temporary)
+    assert addon.paths.cache_dir(scene) == str(tmp_path / "faceswap_cache")
+    (swapped,) = addon.timeline.swapped_strips(scene)
+    directory = bpy.path.abspath(swapped.directory)
+    assert directory.startswith(str(tmp_path / "faceswap_cache"))
+    assert os.path.isfile(os.path.join(directory, swapped.elements[0].filename))
+    assert bpy.ops.faceswap.update() == {"FINISHED"}
+    assert (report(scene)["written"], report(scene)["skipped"]) == (0, 4)
+
+
+def test_preview_computes_the_missing_frame_under_the_playhead(bpy, addon, project, clip):
+    strip = add_movie(project, clip, frame_start=1)
+    strip.frame_offset_end = 18  # media 0..5
+    select_only(project, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    swapped = addon.timeline.swapped_strips(project)[0]
+    os.unlink(os.path.join(swapped.directory, "000003.png"))
+    project.frame_current = 4  # media frame 3
+    assert [(i["start"], i["stop"]) for i in addon.ops.preview_items(project, 4)] == [(3, 4)]
+    assert bpy.ops.faceswap.preview_frame() == {"FINISHED"}
+    preview = report(project)
+    assert (preview["frames"], preview["written"]) == (1, 1) and preview["inferences"]["detect"] == 0
+    assert addon.ops.preview_items(project, 4) == []
+
+
+def test_cancel_without_a_job_and_cache_operators(bpy, addon, project, clip):
+    assert bpy.ops.faceswap.cancel() == {"CANCELLED"}
+    strip = add_movie(project, clip)
+    strip.frame_offset_end = 20
+    select_only(project, strip)
+    assert bpy.ops.faceswap.analyze() == {"FINISHED"}
+    assert bpy.ops.faceswap.cache_prune() == {"FINISHED"}
+    assert report(project)["stats"]["entries"] > 0
+    assert bpy.ops.faceswap.cache_clear() == {"FINISHED"}
+    assert report(project)["stats"]["entries"] == 0
+    assert addon.coverage_overlay.strip_coverage(project, strip)["analysed"] == 0
+
+
+def test_engine_crash_is_reported_and_blender_survives(bpy, addon, project):
+    job = addon.engine_client.EngineJob({"kind": "install_models", "settings": {"models_dir": "/nonexistent"}})
+    job.start()
+    job.process.kill()
+    job.wait()
+    assert job.error and "stopped unexpectedly" in job.error
+    assert bpy.context.scene.faceswap is not None
+
+
+def test_asynchronous_path_drains_progress_through_the_timer_callback(bpy, addon, project, clip, monkeypatch):
+    strip = add_movie(project, clip)
+    strip.frame_offset_end = 18
+    select_only(project, strip)
+    monkeypatch.setattr(addon.jobs, "synchronous", lambda: False)  # as in the UI; timers never fire here
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    assert project.faceswap.running and addon.jobs.running()
+    assert bpy.ops.faceswap.swap.poll() is False  # one job at a time
+    seen = []
+    while addon.jobs._tick() is not None:  # what bpy.app.timers would call
+        seen.append(project.faceswap.progress)
+        import time
+
+        time.sleep(0.05)
+    assert not project.faceswap.running
+    summary = json.loads(project.faceswap.last_report)
+    assert (summary["frames"], summary["written"]) == (6, 6)
+    assert seen and all(0.0 <= f <= 1.0 for f in seen)
+    assert addon.timeline.is_up_to_date(project, strip)
+
+
+def test_cancel_stops_a_running_swap_and_keeps_finished_frames(bpy, addon, project, clip, monkeypatch):
+    import time
+
+    strip = add_movie(project, clip)
+    select_only(project, strip)
+    monkeypatch.setattr(addon.jobs, "synchronous", lambda: False)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    job = addon.jobs._state["job"]
+    while job.done < 2 and addon.jobs._tick() is not None:  # let a couple of frames finish
+        time.sleep(0.02)
+    cancelled = bpy.ops.faceswap.cancel() == {"FINISHED"}  # (a very fast machine may have finished already)
+    while addon.jobs._tick() is not None:
+        time.sleep(0.02)
+    assert not addon.jobs.running() and not project.faceswap.running
+    assert ("cancelled" in project.faceswap.status) == cancelled
+    monkeypatch.setattr(addon.jobs, "synchronous", lambda: True)
+    assert bpy.ops.faceswap.update() == {"FINISHED"}  # finished frames were kept; the rest is computed now
+    resumed = report(project)
+    assert resumed["frames"] == 24 and resumed["written"] + resumed["skipped"] == 24
+    assert addon.timeline.is_up_to_date(project, strip)

@@ -1,0 +1,64 @@
+"""The built extension: manifest, wheels, vendored engine, registration under Blender's rules."""
+
+import subprocess
+import sys
+import tomllib
+import zipfile
+
+import pytest
+
+from blender_helpers import MODULE, ROOT
+
+pytestmark = [pytest.mark.blender, pytest.mark.index]
+
+
+def test_help_documents_the_build():
+    result = subprocess.run([sys.executable, str(ROOT / "build_addon.py"), "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    for word in ("--platform", "linux-x64", "windows-x64", "macos-arm64", "validate", "wheels"):
+        assert word in result.stdout
+
+
+def test_zip_holds_manifest_wheels_and_engine(addon_zip):
+    with zipfile.ZipFile(addon_zip) as archive:
+        names = archive.namelist()
+        manifest = tomllib.loads(archive.read("blender_manifest.toml").decode())
+        init = archive.read("__init__.py").decode()
+    assert manifest["id"] == "vse_faceswap" and manifest["schema_version"] == "1.0.0"
+    assert manifest["blender_version_min"] == "4.2.0" and manifest["tags"] == ["Sequencer"]
+    assert set(manifest["permissions"]) == {"files", "network"}
+    assert manifest["platforms"] == ["linux-x64"]
+    wheels = manifest["wheels"]
+    assert all(w.startswith("./wheels/") and w[2:] in names for w in wheels)
+    assert not any("numpy-" in w for w in wheels), "Blender's own numpy must be used"
+    assert any("onnxruntime" in w for w in wheels) and any("opencv_python_headless" in w for w in wheels)
+    assert "facecache/worker.py" in names and "facecache/coverage.py" in names
+    assert "bl_info" not in init
+
+
+def test_validator_rejects_a_broken_manifest(tmp_path, bpy):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
+    build_addon = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_addon)
+
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(broken, "w") as archive:
+        archive.writestr("blender_manifest.toml", 'schema_version = "1.0.0"\nid = "x"\n')
+        archive.writestr("__init__.py", "")
+    with pytest.raises(build_addon.BuildError, match="rejected"):
+        build_addon.validate(broken)
+
+
+def test_registered_the_blender_way(bpy, addon):
+    assert MODULE in bpy.context.preferences.addons
+    for op in ("analyze", "swap", "update", "cancel", "cache_prune", "cache_clear"):
+        assert hasattr(bpy.ops.faceswap, op)
+        assert getattr(bpy.ops.faceswap, op).idname() == f"FACESWAP_OT_{op}"
+    props = bpy.context.scene.faceswap
+    assert any(p.identifier.startswith("source") for p in props.bl_rna.properties)
+    assert "last_report" in props.bl_rna.properties
+    assert bpy.types.FACESWAP_PT_main.bl_category == "Face Swap"
+    assert bpy.types.FACESWAP_PT_main.bl_space_type == "SEQUENCE_EDITOR"
+    assert hasattr(bpy.types.Strip, "faceswap")

@@ -1,0 +1,172 @@
+"""faceswap.swap and faceswap.update through timeline edits: split, trim, move, duplicate, new strips of
+the same media, delete. After each update, `last_report` says how many frames were computed (written,
+model runs) and how many came from the cache (skipped)."""
+
+import os
+
+import cv2
+import pytest
+
+from blender_helpers import add_movie, report, select_only
+
+pytestmark = [pytest.mark.blender, pytest.mark.index]
+
+
+def swapped_of(addon, scene, original):
+    strip = addon.timeline.swapped_for_uid(scene, original.faceswap.uid)
+    assert strip is not None, f"no swapped strip for {original.name}"
+    return strip
+
+
+def assert_mirrors(addon, scene, original):
+    swapped = swapped_of(addon, scene, original)
+    assert swapped.type == "IMAGE" and swapped.blend_type == "ALPHA_OVER"
+    assert swapped.channel == original.channel + 1
+    assert (swapped.frame_final_start, swapped.frame_final_end) == (original.frame_final_start,
+                                                                    original.frame_final_end)
+    used = addon.frame_mapping.used_media_range(original)
+    assert [e.filename for e in swapped.elements] == [f"{i:06d}.png" for i in used]
+    for element in (swapped.elements[0], swapped.elements[-1]):
+        assert os.path.isfile(os.path.join(bpy_abspath(swapped.directory), element.filename))
+    return swapped
+
+
+def bpy_abspath(path):
+    import bpy
+
+    return bpy.path.abspath(path)
+
+
+def update(bpy, scene) -> dict:
+    assert bpy.ops.faceswap.update() == {"FINISHED"}
+    return report(scene)
+
+
+def test_swap_then_split_trim_move_duplicate_delete(bpy, addon, project, clip):
+    scene = project
+    strip = add_movie(scene, clip, frame_start=1)
+    select_only(scene, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    first = report(scene)
+    assert (first["frames"], first["written"], first["skipped"]) == (24, 24, 0)
+    assert first["inferences"]["detect"] == 24 + 1  # every frame, plus the source photo
+    assert first["inferences"]["swap"] >= 20  # frames 11 and 23 have no face
+    swapped = assert_mirrors(addon, scene, strip)
+    assert scene.faceswap.cache_dir == "//faceswap_cache"
+    assert swapped.directory.startswith(os.path.join(os.path.dirname(bpy.data.filepath), "faceswap_cache"))
+    overlay = cv2.imread(os.path.join(swapped.directory, "000005.png"), cv2.IMREAD_UNCHANGED)
+    assert overlay.shape == (240, 320, 4) and overlay[..., 3].min() == 0 and overlay[..., 3].max() == 255
+    assert addon.timeline.is_up_to_date(scene, strip)
+
+    same = update(bpy, scene)
+    assert (same["frames"], same["written"], same["skipped"]) == (24, 0, 24)
+    assert same["inferences"] == {"detect": 0, "embed": 0, "landmark": 0, "swap": 0}
+
+    # split: two originals with their own identities, two swapped strips, nothing recomputed
+    right = strip.split(13, "SOFT")
+    left = strip
+    split = update(bpy, scene)
+    assert (split["frames"], split["written"], split["skipped"]) == (24, 0, 24)
+    assert split["inferences"]["detect"] == 0
+    assert left.faceswap.uid != right.faceswap.uid
+    assert len(addon.timeline.swapped_strips(scene)) == 2
+    assert len(assert_mirrors(addon, scene, left).elements) == 12
+    assert len(assert_mirrors(addon, scene, right).elements) == 12
+
+    # trim the right part's end by 4 frames
+    right.frame_offset_end += 4
+    trimmed = update(bpy, scene)
+    assert (trimmed["frames"], trimmed["written"], trimmed["skipped"]) == (20, 0, 20)
+    assert len(assert_mirrors(addon, scene, right).elements) == 8
+
+    # move it later and up two channels
+    right.channel = 4
+    right.frame_start += 40
+    moved = update(bpy, scene)
+    assert (moved["written"], moved["skipped"]) == (0, 20)
+    assert assert_mirrors(addon, scene, right).channel == 5
+    assert len(addon.timeline.swapped_strips(scene)) == 2
+
+    # duplicate (Blender copies the strip's properties, identity included) at another place
+    copy = add_movie(scene, clip, frame_start=200, channel=7, name="copy")
+    copy.faceswap.role, copy.faceswap.uid = left.faceswap.role, left.faceswap.uid
+    dup = update(bpy, scene)
+    assert len({left.faceswap.uid, right.faceswap.uid, copy.faceswap.uid}) == 3
+    assert (dup["frames"], dup["written"], dup["skipped"]) == (24, 0, 24)
+    assert dup["inferences"]["detect"] == 0 and dup["inferences"]["swap"] == 0
+    assert_mirrors(addon, scene, copy)
+    assert len(addon.timeline.swapped_strips(scene)) == 3
+
+    # delete the right original: its swapped strip goes too
+    right_swapped_name = swapped_of(addon, scene, right).name
+    scene.sequence_editor.strips.remove(right)
+    deleted = update(bpy, scene)
+    assert right_swapped_name not in scene.sequence_editor.strips
+    assert len(addon.timeline.swapped_strips(scene)) == 2
+    assert deleted["written"] == 0
+
+
+def test_only_new_frames_are_computed(bpy, addon, project, clip):
+    scene = project
+    strip = add_movie(scene, clip, frame_start=1)
+    strip.frame_offset_start, strip.frame_offset_end = 8, 8  # media frames 8..15
+    select_only(scene, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    first = report(scene)
+    assert (first["frames"], first["written"], first["skipped"]) == (8, 8, 0)
+    assert first["inferences"]["detect"] == 8 + 1
+    assert_mirrors(addon, scene, strip)
+
+    strip.frame_offset_end = 0  # extend to media frames 8..23
+    extended = update(bpy, scene)
+    assert (extended["frames"], extended["written"], extended["skipped"]) == (16, 8, 8)
+    assert extended["inferences"]["detect"] == 8
+
+    # a new strip of the same media (not swapped by hand) is adopted; only media frames 0..7 are new
+    other = add_movie(scene, clip, frame_start=100, channel=3, name="again")
+    adopted = update(bpy, scene)
+    assert other.faceswap.role == "ORIGINAL"
+    assert (adopted["frames"], adopted["written"], adopted["skipped"]) == (24, 8, 16)
+    assert adopted["inferences"]["detect"] == 8
+    assert_mirrors(addon, scene, other)
+
+
+def test_new_source_reuses_the_analysis(bpy, addon, project, clip, portrait_paths, tmp_path):
+    scene = project
+    strip = add_movie(scene, clip, frame_start=1)
+    strip.frame_offset_end = 16  # media frames 0..7
+    select_only(scene, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    assert addon.timeline.is_up_to_date(scene, strip)
+    mirrored = tmp_path / "mirrored.png"
+    cv2.imwrite(str(mirrored), cv2.imread(str(portrait_paths["astronaut"]))[:, ::-1])
+    scene.faceswap.sources[0].filepath = str(mirrored)
+    assert not addon.timeline.is_up_to_date(scene, strip)
+    second = update(bpy, scene)
+    assert (second["frames"], second["written"], second["skipped"]) == (8, 8, 0)
+    assert second["inferences"]["detect"] == 1  # the new source photo only
+    assert second["inferences"]["swap"] >= 7
+    assert addon.timeline.is_up_to_date(scene, strip)
+
+    scene.faceswap.opacity = 0.5  # a blend tweak: composite only
+    tweak = update(bpy, scene)
+    assert tweak["written"] == 8 and tweak["inferences"] == {"detect": 0, "embed": 0, "landmark": 0, "swap": 0}
+
+
+def test_analyze_fills_coverage(bpy, addon, project, clip):
+    scene = project
+    strip = add_movie(scene, clip, frame_start=5)
+    strip.frame_offset_start = 16  # media frames 16..23
+    select_only(scene, strip)
+    assert bpy.ops.faceswap.analyze() == {"FINISHED"}
+    analysed = report(scene)
+    assert analysed["frames"] == 8 and analysed["inferences"]["detect"] == 8
+    data = addon.coverage_overlay.strip_coverage(scene, strip)
+    assert (data["frames"], data["analysed"], data["swapped"]) == (8, 8, 0)
+    assert data["analysed_runs"] == [(strip.frame_final_start, strip.frame_final_end)]
+    assert bpy.ops.faceswap.analyze() == {"FINISHED"}
+    assert report(scene)["inferences"]["detect"] == 0
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    swap = report(scene)
+    assert swap["inferences"]["detect"] == 1  # the source photo; the strip's frames were analysed
+    assert addon.coverage_overlay.strip_coverage(scene, strip)["swapped"] == 8

@@ -1,0 +1,75 @@
+"""`python -m facecache.worker`: the JSON-lines process boundary used by the Blender add-on, and the
+coverage query (which media frames are analysed, from the cache alone)."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from facecache.worker import main, run_job
+
+pytestmark = pytest.mark.index
+
+
+@pytest.fixture(scope="module")
+def small_clip(tmp_path_factory, portrait_paths):
+    from facecache.media.sample_clip import write_sample_clip
+
+    return write_sample_clip(portrait_paths["grace_hopper"], tmp_path_factory.mktemp("clip") / "clip.mp4",
+                             frames=6, size=(320, 240))
+
+
+def settings(tmp_path, models_dir, **extra):
+    return {"cache_dir": str(tmp_path / "cache"), "models_dir": str(models_dir), "providers": "cpu", **extra}
+
+
+def test_analyze_then_coverage_from_the_cache(tmp_path, models_dir, small_clip):
+    messages = []
+    items = [{"media": str(small_clip), "start": 1, "stop": 4, "out": str(tmp_path / "out")}]
+    summary = run_job({"kind": "analyze", "settings": settings(tmp_path, models_dir), "items": items},
+                      messages.append)
+    assert summary["frames"] == 3 and summary["inferences"]["detect"] == 3
+    assert summary["analysed"] == {str(small_clip): [1, 2, 3]}
+    assert messages and messages[-1]["type"] == "progress" and messages[-1]["done"] == 3
+    wider = [{**items[0], "start": 0, "stop": 6}]
+    coverage = run_job({"kind": "coverage", "settings": settings(tmp_path, models_dir), "items": wider},
+                       messages.append)
+    assert coverage["analysed"] == {str(small_clip): [1, 2, 3]}
+    assert coverage["inferences"]["detect"] == 0
+
+
+def test_swap_job_over_the_pipe(tmp_path, models_dir, small_clip, portrait_paths):
+    job = {"kind": "swap", "settings": settings(tmp_path, models_dir, sources=[str(portrait_paths["astronaut"])]),
+           "items": [{"media": str(small_clip), "start": 0, "stop": 3, "out": str(tmp_path / "out")}]}
+    result = subprocess.run([sys.executable, "-m", "facecache.worker"], input=json.dumps(job) + "\n",
+                            capture_output=True, text=True, timeout=300)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.returncode == 0, result.stderr
+    assert {m["type"] for m in lines[:-1]} == {"progress"}
+    summary = lines[-1]["summary"]
+    assert (summary["frames"], summary["written"], summary["skipped"]) == (3, 3, 0)
+    assert set(summary["inferences"]) == {"detect", "landmark", "embed", "swap"}
+    assert sorted(p.name for p in (tmp_path / "out" / "clip").glob("*.png")) == ["000000.png", "000001.png",
+                                                                             "000002.png"]
+
+
+def test_errors_are_one_line_with_a_message(tmp_path, models_dir):
+    out = io.StringIO()
+    job = {"kind": "swap", "settings": settings(tmp_path, models_dir, sources=[]), "items": []}
+    assert main(io.StringIO(json.dumps(job) + "\n"), out) == 1
+    (line,) = out.getvalue().splitlines()
+    message = json.loads(line)
+    assert message["type"] == "error" and "no source face" in message["message"]
+    out = io.StringIO()
+    assert main(io.StringIO('{"kind": "nope"}\n'), out) == 1
+    assert "unknown job kind" in json.loads(out.getvalue())["message"]
+
+
+def test_missing_models_name_the_error_kind(tmp_path):
+    out = io.StringIO()
+    job = {"kind": "analyze", "settings": {"cache_dir": str(tmp_path / "c"), "models_dir": str(tmp_path / "none")},
+           "items": []}
+    assert main(io.StringIO(json.dumps(job) + "\n"), out) == 1
+    assert json.loads(out.getvalue())["kind"] == "ModelMissing"
