@@ -158,3 +158,46 @@ def test_cli_swap_json(tmp_path, models_dir, portrait_paths):
                       for arg in command]
     missing = subprocess.run(missing_target, capture_output=True, text=True)
     assert missing.returncode == 2 and "check the path" in missing.stderr
+
+
+@pytest.mark.parametrize("swapper", ["inswapper_128", "hyperswap_1a_256"])
+def test_facefusion_swappers_through_the_job_with_stand_in_models(tmp_path, models_dir, portrait_paths, swapper):
+    """FaceFusion's swappers and recognizer as stand-in ONNX graphs with their real input/output
+    names and shapes, imported from a FaceFusion-style folder with crc32 sidecars; the job runs
+    the recognizer on the source, the swapper per target face, and caches both stages."""
+    import zlib
+
+    from analysis_graphs import echo_model
+    from swap_graphs import emap_matrix, hyperswap_standin, inswapper_standin, probe_vector
+
+    folder = tmp_path / "facefusion"
+    folder.mkdir()
+    echo_model(folder / "arcface_w600k_r50.onnx", "input", (1, 3, 112, 112), "output", 512)
+    if swapper == "inswapper_128":
+        inswapper_standin(folder / "inswapper_128.onnx", emap_matrix(), probe_vector())
+    else:
+        hyperswap_standin(folder / "hyperswap_1a_256.onnx", probe_vector())
+    for model in folder.glob("*.onnx"):
+        (folder / f"{model.stem}.hash").write_text(f"{zlib.crc32(model.read_bytes()):08x}")
+    local_models = tmp_path / "models"
+    local_models.mkdir()
+    for path in ModelStore(models_dir).paths("default").values():
+        os.link(path, local_models / path.name)
+    models = ModelStore(local_models)
+    models.import_folder(folder)
+
+    def run(source, composite=CompositeParams()):
+        analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), build_model_set(models, SessionFactory("cpu")))
+        sources = SourceSet.load([source], analyzer)
+        job = SwapJob(analyzer, build_swapper(swapper, sources, models, SessionFactory("cpu")), sources,
+                      composite=composite)
+        return analyzer, job.run(portrait_paths["astronaut"], tmp_path / "out")
+
+    first, report = run(portrait_paths["grace_hopper"])
+    assert report.written == 1
+    # The source needs its embedding; the target (selector "one") does not.
+    assert first.inferences.as_dict(("detect", "embed", "swap")) == {"detect": 2, "embed": 1, "swap": 1}
+    output = cv2.imread(str(tmp_path / "out" / "astronaut_swapped.png"))
+    assert not np.array_equal(output, cv2.imread(str(portrait_paths["astronaut"])))
+    blend, report = run(portrait_paths["grace_hopper"], CompositeParams(opacity=0.5))
+    assert blend.inferences.total == 0 and report.written == 1
