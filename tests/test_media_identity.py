@@ -36,5 +36,18 @@ def test_identical_copies_share_an_identity(tmp_path):
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(FaceCacheError, match="check the path"):
         media_identity(tmp_path / "nope.mp4", FaceCache(tmp_path / "c"))
-    with pytest.raises(FaceCacheError, match="not a file"):
-        media_identity(tmp_path, FaceCache(tmp_path / "c"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FaceCacheError, match="holds no images"):
+        media_identity(tmp_path / "empty", FaceCache(tmp_path / "c"))
+
+
+def test_image_sequence_identity_follows_its_frames(tmp_path):
+    cache = FaceCache(tmp_path / "c")
+    folder = tmp_path / "shot"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"f{i}.png").write_bytes(bytes([i]) * 100)
+    first = media_identity(folder, cache)
+    assert media_identity(folder, cache) == first
+    (folder / "f1.png").write_bytes(b"edited" * 10)
+    assert media_identity(folder, cache) != first

@@ -24,7 +24,10 @@ def media_identity(path: str | os.PathLike, cache: FaceCache) -> str:
     sequence folder, the digest of its frames' names and identities in order."""
     path = Path(path).absolute()
     if path.is_dir():
-        parts = [f"{f.name}:{media_identity(f, cache)}" for f in sequence_files(path)]
+        files = sequence_files(path)
+        if not files:
+            raise FaceCacheError(f"the folder {path} holds no images: pass a video, an image, or a folder of frames")
+        parts = [f"{f.name}:{media_identity(f, cache)}" for f in files]
         return bytes_digest("\n".join(["sequence", *parts]).encode())
     try:
         info = path.stat()
