@@ -31,6 +31,9 @@ from facecache.media.frame_rate import is_variable_frame_rate
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 MP4_SUFFIXES = {".mp4", ".mov", ".m4v"}
+# Up to this many frames ahead, decoding forward is cheaper than a seek (which decodes
+# from the previous keyframe); further, seek.
+_MAX_FORWARD_GRABS = 12
 DECODER_ID = f"opencv-{cv2.__version__}"
 
 
@@ -117,7 +120,7 @@ class MediaReader:
     def _video_frame(self, index: int) -> np.ndarray | None:
         if index == 0 and self._first is not None:
             return self._first
-        if index < self._next_index or index > self._next_index + 64:
+        if index < self._next_index or index > self._next_index + _MAX_FORWARD_GRABS:
             self._capture.set(cv2.CAP_PROP_POS_FRAMES, index)
             self._next_index = int(self._capture.get(cv2.CAP_PROP_POS_FRAMES))
         while self._next_index < index:
