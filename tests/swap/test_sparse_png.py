@@ -1,0 +1,35 @@
+"""The sparse overlay PNG encoder decodes to exactly the full overlay."""
+
+import cv2
+import numpy as np
+import pytest
+
+from facecache.swap.sparse_png import SparseOverlayEncoder
+
+
+def decode(data: bytes) -> np.ndarray:
+    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+
+
+@pytest.mark.parametrize("width, height, x, y, ph, pw", [
+    (1920, 1080, 800, 300, 300, 280),  # a face in the middle
+    (1920, 1080, 0, 0, 300, 280),      # touching the top-left corner
+    (640, 480, 360, 180, 300, 280),    # touching the bottom-right corner
+    (1, 1, 0, 0, 1, 1),                # the whole picture
+    (33, 17, 5, 16, 1, 20),            # the last row only
+])
+def test_decodes_to_the_full_overlay(width, height, x, y, ph, pw):
+    patch = np.random.default_rng(width).integers(0, 256, (ph, pw, 4), dtype=np.uint8)
+    encoder = SparseOverlayEncoder()
+    for _ in range(2):  # the second time the empty-row runs come from the encoder's cache
+        image = decode(encoder.encode(width, height, (x, y, patch)))
+        full = np.zeros((height, width, 4), np.uint8)
+        full[y:y + ph, x:x + pw] = patch
+        assert np.array_equal(image, full)  # cv2 decodes to BGRA, as the patch is given
+
+
+def test_no_face_is_a_transparent_picture_and_bad_patches_are_refused():
+    image = decode(SparseOverlayEncoder().encode(64, 32, None))
+    assert image.shape == (32, 64, 4) and image.max() == 0
+    with pytest.raises(ValueError, match="outside the frame"):
+        SparseOverlayEncoder().encode(64, 32, (60, 0, np.zeros((4, 8, 4), np.uint8)))
