@@ -23,6 +23,7 @@ from facecache.media.reader import MediaReader
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.store.cache import FaceCache
+from facecache.swap.composite import CompositeParams
 from facecache.swap.factory import build_swapper
 from facecache.swap.sources import SourceSet
 
@@ -44,11 +45,12 @@ def write_clip(path, portrait, frames, size=(320, 240), fourcc="mp4v"):
     return path
 
 
-def make_job(tmp_path, models_dir, source):
+def make_job(tmp_path, models_dir, source, composite=CompositeParams()):
     models = ModelStore(models_dir)
     analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), build_model_set(models, SessionFactory("cpu")))
     sources = SourceSet.load([source], analyzer)
-    return SwapJob(analyzer, build_swapper("classic", sources, models, SessionFactory("cpu")), sources)
+    return SwapJob(analyzer, build_swapper("classic", sources, models, SessionFactory("cpu")), sources,
+                   composite=composite)
 
 
 def mp4_sync_samples(path) -> int:

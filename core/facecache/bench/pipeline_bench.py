@@ -18,7 +18,7 @@ to one output folder, on one cache folder:
   param_only         source B, params 2, first range: analysis and swap are cached
   partial            source B, params 2, the whole clip: the first range is up to date
                      (skipped from the manifest, no decoding), the extension is new
-  preview steps      params 3: 30 consecutive frames, one `SwapJob.run(frames=range(i, i+1))`
+  preview steps      params 3: 30 consecutive frames rendered one by one through a PreviewSession
                      each, timed from the call to the written output
   preview jumps      params 3: frames at random (seeded) that the steps did not touch
   profile            params 4: a few preview steps under cProfile, reported per frame
@@ -51,6 +51,7 @@ from facecache.bench.cache_timer import READ, WRITE, CacheTimer, instrument
 from facecache.bench.profile_summary import profile, top_functions
 from facecache.bench.timing import median_ms
 from facecache.fingerprint import frame_fingerprint
+from facecache.jobs.preview import PreviewSession
 from facecache.jobs.swap_job import SwapJob
 from facecache.media.reader import MediaReader
 from facecache.media.sample_clip import write_sample_clip
@@ -121,15 +122,18 @@ class Pipeline:
 
     def preview(self, source: Path, composite: CompositeParams, indices: list[int]) -> dict:
         """One job for the new composite params (made once, as the add-on would on a tweak),
-        then one run per frame; per-frame wall times from the call to the written output."""
+        then a PreviewSession rendering frame after frame; per-frame wall times from the call to the
+        written output."""
         start = time.perf_counter()
         job, analyzer = self.job(source, composite)
         setup_ms = (time.perf_counter() - start) * 1000
         times = []
-        for index in indices:
-            start = time.perf_counter()
-            job.run(self.clip, self.out, frames=range(index, index + 1))
-            times.append((time.perf_counter() - start) * 1000)
+        with PreviewSession(job, self.clip, self.out) as session:
+            setup_ms = (time.perf_counter() - start) * 1000
+            for index in indices:
+                start = time.perf_counter()
+                session.render(index)
+                times.append((time.perf_counter() - start) * 1000)
         return {"ms": times, "setup_ms": setup_ms, "written": job.report.written,
                 "inferences": analyzer.inferences.total}
 
@@ -137,8 +141,9 @@ class Pipeline:
         job, _ = self.job(source, composite)
 
         def steps():
-            for index in indices:
-                job.run(self.clip, self.out, frames=range(index, index + 1))
+            with PreviewSession(job, self.clip, self.out) as session:
+                for index in indices:
+                    session.render(index)
 
         profiles = profile(steps)
         count = len(indices)
@@ -186,7 +191,7 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         runs["partial"] = pipeline.timed_run(source_b, TWEAKED_PARAMS, whole)
 
         steps, jumps = _preview_frames(base, frames)
-        say(f"preview: {len(steps)} steps, {len(jumps)} jumps, one run per frame")
+        say(f"preview: {len(steps)} steps, {len(jumps)} jumps through a preview session")
         stepped = pipeline.preview(source_b, PREVIEW_PARAMS, steps)
         jumped = pipeline.preview(source_b, PREVIEW_PARAMS, jumps)
         say(f"preview profile: {min(PROFILED_FRAMES, len(steps))} steps under cProfile")

@@ -23,7 +23,8 @@ def _run_pipeline(args: argparse.Namespace) -> dict:
 
 
 def _run_cache(args: argparse.Namespace) -> dict:
-    return cache_bench.run(frames=args.frames or CACHE_DEFAULT_FRAMES, cache_dir=args.cache_dir)
+    return cache_bench.run(frames=args.frames or CACHE_DEFAULT_FRAMES, cache_dir=args.cache_dir,
+                           compare_dir=args.compare_dir)
 
 
 SUITES = {"pipeline": _run_pipeline, "cache": _run_cache}
@@ -39,6 +40,9 @@ def register(commands) -> None:
                              f"cache {CACHE_DEFAULT_FRAMES})")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="put the run's cache in a temporary folder under this one (e.g. a network mount)")
+    parser.add_argument("--compare-dir", type=Path, default=None,
+                        help="cache suite: also run the warm read in a folder under this one (a network mount) "
+                             "and compare it with local disk")
     parser.add_argument("--models-dir", type=Path, default=None,
                         help="models folder for the pipeline suite (default: per-user data folder)")
     parser.add_argument("--providers", default="auto", help="ONNX Runtime providers for the pipeline suite "

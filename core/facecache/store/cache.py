@@ -16,6 +16,7 @@ checked; a bad pack is a miss, logged once and set aside.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -196,7 +197,7 @@ class FaceCache:
                    decode: Callable[[packfile.Pack], T] = lambda pack: pack) -> list[StoredPack[T]]:
         """Every good pack of a group, passed through `decode` (which raises CorruptPack
         on content it rejects). Bad packs are set aside and skipped."""
-        folder = self._real_group_dir(namespace_key, group)
+        folder = self._real_group_dir(namespace_key, group, check_group=False)  # checked on opening
         for _attempt in range(2):
             packs, vanished = self._read_packs_in(folder, decode)
             if not vanished:
@@ -224,11 +225,13 @@ class FaceCache:
             if is_digest(name):
                 _delete(folder / (name + PACK_SUFFIX))
 
-    def _real_group_dir(self, namespace_key: str, group: str) -> Path:
+    def _real_group_dir(self, namespace_key: str, group: str, check_group: bool = True) -> Path:
         """group_dir, after setting aside a symlink standing in for the namespace, fan-out or
-        group folder: through one, packs outside the cache would be read, written or deleted."""
+        group folder: through one, packs outside the cache would be read, written or deleted.
+        Readers pass check_group=False and open the group folder with O_NOFOLLOW instead
+        (one network round trip less per group)."""
         folder = self.group_dir(namespace_key, group)
-        for part in (folder.parent.parent, folder.parent, folder):
+        for part in (folder.parent.parent, folder.parent) + ((folder,) if check_group else ()):
             try:
                 if stat.S_ISLNK(os.lstat(part).st_mode):
                     self.set_aside(part, "symlinked folder inside the cache")
@@ -239,34 +242,53 @@ class FaceCache:
     def _read_packs_in(self, folder: Path, decode: Callable[[packfile.Pack], Any]) -> tuple[list[StoredPack], bool]:
         packs: list[StoredPack] = []
         vanished = False
-        try:
-            entries = list(os.scandir(folder))
-        except (FileNotFoundError, NotADirectoryError):
+        try:  # O_NOFOLLOW: the group folder is checked in the same round trip that opens it
+            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
             return packs, False
-        for entry in entries:
-            if not _PACK_NAME.match(entry.name):
-                continue
-            path = Path(entry.path)
-            name = entry.name[:-len(PACK_SUFFIX)]
-            try:
-                stored = StoredPack(name, decode(packfile.decode(self._read_file(path), name)))
-            except FileNotFoundError:
-                vanished = True
-                continue
-            except CorruptPack as exc:
-                self.set_aside(path, str(exc))
-                continue
-            except OSError as exc:
-                self._report_once(path, f"cannot read {path}: {exc}")
-                continue
-            packs.append(stored)
-            _touch_if_older(path, _TOUCH_AFTER_SECONDS)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
+                self.set_aside(folder, "symlinked folder inside the cache")
+            return packs, False
+        try:
+            with os.scandir(dir_fd) as scan:
+                names = [entry.name for entry in scan]
+            for file_name in names:
+                if not _PACK_NAME.match(file_name):
+                    continue
+                path = folder / file_name
+                name = file_name[:-len(PACK_SUFFIX)]
+                try:
+                    data, info = self._read_file_stat(path, dir_fd=dir_fd)
+                    stored = StoredPack(name, decode(packfile.decode(data, name)))
+                except FileNotFoundError:
+                    vanished = True
+                    continue
+                except (CorruptPack, OSError) as exc:
+                    if not os.path.lexists(path):  # removed while we read it (a prune or a merge)
+                        vanished = True
+                    elif isinstance(exc, CorruptPack):
+                        self.set_aside(path, str(exc))
+                    else:
+                        self._report_once(path, f"cannot read {path}: {exc}")
+                    continue
+                packs.append(stored)
+                if info.st_mtime < time.time() - _TOUCH_AFTER_SECONDS:  # from the open file: no extra stat
+                    _touch(path)
+        finally:
+            os.close(dir_fd)
         return packs, vanished
 
     def _read_file(self, path: Path, limit: int = packfile.MAX_PACK_BYTES) -> bytes:
         """Read a regular file whole, never following a symlink, within a size limit."""
+        return self._read_file_stat(path, limit)[0]
+
+    def _read_file_stat(self, path: Path, limit: int = packfile.MAX_PACK_BYTES,
+                        dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
+        """`_read_file`, also giving the open file's stat; with `dir_fd`, the file is opened by
+        name inside that (already checked) folder."""
         try:
-            fd = os.open(path, _OPEN_READ)
+            fd = os.open(path.name if dir_fd is not None else path, _OPEN_READ, dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno == getattr(os, "ELOOP", 40):
                 raise CorruptPack("symlink inside the cache") from None
@@ -290,7 +312,7 @@ class FaceCache:
             os.close(fd)
         data = b"".join(chunks)
         self.io.bytes_read += len(data)
-        return data
+        return data, info
 
     def _write_file(self, folder: Path, name: str, data: bytes) -> bool:
         """Write-once: temp file beside the target, fsync, rename. False if it existed."""

@@ -1,8 +1,9 @@
 """Exclusive claims with an expiry, portable to network filesystems.
 
 POSIX and flock locks are unreliable on NFS and sshfs, so a claim is a small
-file created with O_EXCL that names its owner and an expiry time. A claim whose
-owner died stops being renewed and expires; the next claimant takes it over, so
+file created with O_EXCL that names its owner (host:pid) and an expiry time. A claim whose
+owner died stops being renewed and expires (at once when the owner was a process on this
+same machine that no longer exists); the next claimant takes it over, so
 a stale claim is never waited on forever. Several claimants may find the same
 stale claim at once: a rename alone does not settle it (by the time a slow one
 renames, the file may be the winner's fresh claim), so only the claimant that
@@ -127,10 +128,34 @@ def _read_claim(path: Path) -> dict | None:
 
 def _is_stale(data: bytes, info: os.stat_result) -> bool:
     claim = _parse_claim(data)
+    if claim is not None and _owner_is_dead(claim.get("owner")):
+        return True
     if claim is not None and isinstance(claim.get("expires"), (int, float)):
         return claim["expires"] < time.time()
     # Unreadable (a writer died between create and write): judge by its age.
     return info.st_mtime + 60 < time.time()
+
+
+def _owner_is_dead(owner) -> bool:
+    """True when the claim's owner was a process on this machine that no longer exists, so a
+    rerun after a crash need not wait for the expiry. Owners on other machines are judged by
+    the expiry alone. A reused pid reads as alive: the claim then just expires (the safe side)."""
+    if not isinstance(owner, str):
+        return False
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, owned by another user
+    return False
 
 
 def _take_over_if_stale(path: Path, perms: Permissions) -> bool:

@@ -1,0 +1,73 @@
+"""The pipeline benchmark on a tiny clip: every figure is there and the runs did what
+their names say (counts only; timings belong to `facecache bench`, not to tests)."""
+
+import json
+
+import pytest
+
+from facecache.bench import pipeline_bench
+from facecache.cli import build_parser
+
+pytestmark = pytest.mark.index  # real MTCNN weights and portraits come from the package index
+
+FIGURES = ("cold_s", "warm_new_source_s", "param_only_s", "partial_s", "preview_ms_median", "preview_ms_p95",
+           "preview_jump_ms", "cache_overhead_fraction", "fingerprint_ms", "sha256_ms",
+           "warm_new_source_ratio", "param_only_ratio", "partial_ratio")
+
+
+@pytest.fixture(scope="module")
+def result(models_dir, portrait_paths, tmp_path_factory):
+    return pipeline_bench.run(frames=6, cache_dir=tmp_path_factory.mktemp("bench-cache"), models_dir=models_dir,
+                              samples_dir=portrait_paths["astronaut"].parent, size=(480, 270))
+
+
+def test_every_figure_is_reported_as_one_json_object(result):
+    assert set(FIGURES) <= set(result)
+    assert set(result["goals"]) == set(result["goals_met"]) == set(pipeline_bench.GOALS)
+    assert json.loads(json.dumps(result))["frames"] == 6
+
+
+def test_each_run_pays_only_for_its_own_stage(result):
+    base, extension = result["first_range_frames"], result["extension_frames"]
+    assert (base, extension) == (5, 1)  # the range is extended by 10% (rounded)
+    runs = result["runs"]
+    faces = runs["cold"]["inferences"]["swap"]
+    assert faces >= 1
+    assert runs["cold"]["inferences"]["detect"] == base + 1  # every frame and the source image
+    assert runs["cold"]["written"] == base
+
+    warm = runs["warm_new_source"]
+    assert warm["inferences"]["detect"] == 1  # only the new source image; the clip's analysis is cached
+    assert warm["inferences"]["swap"] == faces and warm["written"] == base
+    assert warm["analysis_lookups"]["hits"] == base
+
+    param_only = runs["param_only"]
+    assert sum(param_only["inferences"].values()) == 0  # no model runs at all
+    assert param_only["written"] == base and param_only["swap_lookups"]["misses"] == 0
+
+    partial = runs["partial"]
+    assert (partial["written"], partial["skipped"]) == (extension, base)
+    assert partial["inferences"]["detect"] == extension
+
+
+def test_preview_renders_each_frame_from_the_cache(result):
+    assert result["preview_frames"] == 5 and result["preview_jumps"] == 1
+    assert result["preview_written"] == result["preview_frames"] + result["preview_jumps"]
+    assert result["preview_inferences"] == 0
+    assert result["preview_profile"]["main_by_self_time"]
+
+
+def test_cache_overhead_is_instrumented_and_then_removed(result):
+    from facecache.store.frame_store import FrameStore
+
+    calls = result["runs"]["warm_new_source"]["cache_calls"]
+    assert calls["open_group"]["calls"] >= 2 and calls["lookup"]["calls"] >= 5
+    assert 0 < result["cache_overhead_fraction"] < 1
+    assert not hasattr(FrameStore.open_group, "__wrapped__")  # the timing hooks are gone
+
+
+def test_bench_runs_the_pipeline_suite_unless_told_otherwise():
+    parser = build_parser()
+    assert parser.parse_args(["bench"]).suite == "pipeline"
+    cache = parser.parse_args(["bench", "cache", "--cache-dir", "/mnt/nas"])
+    assert cache.suite == "cache" and str(cache.cache_dir) == "/mnt/nas"
