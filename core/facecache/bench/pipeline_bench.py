@@ -103,12 +103,15 @@ class Pipeline:
         """One whole run (sources, job, frames), timed and instrumented."""
         timer = CacheTimer()
         with instrument(timer):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             job, analyzer = self.job(source, composite)
             report = job.run(self.clip, self.out, frames=frames)
             seconds = time.perf_counter() - start
+            cpu_seconds = time.process_time() - cpu_start  # all threads of this process
         return {
             "seconds": round(seconds, 3),
+            # CPU time over wall time x cores: 1.0 means every core busy the whole run.
+            "cpu_utilisation": round(cpu_seconds / (seconds * (os.cpu_count() or 1)), 3),
             "frames": report.frames,
             "written": report.written,
             "skipped": report.skipped,
@@ -248,6 +251,7 @@ def _figures(runs: dict, stepped: dict, jumped: dict) -> dict:
     step_ms = stepped["ms"]
     figures = {
         "cold_s": cold,
+        "cold_cpu_utilisation": runs["cold"]["cpu_utilisation"],
         "warm_new_source_s": warm["seconds"],
         "param_only_s": runs["param_only"]["seconds"],
         "partial_s": runs["partial"]["seconds"],

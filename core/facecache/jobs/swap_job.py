@@ -17,9 +17,10 @@ encoder (only the rows crossing the faces are compressed) about half that.
 from __future__ import annotations
 
 import json
+import os
 import threading
-from collections import deque
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,8 +72,11 @@ class JobProgress:
     misses: int
 
 
-# Encoded frames waiting for the writer thread; bounds the frames held in memory.
-_MAX_PENDING_WRITES = 4
+# Compositing, encoding and writing run on this many threads (they release the GIL), overlapping
+# the main thread's decoding and models; a warm run is bound by them, so use every core.
+_WRITERS = max(1, min(4, os.cpu_count() or 1))
+# Frames waiting for the writers; bounds the frames held in memory.
+_MAX_PENDING_WRITES = 2 * _WRITERS + 2
 
 
 class SwapJob:
@@ -113,7 +117,7 @@ class SwapJob:
         the next frame's decoding and models."""
         target, out_dir = Path(target), Path(out_dir)
         started = time.perf_counter()
-        with MediaReader(target) as reader, ThreadPoolExecutor(1, thread_name_prefix="facecache-writer") as writer:
+        with MediaReader(target) as reader, ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
             form = self.output_form if self.output_form != "auto" else ("full" if still else "overlay")
