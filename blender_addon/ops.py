@@ -314,11 +314,4 @@ classes = (FACESWAP_OT_analyze, FACESWAP_OT_swap, FACESWAP_OT_update, FACESWAP_O
            FACESWAP_OT_source_remove, FACESWAP_OT_install_models, FACESWAP_OT_import_models)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -136,11 +136,4 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
 classes = (FACESWAP_UL_sources, FACESWAP_PT_main, FACESWAP_PT_strip, FACESWAP_PT_cache)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)
