@@ -228,7 +228,7 @@ def _populate(root, groups=12, frames=6):
 
 def _held_pruner(out, name, root, barrier, hold):
     """Prunes; if it gets the lease, keeps it (inside the first delete) until `hold` is set."""
-    real_delete = cache_module._delete
+    real_delete = cache_module.delete_file
     first = [True]
 
     def delete(path):
@@ -238,7 +238,7 @@ def _held_pruner(out, name, root, barrier, hold):
             hold.wait(TIMEOUT)
         real_delete(path)
 
-    cache_module._delete = delete
+    cache_module.delete_file = delete  # the name cache.py calls
     cache = FaceCache(root)
     barrier.wait(TIMEOUT)
     out.put((name, "report", cache.prune(max_bytes=0, grace_seconds=0).as_dict()))
@@ -292,13 +292,13 @@ def _contending_pruner(out, name, root, holders, peak, prunes, go):
 
     Lease.acquire = classmethod(acquire)
     Lease.release = release
-    real_delete = cache_module._delete
+    real_delete = cache_module.delete_file
 
     def slow_delete(path):  # widen the window in which the lease is held
         time.sleep(0.001)
         real_delete(path)
 
-    cache_module._delete = slow_delete
+    cache_module.delete_file = slow_delete
     cache = FaceCache(root)
     go.wait(TIMEOUT)  # readers are reading packs that are about to be deleted
     busy = done = removed = attempts = 0

@@ -34,6 +34,7 @@ import msgpack
 from facecache.errors import CacheError, CorruptPack
 from facecache.fingerprint import is_digest
 from facecache.store import packfile
+from facecache.store.fileops import DOOMED_PREFIX, delete_file
 from facecache.store.lease import Lease
 from facecache.store.namespace import Namespace
 from facecache.store.permissions import Permissions, make_dir, permissions_for
@@ -49,7 +50,6 @@ _FANOUT_NAME = re.compile(r"^[0-9a-f]{2}\Z")
 _TOUCH_AFTER_SECONDS = 600.0
 _PRUNE_LEASE_SECONDS = 600.0
 _TEMP_PREFIX = ".tmp-"
-_DOOMED_PREFIX = ".del-"
 _MEMO_KINDS = ("media",)
 _MAX_MEMO_BYTES = 64 * 1024
 # O_NONBLOCK: opening a FIFO named like a pack must not wait for a writer (no effect on regular files).
@@ -223,7 +223,7 @@ class FaceCache:
         folder = self._real_group_dir(namespace_key, group)
         for name in names:
             if is_digest(name):
-                _delete(folder / (name + PACK_SUFFIX))
+                delete_file(folder / (name + PACK_SUFFIX))
 
     def _real_group_dir(self, namespace_key: str, group: str, check_group: bool = True) -> Path:
         """group_dir, after setting aside a symlink standing in for the namespace, fan-out or
@@ -337,11 +337,11 @@ class FaceCache:
             os.fsync(fd)  # the OS may reorder the data and the rename
         except BaseException:
             os.close(fd)
-            _delete(temp)
+            delete_file(temp)
             raise
         os.close(fd)
         if os.path.lexists(target):  # another writer won the race with identical content
-            _delete(temp)
+            delete_file(temp)
             return False
         os.rename(temp, target)
         return True
@@ -452,8 +452,8 @@ class FaceCache:
         for dirpath, _dirs, files in os.walk(self.root / "ns"):
             for name in files:
                 path = Path(dirpath) / name
-                if name.startswith(_DOOMED_PREFIX):
-                    _delete(path)
+                if name.startswith(DOOMED_PREFIX):
+                    delete_file(path)
                 elif name.startswith(_TEMP_PREFIX):
                     try:
                         young = path.lstat().st_mtime > now - temp_grace_seconds
@@ -496,7 +496,7 @@ class FaceCache:
                     if info.mtime > now - grace_seconds:
                         report.skipped_young += 1
                         continue
-                    _delete(info.path)
+                    delete_file(info.path)
                     total -= info.size
                     report.removed_packs += 1
                     report.removed_bytes += info.size
@@ -514,7 +514,7 @@ class FaceCache:
                 if entry.is_dir(follow_symlinks=False):
                     self._remove_tree(Path(entry.path))
                 else:
-                    _delete(Path(entry.path))
+                    delete_file(Path(entry.path))
 
     def _namespace_stats(self, folder: Path) -> NamespaceStats:
         stats = NamespaceStats(key=folder.name, description=None)
@@ -528,7 +528,7 @@ class FaceCache:
         return stats
 
     def _remove_tree(self, folder: Path) -> None:
-        doomed = folder.with_name(f"{_DOOMED_PREFIX}{secrets.token_hex(6)}")
+        doomed = folder.with_name(f"{DOOMED_PREFIX}{secrets.token_hex(6)}")
         try:
             os.rename(folder, doomed)
         except FileNotFoundError:
@@ -586,19 +586,6 @@ def _touch_if_older(path: Path, seconds: float) -> None:
         if path.lstat().st_mtime < time.time() - seconds:
             _touch(path)
     except OSError:
-        pass
-
-
-def _delete(path: Path) -> None:
-    """Rename first, then unlink: unlink is not atomic on NFS."""
-    doomed = path.with_name(f"{_DOOMED_PREFIX}{secrets.token_hex(6)}")
-    try:
-        os.rename(path, doomed)
-    except FileNotFoundError:
-        return
-    try:
-        os.unlink(doomed)
-    except FileNotFoundError:
         pass
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import msgpack
 import xxhash
 
+from facecache.store.fileops import delete_file
 from facecache.store.permissions import Permissions
 
 _MAX_CLAIM_BYTES = 4096
@@ -78,7 +79,7 @@ class Lease:
 
     def release(self) -> None:
         if self.held():
-            _remove_stale(self.path)
+            delete_file(self.path)
 
     def __enter__(self) -> "Lease":
         return self
@@ -206,15 +207,3 @@ def _forget_old_markers(folder: Path) -> None:
                     os.unlink(entry.path)
             except OSError:
                 pass
-
-
-def _remove_stale(path: Path) -> None:
-    doomed = path.with_name(f".del-{secrets.token_hex(8)}")
-    try:
-        os.rename(path, doomed)
-    except FileNotFoundError:
-        return
-    try:
-        os.unlink(doomed)
-    except FileNotFoundError:
-        pass
