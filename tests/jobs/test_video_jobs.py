@@ -161,3 +161,22 @@ def test_unopenable_video_is_a_clear_error(tmp_path, models_dir, portrait_paths,
     with pytest.raises(FaceCacheError, match="re-export it"):
         make_job(tmp_path, models_dir, portrait_paths["grace_hopper"]).run(clip, tmp_path / "out")
     assert not (tmp_path / "out" / "clip").exists() or not list((tmp_path / "out" / "clip").glob("*.png"))
+
+
+def test_memory_stays_bounded_by_a_window_not_the_clip(tmp_path, models_dir, portrait_paths, portraits):
+    """Peak traced memory of a job over a 3-segment clip stays that of a 1-segment clip: frames
+    stream through, and at most one segment's records are held at a time."""
+    import tracemalloc
+
+    peaks = {}
+    for frames in (64, 192):
+        clip = write_clip(tmp_path / f"clip{frames}.mp4", portraits["astronaut"], frames)
+        job = make_job(tmp_path / str(frames), models_dir, portrait_paths["grace_hopper"])
+        tracemalloc.start()
+        try:
+            job.run(clip, tmp_path / str(frames) / "out")
+            peaks[frames] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    # Three times the frames, the same peak: it does not grow with the clip's length.
+    assert peaks[192] < 1.1 * peaks[64], peaks
