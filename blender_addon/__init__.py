@@ -2,12 +2,12 @@
 
 Modules: props (settings), prefs, paths (cache location), frame_mapping (strip <-> media frames),
 timeline (originals and swapped strips), engine_client (the process boundary), jobs, ops, ui,
-preview (playhead), coverage_overlay (bars under strips).
+preview (playhead), coverage_overlay (bars under strips), coverage_watch (live refresh from the cache folder).
 """
 
-from . import coverage_overlay, jobs, ops, paths, prefs, preview, props, ui
+from . import coverage_overlay, coverage_watch, jobs, ops, paths, prefs, preview, props, ui
 
-_modules = (props, prefs, ops, ui, paths, preview, coverage_overlay)
+_modules = (props, prefs, ops, ui, paths, preview, coverage_overlay, coverage_watch)
 
 
 def register():

@@ -1,5 +1,5 @@
 """Coverage under each movie strip: which frames are analysed (from the engine's cache, reported with
-every job) and which are swapped (files in the output folder). Drawn as a thin two-row bar along the
+every job and refreshed by `coverage_watch` when the shared cache changes) and which are swapped (files in the output folder). Drawn as a thin two-row bar along the
 bottom of each movie strip by a sequencer draw handler; `strip_coverage` is the testable data part."""
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ SWAPPED_COLOR = (0.3, 0.9, 0.4, 0.9)
 def remember_analysed(analysed: dict) -> None:
     for media, frames in analysed.items():
         _analysed.setdefault(media, set()).update(int(f) for f in frames)
+
+
+def replace_analysed(media: str, asked, found) -> None:
+    """A refresh answered `found` among the media frames `asked`: frames no longer cached drop out."""
+    frames = _analysed.setdefault(media, set())
+    frames.difference_update(asked)
+    frames.update(int(f) for f in found)
 
 
 def forget_analysed() -> None:

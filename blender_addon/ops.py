@@ -1,4 +1,4 @@
-"""Operators: faceswap.analyze, .swap, .update, .cancel, .cache_prune, .cache_clear (+ source list,
+"""Operators: faceswap.analyze, .swap, .update, .cancel, .cache_prune, .cache_clear, .refresh_coverage (+ source list,
 preview and model helpers). Each checks its input, then hands the work to `jobs` and reports."""
 
 from __future__ import annotations
@@ -232,6 +232,36 @@ class FACESWAP_OT_cache_clear(_JobOperator, bpy.types.Operator):
         return self.launch(sequencer_scene(context), "cache_clear", [])
 
 
+class FACESWAP_OT_refresh_coverage(bpy.types.Operator):
+    """Re-read which frames are analysed and swapped from the cache folder (teammates' work included)"""
+    bl_idname = "faceswap.refresh_coverage"
+    bl_label = "Refresh Coverage"
+
+    @classmethod
+    def poll(cls, context):
+        return sequencer_scene(context) is not None
+
+    def execute(self, context):
+        from . import coverage_watch
+
+        scene = sequencer_scene(context)
+        coverage_watch.follow_scene(scene)
+        try:
+            result = coverage_watch.refresh(scene)
+        except (RuntimeError, OSError) as exc:
+            self.report({"ERROR"}, f"could not refresh coverage: {exc}")
+            return {"CANCELLED"}
+        if "error" in result:
+            self.report({"ERROR"}, f"could not refresh coverage: {result['error']}")
+            return {"CANCELLED"}
+        if result.get("started"):
+            self.report({"INFO"}, "refreshing coverage")
+        else:
+            self.report({"INFO"}, f"coverage refreshed: {result['analysed']} analysed frames "
+                                  f"in {result['media']} media file(s)")
+        return {"FINISHED"}
+
+
 class FACESWAP_OT_source_add(bpy.types.Operator):
     """Add a source face image"""
     bl_idname = "faceswap.source_add"
@@ -310,7 +340,8 @@ class FACESWAP_OT_import_models(_JobOperator, bpy.types.Operator):
 
 
 classes = (FACESWAP_OT_analyze, FACESWAP_OT_swap, FACESWAP_OT_update, FACESWAP_OT_preview_frame,
-           FACESWAP_OT_cancel, FACESWAP_OT_cache_prune, FACESWAP_OT_cache_clear, FACESWAP_OT_source_add,
+           FACESWAP_OT_cancel, FACESWAP_OT_cache_prune, FACESWAP_OT_cache_clear, FACESWAP_OT_refresh_coverage,
+           FACESWAP_OT_source_add,
            FACESWAP_OT_source_remove, FACESWAP_OT_install_models, FACESWAP_OT_import_models)
 
 

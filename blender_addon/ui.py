@@ -7,7 +7,7 @@ import time
 
 import bpy
 
-from . import coverage_overlay, jobs, paths, timeline
+from . import coverage_overlay, coverage_watch, jobs, paths, timeline
 
 _size_memo = {"path": None, "at": 0.0, "bytes": 0}
 
@@ -126,6 +126,12 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
             layout.label(text="Unsaved file: temporary cache, moved on first save", icon="ERROR")
         layout.label(text=folder)
         layout.label(text=f"Size {cache_size(folder) / 1e6:.1f} MB of {paths.max_bytes() / 1e9:.0f} GB")
+        manual = coverage_watch.SESSION.mode == "manual"
+        row = layout.row(align=True)
+        row.label(text=coverage_watch.SESSION.describe(), icon="ERROR" if manual else "HIDE_OFF")
+        row.operator("faceswap.refresh_coverage", text="" if not manual else "Refresh Coverage", icon="FILE_REFRESH")
+        if coverage_watch.SESSION.last_error:
+            layout.label(text=f"Coverage refresh failed: {coverage_watch.SESSION.last_error}", icon="ERROR")
         layout.prop(scene.faceswap, "show_coverage")
         layout.prop(scene.faceswap, "auto_preview")
         row = layout.row(align=True)

@@ -32,6 +32,11 @@ DEFAULT_POLL_SECONDS = 1.0
 DEFAULT_DEBOUNCE_SECONDS = 0.3
 
 
+# Reads and access-time touches: reading the cache (a coverage query opens packs, a hit touches
+# its LRU time) must not look like a teammate's write, or every refresh would trigger the next.
+READ_EVENTS = frozenset({"opened", "closed_no_write", "attrib"})
+
+
 def mount_type(path: str | os.PathLike, mounts_file: str = "/proc/self/mounts") -> str | None:
     """The filesystem type of the mount holding `path` (longest matching mount point), or None
     when unknown (no /proc, e.g. macOS or Windows)."""
@@ -126,7 +131,8 @@ class CacheWatcher:
 
             class Handler(FileSystemEventHandler):
                 def on_any_event(self, event) -> None:
-                    watcher._changed.set()
+                    if event.event_type not in READ_EVENTS:
+                        watcher._changed.set()
 
             self.watched.mkdir(parents=True, exist_ok=True)
             observer = self._factory(self.network, self._poll)

@@ -3,6 +3,7 @@ other's, and a watcher that cannot start or dies degrades to manual refresh with
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -163,3 +164,26 @@ def test_a_failing_callback_does_not_stop_the_watcher(tmp_path):
         while len(calls) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(calls) >= 2 and watcher.check()
+
+
+def test_reading_the_cache_does_not_look_like_a_write(tmp_path):
+    """Coverage queries open packs and touch LRU times; only writes may wake the watcher."""
+    cache = FaceCache(tmp_path / "cache")
+    woke = threading.Event()
+    watcher = CacheWatcher(tmp_path / "cache", woke.set, debounce_seconds=0.1)
+    assert watcher.start()
+    try:
+        namespace = Namespace("analysis", {"d": "1" * 32})
+        group = FrameStore(cache, namespace).open_group("a" * 32)
+        group.put(FrameRecord("b" * 32, Stage.DETECT, 1, 1, []), 0)
+        group.flush()
+        assert woke.wait(5)  # a write wakes it
+        time.sleep(0.5)
+        woke.clear()
+        for _ in range(3):  # reads, including an LRU touch of an old pack
+            for info in cache.iter_packs():
+                os.utime(info.path, (0, 0))
+            FrameStore(FaceCache(tmp_path / "cache"), namespace).open_group("a" * 32)
+        assert not woke.wait(1.5)
+    finally:
+        watcher.stop()

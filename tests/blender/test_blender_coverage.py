@@ -1,0 +1,88 @@
+"""Live coverage: a teammate fills the shared cache outside Blender; the add-on's watcher notices, a
+refresh (by hand here: timers never run in the bpy module) shows the teammate's frames as analysed.
+A watcher that cannot start leaves manual refresh, and the refresh operator still works."""
+
+import importlib
+import os
+import time
+
+import pytest
+
+from blender_helpers import MODULE, add_movie
+
+pytestmark = [pytest.mark.blender]
+
+
+@pytest.fixture
+def watch(addon):
+    module = importlib.import_module(f"{MODULE}.coverage_watch")
+    yield module
+    module.SESSION.stop()
+
+
+def teammate_analyses(cache_dir, models_dir, clip, frames: range) -> None:
+    """Another workstation: the engine called directly (no Blender) on the same cache and models."""
+    from facecache.analysis.analyzer import FaceAnalyzer
+    from facecache.analysis.factory import AnalysisSettings, build_model_set
+    from facecache.models.runtime import SessionFactory
+    from facecache.models.store import ModelStore
+    from facecache.store.cache import FaceCache
+
+    analyzer = FaceAnalyzer(FaceCache(cache_dir), build_model_set(ModelStore(models_dir), SessionFactory("auto"),
+                                                                  AnalysisSettings()))
+    assert len(analyzer.analyze_media(clip, frames)) == len(frames)
+
+
+def wait_for(event, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if event.is_set():
+            return True
+        time.sleep(0.05)
+    return event.is_set()
+
+
+def test_teammate_analyses_show_after_the_watcher_fires(bpy, addon, project, clip, models_dir, watch):
+    strip = add_movie(project, clip)
+    cache = addon.paths.cache_dir(project)
+    os.makedirs(cache, exist_ok=True)  # the shared cache folder exists (a teammate's, or an earlier job's)
+    watch.follow_scene(project)  # what the timer does every second
+    assert watch.SESSION.mode in ("inotify", "polling"), watch.SESSION.describe()
+    assert watch.SESSION.describe().startswith("watching (")
+    assert watch.refresh(project) == {"media": 1, "analysed": 0}
+    assert addon.coverage_overlay.strip_coverage(project, strip)["analysed"] == 0
+
+    watch.SESSION.changed.clear()
+    teammate_analyses(cache, models_dir, clip, range(0, 8))
+    assert wait_for(watch.SESSION.changed), "the watcher never reported the teammate's write"
+
+    assert watch.refresh(project) == {"media": 1, "analysed": 8}
+    data = addon.coverage_overlay.strip_coverage(project, strip)
+    assert (data["frames"], data["analysed"]) == (24, 8)
+    assert len(data["analysed_runs"]) == 1
+    # a refresh only reads the cache: it must not wake the watcher (else every refresh triggers the next)
+    time.sleep(1.0)  # let the teammate's last writes settle
+    watch.refresh(project)
+    assert not wait_for(watch.SESSION.changed, 1.5), "a coverage refresh woke the watcher"
+    assert watch.tick() == watch.TICK_SECONDS  # the timer body runs (and never raises) outside timers too
+
+
+def test_watcher_failure_degrades_to_manual_refresh(bpy, addon, project, clip, models_dir, watch, monkeypatch):
+    def broken(network, poll_seconds):
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watch, "make_observer", broken)
+    strip = add_movie(project, clip)
+    cache = addon.paths.cache_dir(project)
+    os.makedirs(cache, exist_ok=True)
+    watch.SESSION.stop()
+    watch.follow_scene(project)
+    assert watch.SESSION.mode == "manual"
+    text = watch.SESSION.describe()
+    assert text.startswith("manual refresh: ") and "inotify watch limit" in text
+    watch.tick()  # still manual, no crash, no retry storm
+    assert watch.SESSION.mode == "manual"
+
+    teammate_analyses(cache, models_dir, clip, range(4, 10))
+    assert bpy.ops.faceswap.refresh_coverage() == {"FINISHED"}
+    assert addon.coverage_overlay.strip_coverage(project, strip)["analysed"] == 6
