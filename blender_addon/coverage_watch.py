@@ -58,6 +58,7 @@ class Session:
         self.query = None  # (EngineJob, scene name, items) of a coverage query in flight
         self.last_error: str | None = None
         self.refreshes = 0
+        self.cache_bytes: int | None = None  # measured by the engine process on each refresh
 
     # -- the watcher ---------------------------------------------------------------------------------
 
@@ -160,6 +161,7 @@ def _apply(job, items) -> dict:
         log.warning("coverage refresh failed: %s", SESSION.last_error)
         return {"error": SESSION.last_error}
     analysed = job.result.get("analysed", {}) or {}
+    SESSION.cache_bytes = job.result.get("cache_bytes")
     asked: dict[str, set] = {}
     for item in items:
         asked.setdefault(item["media"], set()).update(range(int(item["start"]), int(item["stop"])))

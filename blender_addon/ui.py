@@ -3,28 +3,10 @@
 from __future__ import annotations
 
 import os
-import time
 
 import bpy
 
 from . import coverage_overlay, coverage_watch, jobs, paths, timeline
-
-_size_memo = {"path": None, "at": 0.0, "bytes": 0}
-
-
-def cache_size(folder: str, max_age: float = 5.0) -> int:
-    now = time.monotonic()
-    if _size_memo["path"] != folder or now - _size_memo["at"] > max_age:
-        total = 0
-        for root, _dirs, files in os.walk(folder):
-            for name in files:
-                try:
-                    total += os.lstat(os.path.join(root, name)).st_size
-                except OSError:
-                    pass
-        _size_memo.update(path=folder, at=now, bytes=total)
-    return _size_memo["bytes"]
-
 
 def _scene(context):
     return getattr(context, "sequencer_scene", None) or context.scene
@@ -125,7 +107,9 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
         if paths.is_temporary(scene):
             layout.label(text="Unsaved file: temporary cache, moved on first save", icon="ERROR")
         layout.label(text=folder)
-        layout.label(text=f"Size {cache_size(folder) / 1e6:.1f} MB of {paths.max_bytes() / 1e9:.0f} GB")
+        size = coverage_watch.SESSION.cache_bytes  # measured by the engine on each refresh, never while drawing
+        size_text = "refresh to measure" if size is None else f"{size / 1e6:.1f} MB"
+        layout.label(text=f"Size {size_text} of {paths.max_bytes() / 1e9:.0f} GB")
         manual = coverage_watch.SESSION.mode == "manual"
         row = layout.row(align=True)
         row.label(text=coverage_watch.SESSION.describe(), icon="ERROR" if manual else "HIDE_OFF")

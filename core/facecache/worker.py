@@ -182,7 +182,7 @@ def _coverage(settings: dict, items: list[dict]) -> dict:
     analysed = _analysed(analyzer, items)
     return {"frames": sum(len(v) for v in analysed.values()), "written": 0, "skipped": 0,
             "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
-            "analysed": analysed}
+            "analysed": analysed, "cache_bytes": analyzer.cache.total_bytes()}
 
 
 def _cache_job(kind: str, settings: dict) -> dict:

@@ -31,6 +31,17 @@ def test_frame_mapping_follows_start_offsets_and_refuses_retiming(bpy, addon, pr
     strip.strobe = 2.0
     with pytest.raises(fm.UnsupportedStrip, match="Strobe"):
         fm.used_media_range(strip)
+    # Retiming: `strip.retiming_keys.add()` crashes the bpy 5.0.1 module (segfault, with or without
+    # a sequencer scene), so a stand-in with a real strip's timing and three retiming keys is used.
+    from types import SimpleNamespace
+
+    retimed = SimpleNamespace(name="retimed", use_reverse_frames=False, strobe=1.0, retiming_keys=[0, 1, 2],
+                              frame_start=1, animation_offset_start=0, frame_final_start=1, frame_final_end=25,
+                              frame_duration=24, animation_offset_end=0)
+    with pytest.raises(fm.UnsupportedStrip, match="retimed.*Retiming > Reset"):
+        fm.used_media_range(retimed)
+    retimed.retiming_keys = [0, 1]  # the two keys every strip has after a reset: a plain strip
+    assert fm.used_media_range(retimed) == range(0, 24)
 
 
 def test_no_source_face_is_a_clear_message(bpy, project, clip):

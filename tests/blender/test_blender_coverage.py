@@ -51,12 +51,14 @@ def test_teammate_analyses_show_after_the_watcher_fires(bpy, addon, project, cli
     assert watch.SESSION.describe().startswith("watching (")
     assert watch.refresh(project) == {"media": 1, "analysed": 0}
     assert addon.coverage_overlay.strip_coverage(project, strip)["analysed"] == 0
+    size_before = watch.SESSION.cache_bytes
 
     watch.SESSION.changed.clear()
     teammate_analyses(cache, models_dir, clip, range(0, 8))
     assert wait_for(watch.SESSION.changed), "the watcher never reported the teammate's write"
 
     assert watch.refresh(project) == {"media": 1, "analysed": 8}
+    assert watch.SESSION.cache_bytes > size_before  # the panel's cache size follows the teammate too
     data = addon.coverage_overlay.strip_coverage(project, strip)
     assert (data["frames"], data["analysed"]) == (24, 8)
     assert len(data["analysed_runs"]) == 1

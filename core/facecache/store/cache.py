@@ -436,6 +436,17 @@ class FaceCache:
                 result.temp_files += name.startswith(_TEMP_PREFIX)
         return result
 
+    def total_bytes(self) -> int:
+        """Bytes of every file in the cache folder (a walk of the folder; no file is opened)."""
+        total = 0
+        for dirpath, _dirs, files in os.walk(self.root):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except FileNotFoundError:
+                    continue
+        return total
+
     def verify(self, temp_grace_seconds: float = 600.0) -> VerifyReport:
         """Read every pack in full; set aside bad ones and temp files left by dead writers."""
         report = VerifyReport()
