@@ -13,7 +13,7 @@ Composite (cheap, parameterised, never runs a model):
 
     paste_back(frame, results, CompositeParams()) -> frame
     overlay(frame, results, params) -> (H, W, 4) BGRA, alpha 0 outside the faces
-    write_overlay(path, bgra)
+    SparseOverlayEncoder().encode(width, height, overlay_patch(frame, results, params)) -> PNG bytes
 """
 
 from facecache.swap.classic import ClassicSettings, ClassicSource, ClassicSwapper
@@ -23,12 +23,12 @@ from facecache.swap.errors import SwapInputError
 from facecache.swap.hyperswap import HyperswapSwapper
 from facecache.swap.inswapper import InswapperSwapper
 from facecache.swap.masks import box_mask, combine_masks
-from facecache.swap.overlay_png import encode_overlay, write_overlay
 from facecache.swap.result import SwapResult, SwapResultError
+from facecache.swap.sparse_png import SparseOverlayEncoder
 
 __all__ = [
     "ClassicSettings", "ClassicSource", "ClassicSwapper", "CompositeParams", "HyperswapSwapper",
     "InswapperSwapper", "SwapInputError", "SwapResult", "SwapResultError", "average_embedding",
-    "box_mask", "combine_masks", "crop_mask", "encode_overlay", "inswapper_source", "load_emap",
-    "normalised_source", "overlay", "overlay_patch", "paste_back", "write_overlay",
+    "SparseOverlayEncoder", "box_mask", "combine_masks", "crop_mask", "inswapper_source", "load_emap",
+    "normalised_source", "overlay", "overlay_patch", "paste_back",
 ]
