@@ -14,7 +14,7 @@ from pathlib import Path
 
 from facecache.analysis.analyzer import checked_range
 from facecache.jobs.manifest import OutputManifest
-from facecache.jobs.swap_job import SwapJob, _output_name
+from facecache.jobs.swap_job import SwapJob, output_name
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.store.frame_store import SEGMENT_FRAMES, group_key
@@ -38,14 +38,14 @@ class PreviewSession:
         """Make sure the output of media frame `index` exists and is current; returns its path."""
         checked_range(range(index, index + 1), self.reader.info.frame_count, self.target)
         analysis, swaps = self._groups_for(index // SEGMENT_FRAMES)
-        name = _output_name(self.target, index, self.reader.info.is_still)
-        fingerprint = analysis.fingerprint_at(index)
-        if fingerprint and self.manifest.is_current(name, self.job._output_key(self.media_id, index, self.form)):
+        name = output_name(self.target, index, self.reader.info.is_still)
+        key = self.job.output_key(self.media_id, index, self.form)
+        if self.manifest.is_current(name, key):
             return self.folder / name
         ((_, frame),) = self.reader.frames([index])
-        fingerprint, results = self.job._swap_frame(analysis, swaps, index, frame)
-        self.job._write_output(self.folder / name, frame, results, self.form)
-        self.manifest.record(name, self.job._output_key(self.media_id, index, self.form))
+        results = self.job.swap_frame(analysis, swaps, index, frame)
+        self.job.write_output(self.folder / name, frame, results, self.form)
+        self.manifest.record(name, key)
         self.job.report.written += 1
         return self.folder / name
 

@@ -185,8 +185,8 @@ class SwapJob:
     def _todo(self, seg: "_Segment") -> list[int]:
         """The frames of a segment whose output is missing or stale (no cache read, no decoding)."""
         return [index for index in seg.wanted
-                if not seg.manifest.is_current(_output_name(seg.target, index, seg.still),
-                                               self._output_key(seg.media_id, index, seg.form))]
+                if not seg.manifest.is_current(output_name(seg.target, index, seg.still),
+                                               self.output_key(seg.media_id, index, seg.form))]
 
     def _make_outputs(self, seg: "_Segment", swap_group: str, todo: list[int], claim,
                       report_progress, cancel) -> None:
@@ -195,10 +195,10 @@ class SwapJob:
         pending: list[tuple[str, str, Future]] = []
         try:
             for index, frame in seg.reader.frames(todo):
-                name = _output_name(seg.target, index, seg.still)
-                _fingerprint, results = self._swap_frame(analysis, swaps, index, frame)
-                pending.append((name, self._output_key(seg.media_id, index, seg.form),
-                                seg.writer.submit(self._write_output, seg.folder / name, frame, results, seg.form)))
+                name = output_name(seg.target, index, seg.still)
+                results = self.swap_frame(analysis, swaps, index, frame)
+                pending.append((name, self.output_key(seg.media_id, index, seg.form),
+                                seg.writer.submit(self.write_output, seg.folder / name, frame, results, seg.form)))
                 if len(pending) >= _MAX_PENDING_WRITES:
                     self._finish_writes(pending, seg.manifest, keep=_MAX_PENDING_WRITES // 2)
                 if claim is not None:
@@ -214,7 +214,7 @@ class SwapJob:
             swaps.flush()
             seg.manifest.save()
 
-    def _write_output(self, path: Path, frame: np.ndarray, results, form: str) -> None:
+    def write_output(self, path: Path, frame: np.ndarray, results, form: str) -> None:
         if form == "full":
             data = _encode_png(paste_back(frame, results, self.composite))
         else:
@@ -233,7 +233,8 @@ class SwapJob:
             manifest.record(name, key)
             self.report.written += 1
 
-    def _swap_frame(self, analysis, swaps, index: int, frame: np.ndarray):
+    def swap_frame(self, analysis, swaps, index: int, frame: np.ndarray) -> list:
+        """The swap results of a decoded frame: from the cache, else analysed (as needed) and swapped."""
         record = self.analyzer.cached(analysis, index, self.needed)
         if record is None or not record.has(self.needed):
             record = self.analyzer.ensure(analysis, index, frame, self.needed)
@@ -245,9 +246,9 @@ class SwapJob:
             cached = SwapRecord(record.fingerprint, results)
         if swaps.fingerprint_at(index) != record.fingerprint or cached.fingerprint not in swaps.content.records:
             swaps.put(cached, index)
-        return record.fingerprint, cached.results
+        return cached.results
 
-    def _output_key(self, media_id: str, index: int, form: str) -> str:
+    def output_key(self, media_id: str, index: int, form: str) -> str:
         """What an output is made from: the media's content and frame index under this decoder
         (which fix the frame's pixels, hence its fingerprint), the swap namespace (models,
         sources, selector), the blend settings and the output form. Known from the manifest
@@ -272,7 +273,7 @@ class _Segment:
     still: bool
 
 
-def _output_name(target: Path, index: int, still: bool) -> str:
+def output_name(target: Path, index: int, still: bool) -> str:
     return f"{target.stem}_swapped.png" if still else f"{index:06d}.png"
 
 
