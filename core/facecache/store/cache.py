@@ -34,7 +34,8 @@ import msgpack
 from facecache.errors import CacheError, CorruptPack
 from facecache.fingerprint import is_digest
 from facecache.store import packfile
-from facecache.store.fileops import DOOMED_PREFIX, delete_file
+from facecache.store.fileops import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file,
+                                     owned_by_me, set_mode)
 from facecache.store.lease import Lease
 from facecache.store.namespace import Namespace
 from facecache.store.permissions import Permissions, make_dir, permissions_for
@@ -52,8 +53,6 @@ _PRUNE_LEASE_SECONDS = 600.0
 _TEMP_PREFIX = ".tmp-"
 _MEMO_KINDS = ("media",)
 _MAX_MEMO_BYTES = 64 * 1024
-# O_NONBLOCK: opening a FIFO named like a pack must not wait for a writer (no effect on regular files).
-_OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclass
@@ -242,17 +241,11 @@ class FaceCache:
     def _read_packs_in(self, folder: Path, decode: Callable[[packfile.Pack], Any]) -> tuple[list[StoredPack], bool]:
         packs: list[StoredPack] = []
         vanished = False
-        try:  # O_NOFOLLOW: the group folder is checked in the same round trip that opens it
-            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except FileNotFoundError:
+        listing = self._list_group(folder)
+        if listing is None:
             return packs, False
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
-                self.set_aside(folder, "symlinked folder inside the cache")
-            return packs, False
+        names, dir_fd = listing
         try:
-            with os.scandir(dir_fd) as scan:
-                names = [entry.name for entry in scan]
             for file_name in names:
                 if not _PACK_NAME.match(file_name):
                     continue
@@ -276,8 +269,31 @@ class FaceCache:
                 if info.st_mtime < time.time() - _TOUCH_AFTER_SECONDS:  # from the open file: no extra stat
                     _touch(path)
         finally:
-            os.close(dir_fd)
+            if dir_fd is not None:
+                os.close(dir_fd)
         return packs, vanished
+
+    def _list_group(self, folder: Path) -> tuple[list[str], int | None] | None:
+        """The names in a group folder, and (where the OS allows) an open descriptor of it to open
+        the packs through; None when it does not exist or is a symlink (set aside)."""
+        try:
+            if DIR_FD:  # O_NOFOLLOW: the folder is checked in the same round trip that opens it
+                dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+                try:
+                    with os.scandir(dir_fd) as scan:
+                        return [entry.name for entry in scan], dir_fd
+                except BaseException:
+                    os.close(dir_fd)
+                    raise
+            if os.path.islink(folder):
+                raise OSError(errno.ELOOP, "symlinked folder")
+            return os.listdir(folder), None
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
+                self.set_aside(folder, "symlinked folder inside the cache")
+            return None
 
     def _read_file(self, path: Path, limit: int = packfile.MAX_PACK_BYTES) -> bytes:
         """Read a regular file whole, never following a symlink, within a size limit."""
@@ -287,8 +303,10 @@ class FaceCache:
                         dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
         """`_read_file`, also giving the open file's stat; with `dir_fd`, the file is opened by
         name inside that (already checked) folder."""
+        if not NOFOLLOW and os.path.islink(path):  # no O_NOFOLLOW here (Windows): check first
+            raise CorruptPack("symlink inside the cache")
         try:
-            fd = os.open(path.name if dir_fd is not None else path, _OPEN_READ, dir_fd=dir_fd)
+            fd = os.open(path.name if dir_fd is not None else path, OPEN_READ, dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno == getattr(os, "ELOOP", 40):
                 raise CorruptPack("symlink inside the cache") from None
@@ -323,14 +341,14 @@ class FaceCache:
         for attempt in range(2):
             temp = folder / f"{_TEMP_PREFIX}{secrets.token_hex(6)}-{os.getpid()}-{threading.get_ident()}"
             try:
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, self.perms.file_mode)
+                fd = os.open(temp, OPEN_NEW, self.perms.file_mode)
                 break
             except FileNotFoundError:
                 if attempt:
                     raise
                 make_dir(folder, self.perms)  # a pruner removed the empty folder meanwhile
         try:
-            os.fchmod(fd, self.perms.file_mode)  # mkstemp-style 0600 or umask must not win
+            set_mode(fd, temp, self.perms.file_mode)  # mkstemp-style 0600 or umask must not win
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -344,6 +362,7 @@ class FaceCache:
             delete_file(temp)
             return False
         os.rename(temp, target)
+        _fsync_dir(folder)  # make the new name itself durable, not only the bytes
         return True
 
     # -- small keyed records (e.g. remembered media identities) ----------------------------------
@@ -548,7 +567,7 @@ class FaceCache:
 
     def _secure_root(self) -> None:
         info = self.root.stat()
-        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != self.perms.dir_mode:
+        if owned_by_me(info) and stat.S_IMODE(info.st_mode) != self.perms.dir_mode:
             os.chmod(self.root, self.perms.dir_mode)
 
 
@@ -574,13 +593,26 @@ def _scanfiles(folder: Path) -> Iterator[os.DirEntry]:
 
 def _entry_count(path: Path) -> int:
     try:
-        fd = os.open(path, _OPEN_READ)
+        fd = os.open(path, OPEN_READ)
     except OSError:
         return 0
     try:
         return packfile.read_entry_count(os.read(fd, packfile.HEADER.size))
     except CorruptPack:
         return 0
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems (and Windows) cannot fsync a folder: the rename is still atomic
     finally:
         os.close(fd)
 

@@ -21,3 +21,25 @@ def delete_file(path: Path) -> None:
         os.unlink(doomed)
     except FileNotFoundError:
         pass
+
+
+# Flags for os.open that mean the same everywhere. Windows has no O_NOFOLLOW, O_NONBLOCK or
+# O_DIRECTORY (symlinks are then refused by an lstat check instead) and needs O_BINARY, or reads
+# and writes translate line endings and damage every pack.
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+OPEN_READ = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+OPEN_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+# Opening a folder and the files in it through its descriptor (one lookup, no symlink race).
+DIR_FD = os.open in os.supports_dir_fd and os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+
+
+def set_mode(fd: int, path: Path, mode: int) -> None:
+    """chmod an open file (by descriptor where the OS can; Windows before Python 3.13 cannot)."""
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:
+        os.chmod(path, mode)
+
+
+def owned_by_me(info: os.stat_result) -> bool:
+    return not hasattr(os, "getuid") or info.st_uid == os.getuid()

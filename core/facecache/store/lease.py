@@ -22,7 +22,7 @@ from pathlib import Path
 import msgpack
 import xxhash
 
-from facecache.store.fileops import delete_file
+from facecache.store.fileops import OPEN_NEW, OPEN_READ, delete_file, set_mode
 from facecache.store.permissions import Permissions
 
 _MAX_CLAIM_BYTES = 4096
@@ -45,13 +45,13 @@ class Lease:
         owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         for _ in range(3):
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, perms.file_mode)
+                fd = os.open(path, OPEN_NEW, perms.file_mode)
             except FileExistsError:
                 if not _take_over_if_stale(path, perms):
                     return None
                 continue
             try:
-                os.fchmod(fd, perms.file_mode)
+                set_mode(fd, path, perms.file_mode)
                 os.write(fd, _claim_bytes(owner, ttl))
             finally:
                 os.close(fd)
@@ -68,9 +68,9 @@ class Lease:
         if not self.held():
             return False
         tmp = self.path.with_name(f".tmp-{secrets.token_hex(8)}-{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, self._perms.file_mode)
+        fd = os.open(tmp, OPEN_NEW, self._perms.file_mode)
         try:
-            os.fchmod(fd, self._perms.file_mode)
+            set_mode(fd, tmp, self._perms.file_mode)
             os.write(fd, _claim_bytes(self.owner, self.ttl))
         finally:
             os.close(fd)
@@ -96,7 +96,7 @@ def _read_bytes(path: Path) -> tuple[bytes, os.stat_result] | None:
     """Raw claim bytes and the file's stat, or None when there is no file. Something that
     is not a readable claim (symlink, socket, folder) reads as empty: judged by its age."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+        fd = os.open(path, OPEN_READ)  # O_NONBLOCK: a FIFO must not block
     except FileNotFoundError:
         return None
     except OSError:
@@ -171,7 +171,7 @@ def _take_over_if_stale(path: Path, perms: Permissions) -> bool:
     # One marker per stale claim (its inode, mtime and content): one taker per claim.
     key = xxhash.xxh3_64_hexdigest(b"%d:%d:%d:" % (info.st_dev, info.st_ino, info.st_mtime_ns) + data)
     try:
-        os.close(os.open(path.with_name(_TAKEOVER_PREFIX + key), os.O_WRONLY | os.O_CREAT | os.O_EXCL, perms.file_mode))
+        os.close(os.open(path.with_name(_TAKEOVER_PREFIX + key), OPEN_NEW, perms.file_mode))
     except FileExistsError:
         return False
     doomed = path.with_name(f".del-{secrets.token_hex(8)}")
