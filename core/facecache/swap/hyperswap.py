@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from facecache.analysis.align import warp_face
-from facecache.analysis.frames import check_bgr_frame
 from facecache.analysis.session import OnnxSession, contract_error, output_names, require_inputs, require_outputs, run_model
 from facecache.swap.embedding import normalised_source
-from facecache.swap.faces import face_kps5
 from facecache.swap.result import SwapResult
-from facecache.swap.tensors import check_square_input, crop_to_tensor, input_dtype, tensor_to_crop
+from facecache.swap.tensors import check_square_input, input_dtype, swapper_feeds, tensor_to_crop
 
 TEMPLATE = "arcface_128"
 CROP_SIZE = 256
@@ -50,14 +47,10 @@ class HyperswapSwapper:
 
     def swap(self, frame: np.ndarray, target_face, source_embedding) -> SwapResult:
         """The swapped 256 px crop of ``target_face`` in ``frame``, its matrix and the model's mask."""
-        frame = check_bgr_frame(frame)
-        crop, matrix = warp_face(frame, face_kps5(target_face, "target face"), TEMPLATE, CROP_SIZE)
-        feeds = {
-            "target": crop_to_tensor(crop, MEAN, STD).astype(self._types["target"]),
-            "source": self.source_vector(source_embedding).astype(self._types["source"]),
-        }
+        feeds, matrix = swapper_feeds(frame, target_face, self.source_vector(source_embedding), TEMPLATE, CROP_SIZE,
+                                      MEAN, STD, self._types)
         image, mask = run_model(self._session, self.model, [self._image_output, MASK_OUTPUT], feeds)
         if mask.size != CROP_SIZE * CROP_SIZE:
             raise contract_error(self.model, f"its mask output has shape {mask.shape}, expected (1, 1, {CROP_SIZE}, {CROP_SIZE})")
         mask = np.clip(np.nan_to_num(mask.reshape(CROP_SIZE, CROP_SIZE), nan=0.0), 0.0, 1.0)
-        return SwapResult(tensor_to_crop(image, MEAN, STD, CROP_SIZE, self.model), matrix.astype(np.float32), mask)
+        return SwapResult(tensor_to_crop(image, MEAN, STD, CROP_SIZE, self.model), matrix, mask)

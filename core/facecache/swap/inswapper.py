@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from facecache.analysis.align import warp_face
-from facecache.analysis.frames import check_bgr_frame
 from facecache.analysis.session import OnnxSession, require_inputs, require_output_count, run_model
 from facecache.swap.embedding import check_emap, project_source
-from facecache.swap.faces import face_kps5
 from facecache.swap.result import SwapResult
-from facecache.swap.tensors import check_square_input, crop_to_tensor, input_dtype, tensor_to_crop
+from facecache.swap.tensors import check_square_input, input_dtype, swapper_feeds, tensor_to_crop
 
 TEMPLATE = "arcface_128"
 CROP_SIZE = 128
@@ -47,11 +44,7 @@ class InswapperSwapper:
 
     def swap(self, frame: np.ndarray, target_face, source_embedding) -> SwapResult:
         """The swapped 128 px crop of ``target_face`` in ``frame`` and its frame-to-crop matrix."""
-        frame = check_bgr_frame(frame)
-        crop, matrix = warp_face(frame, face_kps5(target_face, "target face"), TEMPLATE, CROP_SIZE)
-        feeds = {
-            "target": crop_to_tensor(crop, MEAN, STD).astype(self._types["target"]),
-            "source": self.source_vector(source_embedding).astype(self._types["source"]),
-        }
+        feeds, matrix = swapper_feeds(frame, target_face, self.source_vector(source_embedding), TEMPLATE, CROP_SIZE,
+                                      MEAN, STD, self._types)
         (output,) = run_model(self._session, self.model, [self._output], feeds)
-        return SwapResult(tensor_to_crop(output, MEAN, STD, CROP_SIZE, self.model), matrix.astype(np.float32), None)
+        return SwapResult(tensor_to_crop(output, MEAN, STD, CROP_SIZE, self.model), matrix, None)

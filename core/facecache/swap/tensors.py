@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from facecache.analysis.align import warp_face
+from facecache.analysis.frames import check_bgr_frame
 from facecache.analysis.session import OnnxSession, contract_error
+from facecache.swap.faces import face_kps5
 
 
 def crop_to_tensor(crop_bgr: np.ndarray, mean: float, std: float) -> np.ndarray:
@@ -42,3 +45,13 @@ def check_square_input(session: OnnxSession, name: str, size: int, model: str) -
         expected = [1, 3, size, size]
         if len(fixed) != 4 or any(dim is not None and dim != want for dim, want in zip(fixed, expected)):
             raise contract_error(model, f"input {name!r} has shape {shape}, expected (1, 3, {size}, {size})")
+
+
+def swapper_feeds(frame: np.ndarray, target_face, source: np.ndarray, template: str, size: int,
+                  mean: float, std: float, types: dict) -> tuple[dict, np.ndarray]:
+    """The `target` and `source` inputs a FaceFusion swapper takes for one target face, and the
+    frame-to-crop matrix (float32) of the aligned target crop."""
+    crop, matrix = warp_face(check_bgr_frame(frame), face_kps5(target_face, "target face"), template, size)
+    feeds = {"target": crop_to_tensor(crop, mean, std).astype(types["target"]),
+             "source": source.astype(types["source"])}
+    return feeds, matrix.astype(np.float32)
