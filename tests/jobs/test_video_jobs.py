@@ -17,8 +17,9 @@ import pytest
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.factory import build_model_set
 from facecache.errors import FaceCacheError
-from facecache.jobs.manifest import MANIFEST_NAME
+from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.swap_job import SwapJob
+from facecache.media.identity import media_identity
 from facecache.media.reader import MediaReader
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
@@ -151,8 +152,8 @@ def test_truncated_video_keeps_the_good_frames_and_says_so(tmp_path, models_dir,
     assert 5 < len(written) < 50 and job.report.written == len(written)
     for path in written:  # every output present is complete and listed
         assert cv2.imread(str(path), cv2.IMREAD_UNCHANGED).shape == (240, 320, 4)
-    manifest = (tmp_path / "out" / "clip" / MANIFEST_NAME).read_text()
-    assert all(p.name in manifest for p in written)
+    manifest, media_id = OutputManifest(tmp_path / "out" / "clip"), media_identity(clip, job.analyzer.cache)
+    assert all(manifest.is_current(p.name, job.output_key(media_id, int(p.stem), "overlay")) for p in written)
 
 
 def test_unopenable_video_is_a_clear_error(tmp_path, models_dir, portrait_paths, portraits):

@@ -44,7 +44,7 @@ class PreviewSession:
             return self.folder / name
         ((_, frame),) = self.reader.frames([index])
         results = self.job.swap_frame(analysis, swaps, index, frame)
-        self.job.write_output(self.folder / name, frame, results, self.form)
+        self.job.write_output(self.folder / name, frame, results, self.form, key)
         self.manifest.record(name, key)
         self.job.report.written += 1
         return self.folder / name

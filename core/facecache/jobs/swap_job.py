@@ -34,9 +34,10 @@ from facecache.analysis.selection import Selector
 from facecache.fingerprint import bytes_digest
 from facecache.jobs.claims import DEFAULT_CLAIM_TTL, ClaimBook
 from facecache.jobs.manifest import OutputManifest
+from facecache.jobs.output_stamp import stamp_png
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
-from facecache.models.files import write_atomic
+from facecache.models.files import remove_leftover_temp_files, write_atomic
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
 from facecache.swap.composite import CompositeParams, overlay_patch, paste_back
@@ -123,6 +124,7 @@ class SwapJob:
             form = self.output_form if self.output_form != "auto" else ("full" if still else "overlay")
             folder = out_dir if still else out_dir / target.stem
             folder.mkdir(parents=True, exist_ok=True)
+            remove_leftover_temp_files(folder)  # of a job killed mid-write
             manifest = OutputManifest(folder)
             media_id = media_identity(target, self.analyzer.cache)
 
@@ -158,6 +160,7 @@ class SwapJob:
                     held.append((segment, wanted))
                 elif self.report.cancelled:
                     break
+            manifest.save()  # entries taken from the outputs' own stamps (see OutputManifest.is_current)
         return self.report
 
     def _run_segment(self, seg: "_Segment", report_progress, cancel) -> bool:
@@ -197,8 +200,9 @@ class SwapJob:
             for index, frame in seg.reader.frames(todo):
                 name = output_name(seg.target, index, seg.still)
                 results = self.swap_frame(analysis, swaps, index, frame)
-                pending.append((name, self.output_key(seg.media_id, index, seg.form),
-                                seg.writer.submit(self.write_output, seg.folder / name, frame, results, seg.form)))
+                key = self.output_key(seg.media_id, index, seg.form)
+                pending.append((name, key, seg.writer.submit(self.write_output, seg.folder / name, frame, results,
+                                                             seg.form, key)))
                 if len(pending) >= _MAX_PENDING_WRITES:
                     self._finish_writes(pending, seg.manifest, keep=_MAX_PENDING_WRITES // 2)
                 if claim is not None:
@@ -214,7 +218,8 @@ class SwapJob:
             swaps.flush()
             seg.manifest.save()
 
-    def write_output(self, path: Path, frame: np.ndarray, results, form: str) -> None:
+    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str) -> None:
+        """Encode and write one output, stamped with the key it is made from."""
         if form == "full":
             data = _encode_png(paste_back(frame, results, self.composite))
         else:
@@ -223,7 +228,7 @@ class SwapJob:
                 encoder = self._encoders.encoder = SparseOverlayEncoder()
             height, width = frame.shape[:2]
             data = encoder.encode(width, height, overlay_patch(frame, results, self.composite))
-        write_atomic(path, data)
+        write_atomic(path, stamp_png(data, key))
 
     def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> None:
         """Wait for all but the newest `keep` writes; record each finished output in the manifest."""

@@ -1,11 +1,14 @@
-"""Small file helpers shared by the model installer and the sample fetcher:
-hashing, write-then-rename, and setting a bad file aside."""
+"""Small file helpers shared by the model installer, the sample fetcher and the swap outputs:
+hashing, write-then-rename (and cleaning up after writers that died), and setting a bad file
+aside."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +16,14 @@ from typing import BinaryIO
 
 import xxhash
 
+from facecache.processes import host_tag, local_process_is_gone
+
 _CHUNK = 1024 * 1024
+# write_atomic's temp files: `.<name>.tmp-<host tag>-<pid>-<random>`.
+_TEMP_NAME = re.compile(r"\..+\.tmp-(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)-[a-z0-9_]+")
+# No single write takes this long: a temp file this old was left by a writer on another machine
+# that died (on this machine a dead writer's files are known at once).
+LEFTOVER_TEMP_SECONDS = 3600.0
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -62,11 +72,12 @@ def hash_file(path: str | os.PathLike, sha256: bool = False, crc32: bool = False
 def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644) -> Path:
     """Write `source` to a temp file beside `dest`, fsync it, set its mode, then rename it onto `dest`.
 
-    Readers never see a half-written file; a crash leaves only a `.tmp-*` file behind.
+    Readers never see a half-written file; a crash leaves only a `.<name>.tmp-*` file behind,
+    which `remove_leftover_temp_files` cleans up.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.tmp-{os.getpid()}-", dir=dest.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.tmp-{host_tag()}-{os.getpid()}-", dir=dest.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             if isinstance(source, (bytes, bytearray, memoryview)):
@@ -85,6 +96,31 @@ def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644) -> Pat
             pass
         raise
     return dest
+
+
+def remove_leftover_temp_files(folder: Path, older_than: float = LEFTOVER_TEMP_SECONDS) -> int:
+    """Delete write_atomic temp files in `folder` whose writer died: a process of this machine
+    that no longer exists, or any writer when the file is older than `older_than` seconds.
+    Temp files of live writers (other jobs, other threads of this one) are left alone.
+    Returns how many were removed."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    mine = host_tag()
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match is None:
+            continue
+        try:
+            dead = match["host"] == mine and local_process_is_gone(int(match["pid"]))
+            if dead or entry.stat(follow_symlinks=False).st_mtime < time.time() - older_than:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:  # gone meanwhile, or not ours to delete
+            continue
+    return removed
 
 
 def set_aside(path: Path) -> Path:

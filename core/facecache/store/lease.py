@@ -22,6 +22,7 @@ from pathlib import Path
 import msgpack
 import xxhash
 
+from facecache.processes import local_process_is_gone
 from facecache.store.fileops import OPEN_NEW, OPEN_READ, delete_file, set_mode
 from facecache.store.permissions import Permissions
 
@@ -140,23 +141,12 @@ def _is_stale(data: bytes, info: os.stat_result) -> bool:
 def _owner_is_dead(owner) -> bool:
     """True when the claim's owner was a process on this machine that no longer exists, so a
     rerun after a crash need not wait for the expiry. Owners on other machines are judged by
-    the expiry alone. A reused pid reads as alive: the claim then just expires (the safe side)."""
+    the expiry alone."""
     if not isinstance(owner, str):
         return False
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid() or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # alive, owned by another user
-    return False
+    return host == socket.gethostname() and pid_text.isdigit() and local_process_is_gone(int(pid_text))
 
 
 def _take_over_if_stale(path: Path, perms: Permissions) -> bool:
