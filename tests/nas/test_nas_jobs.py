@@ -59,7 +59,8 @@ def scene(nas, tmp_path_factory, models_dir, portrait_paths, portraits):
     reference = _finish(process, report)
     assert reference["detect"] == FRAMES and reference["written"] == FRAMES
     return {"tmp": tmp, "shot": shot.name, "expected": _outputs(tmp / "out" / "clip"),
-            "source": portrait_paths["grace_hopper"], "models": models_dir}
+            "source": portrait_paths["grace_hopper"], "other_source": portrait_paths["astronaut"],
+            "models": models_dir}
 
 
 def test_four_writers_on_two_mounts_split_the_work_and_match_one_process(nas, scene):
@@ -87,6 +88,33 @@ def test_four_writers_on_two_mounts_split_the_work_and_match_one_process(nas, sc
     again = _finish(*_start(tmp, "four-again", nas.a / "team4" / "cache", nas.a / "team4" / "renders",
                             nas.a / shot / "clip.mp4", scene["source"], scene["models"], 0, FRAMES - 1, 20))
     assert again["detect"] == again["swap"] == again["written"] == 0 and again["skipped"] == FRAMES
+
+
+def test_different_faces_and_a_render_node_analyse_each_frame_once(nas, scene):
+    """Two teammates swap different source faces onto one shot while a render node runs
+    `facecache analyze` on it: their swaps differ, their analysis is shared (analysis claims)."""
+    tmp, shot = scene["tmp"], scene["shot"]
+    cache_a, cache_b = nas.a / "team-mixed" / "cache", nas.b / "team-mixed" / "cache"
+    swaps = [_start(tmp, "mixed-a", cache_a, nas.a / "team-mixed" / "renders-a", nas.a / shot / "clip.mp4",
+                    scene["source"], scene["models"], 0, FRAMES - 1, 20),
+             _start(tmp, "mixed-b", cache_b, nas.b / "team-mixed" / "renders-b", nas.b / shot / "clip.mp4",
+                    scene["other_source"], scene["models"], 0, FRAMES - 1, 20)]
+    node = subprocess.Popen([sys.executable, "-m", "facecache", "analyze", str(nas.a / shot / "clip.mp4"),
+                             "--cache-dir", str(cache_a), "--models-dir", str(scene["models"]), "--providers", "cpu",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reports = [_finish(process, report) for process, report in swaps]
+    node_out, node_err = node.communicate(timeout=240)
+    assert node.returncode == 0, node_err[-3000:]
+    analysed = json.loads(node_out)
+    assert analysed["frames"] == FRAMES
+
+    detects = sum(r["detect"] for r in reports) + analysed["inferences"]["detect"]
+    assert FRAMES <= detects <= FRAMES + 8, (reports, analysed["inferences"])  # without claims: about 3 x FRAMES
+    assert all(not r["warnings"] for r in reports), [r["warnings"] for r in reports]
+    assert all(r["swap"] > 0 for r in reports)  # each face was swapped by its own job
+    assert _outputs(nas.export / "team-mixed" / "renders-a" / "clip") == scene["expected"]
+    assert FaceCache(cache_b).verify(temp_grace_seconds=0).clean
+    shutil.rmtree(nas.export / "team-mixed", ignore_errors=True)
 
 
 def test_a_writer_killed_mid_run_leaves_nothing_corrupt_and_its_claim_expires(nas, scene):

@@ -144,7 +144,7 @@ def test_a_private_cache_stays_private_through_the_mount(share):
 def test_a_claim_of_a_dead_workstation_expires_and_is_taken_over(share):
     import msgpack
 
-    from facecache.jobs.claims import ClaimBook
+    from facecache.store.claims import ClaimBook
 
     a, b, _server = share
     keys = ("1" * 32, "2" * 32)
@@ -167,11 +167,11 @@ def test_a_claim_of_a_dead_process_on_this_machine_is_taken_over_at_once(share, 
     import subprocess
     import sys as _sys
 
-    from facecache.jobs.claims import ClaimBook
+    from facecache.store.claims import ClaimBook
 
     a, b, _server = share
     keys = ("3" * 32, "4" * 32)
-    script = ("import sys; from facecache.store.cache import FaceCache; from facecache.jobs.claims import ClaimBook;"
+    script = ("import sys; from facecache.store.cache import FaceCache; from facecache.store.claims import ClaimBook;"
               f"assert ClaimBook(FaceCache(sys.argv[1]), ttl=3600).try_claim('{keys[0]}', '{keys[1]}')")
     subprocess.run([_sys.executable, "-c", script, str(a / "cache")], check=True)  # exits holding it
     assert ClaimBook(FaceCache(b / "cache"), ttl=3600).try_claim(*keys) is not None

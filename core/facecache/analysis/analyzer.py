@@ -25,6 +25,7 @@ from facecache.fingerprint import frame_fingerprint
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaError, MediaReader
 from facecache.store.cache import FaceCache
+from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import SEGMENT_FRAMES, FrameGroup, FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
 from facecache.store.records import Face, FrameRecord, Stage
@@ -112,6 +113,8 @@ class FaceAnalyzer:
     models: ModelSet
     stats: RunStats = field(default_factory=RunStats)
     inferences: Inferences = field(default_factory=Inferences)
+    claim_ttl: float = DEFAULT_CLAIM_TTL  # see facecache.store.claims
+    claim_poll_seconds: float = DEFAULT_POLL_SECONDS
 
     def __post_init__(self) -> None:
         self.namespace = Namespace(stage="analysis", models=self.models.digests, settings=self.models.settings,
@@ -131,23 +134,54 @@ class FaceAnalyzer:
 
     def analyze_media(self, path: str | Path, frames: range | None = None, needed: Stage | None = None,
                       progress: Progress | None = None) -> list[AnalysedFrame]:
-        """Records for the given frames of a still or video; decodes only segments with work left."""
+        """Records for the given frames of a still or video; decodes only segments with work left.
+        A segment that another process sharing the cache is analysing (its claim is held) is
+        left for later and then mostly read from the cache."""
         needed = self.stages() if needed is None else needed
+        claims = ClaimBook(self.cache, self.claim_ttl)
         with MediaReader(path) as reader:
             frames = checked_range(frames, reader.info.frame_count, path)
             media_id = media_identity(path, self.cache)
-            results: list[AnalysedFrame] = []
-            for segment, wanted in segments(frames):
+            records: dict[int, FrameRecord] = {}
+
+            def attempt(item: tuple[int, list[int]]) -> bool:
+                segment, wanted = item
                 group = self.open_segment(media_id, segment)
-                cached = {i: self.cached(group, i, needed) for i in wanted}
-                todo = [i for i in wanted if cached[i] is None or not cached[i].has(needed)]
-                for index, frame in reader.frames(todo):
-                    cached[index] = self.ensure(group, index, frame, needed)
-                group.flush()
-                results.extend(AnalysedFrame(i, cached[i]) for i in wanted if cached[i] is not None)
+                claim = None
+                if self._lacking(group, wanted, needed):
+                    claim = claims.try_claim(self.namespace.key, group.key)
+                    if claim is None:
+                        return False
+                    group = self.open_segment(media_id, segment)  # with what the last holder wrote
+                try:
+                    cached = {i: self.cached(group, i, needed) for i in wanted}
+                    todo = [i for i in wanted if cached[i] is None or not cached[i].has(needed)]
+                    for index, frame in reader.frames(todo):
+                        cached[index] = self.ensure(group, index, frame, needed)
+                        if claim is not None:
+                            claim.keep_alive()
+                    group.flush()
+                finally:
+                    if claim is not None:
+                        claim.release()
+                records.update((i, record) for i, record in cached.items() if record is not None)
                 if progress:
-                    progress(len(results), len(frames))
-        return results
+                    progress(len(records), len(frames))
+                return True
+
+            work_through(segments(frames), attempt, self.claim_poll_seconds)
+        return [AnalysedFrame(i, records[i]) for i in frames if i in records]
+
+    @staticmethod
+    def _lacking(group: FrameGroup, wanted: list[int], needed: Stage) -> list[int]:
+        """The frames whose record is missing or lacks a needed stage (a look, not counted in stats)."""
+        lacking = []
+        for index in wanted:
+            fingerprint = group.fingerprint_at(index)
+            record = group.content.records.get(fingerprint) if fingerprint is not None else None
+            if record is None or not record.has(needed):
+                lacking.append(index)
+        return lacking
 
     def open_segment(self, media_id: str, segment: int) -> FrameGroup:
         """The analysis records of one 64-frame segment of a media file."""

@@ -20,7 +20,6 @@ import json
 import os
 import threading
 import time
-from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ import numpy as np
 from facecache.analysis.analyzer import FaceAnalyzer, checked_range, segments
 from facecache.analysis.selection import Selector
 from facecache.fingerprint import bytes_digest
-from facecache.jobs.claims import DEFAULT_CLAIM_TTL, ClaimBook
+from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
 from facecache.media.identity import media_identity
@@ -84,7 +83,7 @@ class SwapJob:
     def __init__(self, analyzer: FaceAnalyzer, swapper: BoundSwapper, sources: SourceSet,
                  selector: Selector = Selector(), composite: CompositeParams = CompositeParams(),
                  output_form: str = "auto", claim_ttl: float = DEFAULT_CLAIM_TTL,
-                 claim_poll_seconds: float = 0.5):
+                 claim_poll_seconds: float = DEFAULT_POLL_SECONDS):
         if output_form not in OUTPUT_FORMS:
             raise ValueError(f"output form must be one of {OUTPUT_FORMS}")
         self.analyzer = analyzer
@@ -105,8 +104,9 @@ class SwapJob:
         self.store = FrameStore(analyzer.cache, self.namespace, self.report.swap_stats, codec=SWAP_CODEC)
         self._composite_key = json.dumps(composite.describe(), sort_keys=True)
         self._encoders = threading.local()
-        # Claims per (swap namespace, segment group): processes sharing the cache take other
-        # segments while one is being made, and come back to it later.
+        # Claims per (swap namespace, segment group) and (analysis namespace, segment group):
+        # processes sharing the cache take other segments while one is being made, and come back
+        # to it later.
         self.claims = ClaimBook(analyzer.cache, claim_ttl)
         self.claim_poll_seconds = claim_poll_seconds
 
@@ -139,27 +139,13 @@ class SwapJob:
                                      stats.hits + self.report.swap_stats.hits,
                                      stats.misses + self.report.swap_stats.misses))
 
-            queue = deque(segments(frames))
-            held: list[tuple[int, list[int]]] = []  # segments another live process is working on
-            while queue or held:
-                if cancel is not None and cancel.is_set():
-                    break
-                if not queue:
-                    # All that is left is claimed by others: wait a little, then look again (their
-                    # results show up in the cache and the manifest; a dead holder's claim expires).
-                    if cancel is not None and cancel.wait(self.claim_poll_seconds):
-                        break
-                    if cancel is None:
-                        time.sleep(self.claim_poll_seconds)
-                    manifest.refresh()
-                    queue.extend(held)
-                    held.clear()
-                segment, wanted = queue.popleft()
+            def attempt(item: tuple[int, list[int]]) -> bool:
+                segment, wanted = item
                 context = _Segment(reader, writer, target, folder, manifest, media_id, segment, wanted, form, still)
-                if not self._run_segment(context, report_progress, cancel):
-                    held.append((segment, wanted))
-                elif self.report.cancelled:
-                    break
+                return self._run_segment(context, report_progress, cancel)
+
+            # Segments claimed by others come last (their outputs may show up in the manifest meanwhile).
+            work_through(segments(frames), attempt, self.claim_poll_seconds, cancel, before_retry=manifest.refresh)
             manifest.save()  # entries taken from the outputs' own stamps (see OutputManifest.is_current)
         return self.report
 
@@ -168,9 +154,12 @@ class SwapJob:
         another live process holds the claim."""
         todo = self._todo(seg)
         swap_group = group_key(seg.media_id, DECODER_ID, seg.segment)
-        claim = self.claims.try_claim(self.store.namespace_key, swap_group) if todo else None
-        if todo and claim is None:
-            return False
+        claim = None
+        if todo:  # the analysis group of a segment has the same key as its swap group
+            claim = self.claims.try_claim_all((self.store.namespace_key, swap_group),
+                                              (self.analyzer.namespace.key, swap_group))
+            if claim is None:
+                return False
         if claim is not None and seg.manifest.refresh():
             todo = self._todo(seg)  # someone finished outputs here since we looked
         try:
