@@ -82,15 +82,15 @@ class OutputManifest:
 
     def is_current(self, name: str, key: str) -> bool:
         entry = self._entries.get(name)
-        if entry is not None and entry[0] == key:
+        if entry is not None:
             try:
                 info = os.stat(self.folder / name)
             except OSError:
                 return False
             if (info.st_size, _seconds(info)) == entry[1:]:
-                return True
-        # No entry for it (not seen yet, or lost), or one that no longer matches: the output may
-        # still have been made from `key` (a teammate's save this client does not list yet).
+                return entry[0] == key  # the entry describes this very file
+        # No entry (a teammate's save this client does not list yet, or one lost), or one that no
+        # longer matches the file: the file's own stamp says what it was made from.
         if read_stamp(self.folder / name) == key:
             self.record(name, key)
             return True
