@@ -179,3 +179,16 @@ def test_an_output_missing_from_the_manifest_is_current_by_its_stamp_and_gets_an
     manifest.save()  # the entry is written, so the next reader needs no file opened
     assert OutputManifest(tmp_path).is_current("000001.png", key)
     assert len(_journal(tmp_path)) == 1
+
+
+def test_new_settings_are_answered_from_the_entry_without_opening_outputs(tmp_path, monkeypatch):
+    key = "0123456789abcdef0123456789abcdef"
+    manifest = OutputManifest(tmp_path)
+    manifest.record(_stamped_png(tmp_path, "000001.png", key), key)
+    manifest.save()
+    opened = []
+    monkeypatch.setattr(manifest_module, "read_stamp", lambda path: opened.append(path))
+    again = OutputManifest(tmp_path)
+    assert not again.is_current("000001.png", "f" * 32) and opened == []  # the entry describes the file
+    _stamped_png(tmp_path, "000001.png", "e" * 32 + "0")  # replaced: the entry no longer matches it
+    assert not again.is_current("000001.png", "f" * 32) and len(opened) == 1
