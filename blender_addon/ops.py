@@ -20,6 +20,18 @@ def selected_movies(scene):
     return [s for s in timeline.movie_strips(scene) if s.select]
 
 
+def check_no_meta(scene) -> str | None:
+    """Movie strips inside meta strips are not handled: say so rather than "select a movie strip"."""
+    separate = "separate it (Strip > Meta > Separate, Ctrl Alt G) and select its movie strips"
+    ed = scene.sequence_editor
+    if ed is not None and len(ed.meta_stack):
+        return f"faces cannot be swapped inside a meta strip yet: leave it (Tab), {separate}"
+    metas = [s.name for s in timeline.top_strips(scene) if s.select and s.type == "META"]
+    if metas:
+        return f"{metas[0]!r} is a meta strip, which Face Swap cannot handle yet: {separate}"
+    return None
+
+
 def check_media(strips) -> str | None:
     for strip in strips:
         if not os.path.isfile(paths.media_path(strip)):
@@ -105,10 +117,8 @@ class FACESWAP_OT_analyze(_JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        if not strips:
-            self.report({"ERROR"}, "select one or more movie strips to analyse")
-            return {"CANCELLED"}
-        problem = check_media(strips)
+        problem = (check_no_meta(scene) or (None if strips else "select one or more movie strips to analyse")
+                   or check_media(strips))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
@@ -123,10 +133,8 @@ class FACESWAP_OT_swap(_JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        if not strips:
-            self.report({"ERROR"}, "select one or more movie strips to swap faces in")
-            return {"CANCELLED"}
-        problem = check_sources(scene) or check_media(strips) or paths.check_writable(paths.cache_dir(scene))
+        problem = (check_no_meta(scene) or (None if strips else "select one or more movie strips to swap faces in")
+                   or check_sources(scene) or check_media(strips) or paths.check_writable(paths.cache_dir(scene)))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}

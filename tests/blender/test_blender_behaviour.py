@@ -218,3 +218,14 @@ def test_cancel_stops_a_running_swap_and_keeps_finished_frames(bpy, addon, proje
     resumed = report(project)
     assert resumed["frames"] == 24 and resumed["written"] + resumed["skipped"] == 24
     assert addon.timeline.is_up_to_date(project, strip)
+
+
+def test_a_selected_meta_strip_is_refused_with_what_to_do(bpy, project, clip):
+    inner = add_movie(project, clip, channel=1)
+    meta = project.sequence_editor.strips.new_meta("Meta", 3, 1)
+    inner.move_to_meta(meta)
+    select_only(project, meta)
+    for operator in (bpy.ops.faceswap.swap, bpy.ops.faceswap.analyze):
+        with pytest.raises(RuntimeError, match="'Meta' is a meta strip.*separate it"):
+            operator()
+    assert [s.type for s in project.sequence_editor.strips] == ["META"]  # nothing created
