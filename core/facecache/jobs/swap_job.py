@@ -31,12 +31,12 @@ import numpy as np
 from facecache.analysis.analyzer import FaceAnalyzer, checked_range, segments
 from facecache.analysis.selection import Selector
 from facecache.fingerprint import bytes_digest
-from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.models.files import remove_leftover_temp_files, write_atomic
+from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
 from facecache.swap.composite import CompositeParams, overlay_patch, paste_back
