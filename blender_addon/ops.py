@@ -32,6 +32,10 @@ def check_no_meta(scene) -> str | None:
     return None
 
 
+def check_selection(scene, strips, doing: str) -> str | None:
+    return check_no_meta(scene) or (None if strips else f"select one or more movie strips to {doing}")
+
+
 def check_media(strips) -> str | None:
     for strip in strips:
         if not os.path.isfile(paths.media_path(strip)):
@@ -117,8 +121,7 @@ class FACESWAP_OT_analyze(_JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        problem = (check_no_meta(scene) or (None if strips else "select one or more movie strips to analyse")
-                   or check_media(strips))
+        problem = check_selection(scene, strips, "analyse") or check_media(strips)
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
@@ -133,8 +136,8 @@ class FACESWAP_OT_swap(_JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        problem = (check_no_meta(scene) or (None if strips else "select one or more movie strips to swap faces in")
-                   or check_sources(scene) or check_media(strips) or paths.check_writable(paths.cache_dir(scene)))
+        problem = (check_selection(scene, strips, "swap faces in") or check_sources(scene) or check_media(strips)
+                   or paths.check_writable(paths.cache_dir(scene)))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
