@@ -8,7 +8,7 @@ import time
 
 import bpy
 
-from . import frame_mapping, paths, timeline
+from . import compat, frame_mapping, paths, timeline
 
 _analysed: dict[str, set[int]] = {}
 _swapped_memo: dict[str, tuple[float, set[int]]] = {}
@@ -71,8 +71,7 @@ def strip_coverage(scene, strip) -> dict:
 
 
 def _draw():
-    context = bpy.context
-    scene = getattr(context, "sequencer_scene", None) or context.scene
+    scene = compat.sequencer_scene(bpy.context)
     if scene is None or not scene.faceswap.show_coverage or scene.sequence_editor is None:
         return
     import gpu

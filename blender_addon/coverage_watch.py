@@ -25,7 +25,7 @@ import threading
 import bpy
 from bpy.app.handlers import persistent
 
-from . import coverage_overlay, engine_client, frame_mapping, jobs, paths, timeline
+from . import compat, coverage_overlay, engine_client, frame_mapping, jobs, paths, timeline
 
 log = logging.getLogger("vse_faceswap.coverage_watch")
 TICK_SECONDS = 1.0
@@ -185,9 +185,7 @@ def _redraw() -> None:
 
 
 def current_scene():
-    context = bpy.context
-    workspace = getattr(context, "workspace", None)
-    return getattr(workspace, "sequencer_scene", None) or getattr(context, "scene", None)
+    return compat.sequencer_scene(bpy.context)
 
 
 def follow_scene(scene=None) -> None:

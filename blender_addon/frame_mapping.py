@@ -7,6 +7,8 @@ Retimed, reversed and strobed strips are refused with a message (`UnsupportedStr
 
 from __future__ import annotations
 
+from . import compat
+
 
 class UnsupportedStrip(Exception):
     """A strip whose timing this add-on does not map; the message says what to change."""
@@ -18,7 +20,7 @@ def check_supported(strip) -> None:
                                "strips; untick Reverse Frames (or render the reversed clip to a file first)")
     if getattr(strip, "strobe", 1.0) > 1.0:
         raise UnsupportedStrip(f"strip {strip.name!r} is strobed: set Strobe to 1 to swap faces on it")
-    keys = getattr(strip, "retiming_keys", ())
+    keys = compat.retiming_keys(strip)
     if len(keys) > 2:
         raise UnsupportedStrip(f"strip {strip.name!r} is retimed: face swap does not support retimed strips; "
                                "reset its retiming (Strip > Retiming > Reset) to swap faces on it")

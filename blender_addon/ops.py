@@ -9,11 +9,8 @@ import os
 import bpy
 from bpy.props import StringProperty
 
-from . import coverage_overlay, frame_mapping, jobs, paths, timeline
-
-
-def sequencer_scene(context):
-    return getattr(context, "sequencer_scene", None) or context.scene
+from . import compat, coverage_overlay, frame_mapping, jobs, paths, timeline
+from .compat import sequencer_scene
 
 
 def selected_movies(scene):
@@ -23,8 +20,7 @@ def selected_movies(scene):
 def check_no_meta(scene) -> str | None:
     """Movie strips inside meta strips are not handled: say so rather than "select a movie strip"."""
     separate = "separate it (Strip > Meta > Separate, Ctrl Alt G) and select its movie strips"
-    ed = scene.sequence_editor
-    if ed is not None and len(ed.meta_stack):
+    if compat.in_meta_strip(scene.sequence_editor):
         return f"faces cannot be swapped inside a meta strip yet: leave it (Tab), {separate}"
     metas = [s.name for s in timeline.top_strips(scene) if s.select and s.type == "META"]
     if metas:

@@ -17,6 +17,8 @@ import tempfile
 import bpy
 from bpy.app.handlers import persistent
 
+from . import compat
+
 DEFAULT_CACHE_DIR = "//faceswap_cache"
 SWAPS_FOLDER = "swaps"
 
@@ -119,10 +121,7 @@ def _move_tree(old: str, new: str) -> None:
 
 def _repoint_swapped_strips(old: str, new: str) -> None:
     for scene in bpy.data.scenes:
-        editor = scene.sequence_editor
-        if editor is None:
-            continue
-        for strip in editor.strips_all:
+        for strip in compat.all_strips(scene.sequence_editor):
             if strip.type == "IMAGE" and strip.faceswap.role == "SWAPPED":
                 directory = os.path.abspath(bpy.path.abspath(strip.directory))
                 if directory.startswith(old):

@@ -9,12 +9,8 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty,
                        PointerProperty, StringProperty)
 
+from . import compat
 from .paths import DEFAULT_CACHE_DIR
-
-
-def strip_type():
-    """`Strip` in Blender 5.0, `Sequence` in 4.2-4.4."""
-    return getattr(bpy.types, "Strip", None) or bpy.types.Sequence
 
 SELECTOR_MODES = [("one", "One", "The largest face of each frame"),
                   ("many", "Many", "Every face of each frame")]
@@ -23,8 +19,7 @@ SWAPPERS = [("classic", "Classic", "No model needed: warps the source face onto 
             ("hyperswap_1a_256", "HyperSwap 1a 256", "FaceFusion's hyperswap_1a_256 (import FaceFusion models first)")]
 
 
-# Blender 4.5+ warns about "//" paths unless a property says it supports them.
-PATH_OPTIONS = {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (4, 5, 0) else set()
+PATH_OPTIONS = compat.blend_relative_path_options()
 
 
 def _redraw(_self, context):
@@ -104,11 +99,11 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     bpy.types.Scene.faceswap = PointerProperty(type=FaceSwapSettings)
-    strip_type().faceswap = PointerProperty(type=FaceSwapStrip)
+    compat.strip_type().faceswap = PointerProperty(type=FaceSwapStrip)
 
 
 def unregister():
-    del strip_type().faceswap
+    del compat.strip_type().faceswap
     del bpy.types.Scene.faceswap
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -13,7 +13,7 @@ import uuid
 
 import bpy
 
-from . import frame_mapping, paths
+from . import compat, frame_mapping, paths
 
 SUFFIX = ".swap"
 
@@ -23,15 +23,11 @@ def editor(scene):
 
 
 def top_strips(scene):
-    ed = editor(scene)
-    return getattr(ed, "strips", None) if hasattr(ed, "strips") else ed.sequences
+    return compat.top_strips(editor(scene))
 
 
 def all_strips(scene):
-    ed = scene.sequence_editor
-    if ed is None:
-        return []
-    return list(getattr(ed, "strips_all", None) if hasattr(ed, "strips_all") else ed.sequences_all)
+    return compat.all_strips(scene.sequence_editor)
 
 
 def movie_strips(scene):

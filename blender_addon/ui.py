@@ -7,9 +7,7 @@ import os
 import bpy
 
 from . import coverage_overlay, coverage_watch, jobs, paths, timeline
-
-def _scene(context):
-    return getattr(context, "sequencer_scene", None) or context.scene
+from .compat import sequencer_scene
 
 
 class FACESWAP_UL_sources(bpy.types.UIList):
@@ -24,7 +22,7 @@ class _Panel:
 
     @classmethod
     def poll(cls, context):
-        return _scene(context) is not None
+        return sequencer_scene(context) is not None
 
 
 class FACESWAP_PT_main(_Panel, bpy.types.Panel):
@@ -32,7 +30,7 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        props = _scene(context).faceswap
+        props = sequencer_scene(context).faceswap
         layout.label(text="Source Faces")
         row = layout.row()
         row.template_list("FACESWAP_UL_sources", "", props, "sources", props, "source_index", rows=2)
@@ -75,7 +73,7 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        scene = _scene(context)
+        scene = sequencer_scene(context)
         strip = scene.sequence_editor.active_strip if scene.sequence_editor else None
         if strip is None or strip.type not in {"MOVIE", "IMAGE"}:
             layout.label(text="No active movie strip")
@@ -101,7 +99,7 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        scene = _scene(context)
+        scene = sequencer_scene(context)
         folder = paths.cache_dir(scene)
         layout.prop(scene.faceswap, "cache_dir")
         if paths.is_temporary(scene):

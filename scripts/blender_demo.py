@@ -16,6 +16,7 @@ and prints what it did, the timings, and where the output frames, the .blend and
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import json
 import os
@@ -77,6 +78,7 @@ def main(argv=None) -> int:
     assert bpy.ops.extensions.package_install_files(repo="user_default", filepath=str(archive),
                                                     enable_on_install=True) == {"FINISHED"}
     module = "bl_ext.user_default.vse_faceswap"
+    compat = importlib.import_module(f"{module}.compat")  # Blender's API across 4.2-5.0
     prefs = bpy.context.preferences.addons[module].preferences
     prefs.models_dir = str(work / "models")
     ModelStore(work / "models").install(["default"])  # the bpy module has no online access switch to flip
@@ -90,13 +92,13 @@ def main(argv=None) -> int:
     cv2.imwrite(str(mirrored), cv2.imread(str(sample_image("astronaut")))[:, ::-1])
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
-    bpy.context.workspace.sequencer_scene = scene
+    compat.set_sequencer_scene(bpy.context, scene)
     scene.render.fps = 25
     editor = scene.sequence_editor_create()
     blend = project / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     scene = bpy.context.scene
-    strip = scene.sequence_editor.strips.new_movie("grace_hopper", str(clip), 1, 1)
+    strip = compat.top_strips(scene.sequence_editor).new_movie("grace_hopper", str(clip), 1, 1)
     strip.select = True
     scene.frame_end = int(strip.frame_final_end) - 1
 
@@ -119,14 +121,14 @@ def main(argv=None) -> int:
     step("split + update", bpy.ops.faceswap.update)
     bpy.ops.wm.save_mainfile()
 
-    swapped = [s for s in scene.sequence_editor.strips if s.faceswap.role == "SWAPPED"]
+    swapped = [s for s in compat.top_strips(scene.sequence_editor) if s.faceswap.role == "SWAPPED"]
     print()
     print(f"extension zip   {archive}  (Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk)")
     print(f"project         {blend}")
     print(f"swapped frames  {bpy.path.abspath(swapped[0].directory)}NNNNNN.png (RGBA overlays, by media frame)")
     print(f"cache           {scene.faceswap.cache_dir} -> {project / 'faceswap_cache'}")
     print(f"strips          " + ", ".join(f"{s.name} (channel {s.channel}, frames {s.frame_final_start}-"
-                                          f"{s.frame_final_end - 1})" for s in scene.sequence_editor.strips))
+                                          f"{s.frame_final_end - 1})" for s in compat.top_strips(scene.sequence_editor)))
     print("timings         " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     print(f"re-render       blender -b {blend} --python-expr \"import bpy; bpy.ops.faceswap.update()\" -a")
     return 0

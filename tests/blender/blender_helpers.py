@@ -1,5 +1,6 @@
 """Helpers for the Blender tests (importable: pytest puts this folder on sys.path)."""
 
+import importlib
 import json
 from pathlib import Path
 
@@ -7,14 +8,23 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULE = "bl_ext.user_default.vse_faceswap"
 
 
+def compat():
+    """The installed extension's compat module: Blender's API across 4.2-5.0 (the add-on must be installed)."""
+    return importlib.import_module(f"{MODULE}.compat")
+
+
+def top_strips(scene):
+    """The scene's top-level strips collection (`strips`, or `sequences` before 4.4)."""
+    return compat().top_strips(scene.sequence_editor)
+
+
 def add_movie(scene, path, frame_start=1, channel=1, name="clip"):
-    strip = scene.sequence_editor.strips.new_movie(name, str(path), channel, frame_start)
-    return strip
+    return top_strips(scene).new_movie(name, str(path), channel, frame_start)
 
 
-def select_only(scene, *strips):
-    for strip in scene.sequence_editor.strips:
-        strip.select = any(strip == s for s in strips)
+def select_only(scene, *chosen):
+    for strip in top_strips(scene):
+        strip.select = any(strip == s for s in chosen)
 
 
 def report(scene) -> dict:

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-MODULE = "bl_ext.user_default.vse_faceswap"
+from blender_helpers import MODULE, ROOT, compat
 
 if "BLENDER_USER_RESOURCES" not in os.environ:  # must be set before bpy is imported
     _resources = tempfile.mkdtemp(prefix="vse_faceswap_blender_user_")
@@ -86,7 +85,7 @@ def project(bpy, addon, tmp_path, portrait_paths):
     addon.prefs.models_dir = str(addon.prefs.models_dir)
     addon.prefs.cache_dir_override = ""
     scene = bpy.context.scene
-    bpy.context.workspace.sequencer_scene = scene
+    compat().set_sequencer_scene(bpy.context, scene)
     scene.sequence_editor_create()
     scene.faceswap.sources.add().filepath = str(portrait_paths["astronaut"])
     (tmp_path / "project").mkdir()

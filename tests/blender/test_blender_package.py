@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from blender_helpers import MODULE, ROOT
+from blender_helpers import MODULE, ROOT, compat
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -61,4 +61,4 @@ def test_registered_the_blender_way(bpy, addon):
     assert "last_report" in props.bl_rna.properties
     assert bpy.types.FACESWAP_PT_main.bl_category == "Face Swap"
     assert bpy.types.FACESWAP_PT_main.bl_space_type == "SEQUENCE_EDITOR"
-    assert hasattr(bpy.types.Strip, "faceswap")
+    assert hasattr(compat().strip_type(), "faceswap")
