@@ -95,9 +95,14 @@ class EngineJob:
             self._apply(message)
         return True
 
-    def wait(self, on_progress=None) -> "EngineJob":
+    def wait(self, on_progress=None, heartbeat: float | None = None) -> "EngineJob":
+        """Apply messages until the job finishes; `on_progress(job)` after each one, and every
+        `heartbeat` seconds while none comes."""
         while not self.finished:
-            self._apply(self.messages.get())
+            try:
+                self._apply(self.messages.get(timeout=heartbeat))
+            except queue.Empty:
+                pass
             if on_progress:
                 on_progress(self)
         return self

@@ -39,11 +39,14 @@ def media_length(strip) -> int:
     return int(strip.frame_duration + strip.animation_offset_start + strip.animation_offset_end)
 
 
-def used_media_range(strip) -> range:
-    """The media frames the strip shows (its trimmed, visible part), clipped to the file's frames."""
+def used_media_range(strip, frames: range | None = None) -> range:
+    """The media frames the strip shows (its trimmed, visible part), clipped to the file's frames;
+    with `frames` (timeline frames), only those it shows on them."""
     check_supported(strip)
     first = media_frame(strip, strip.frame_final_start)
     stop = media_frame(strip, strip.frame_final_end)
+    if frames is not None:
+        first, stop = max(first, media_frame(strip, frames.start)), min(stop, media_frame(strip, frames.stop))
     content_first = int(strip.animation_offset_start)
     content_stop = content_first + int(strip.frame_duration)
     return range(max(first, content_first), max(min(stop, content_stop), max(first, content_first)))

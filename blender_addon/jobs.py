@@ -8,7 +8,7 @@ import os
 
 import bpy
 
-from . import coverage_overlay, engine_client, paths
+from . import coverage_overlay, engine_client, paths, progress_lines
 
 _state = {"job": None, "scene": None, "on_done": None}
 
@@ -65,8 +65,11 @@ def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None 
     _state.update(job=job, scene=scene.name, on_done=on_done)
     job.start()
     if synchronous():
-        job.wait()
+        lines = progress_lines.ProgressLines(kind)
+        job.wait(lines, heartbeat=progress_lines.HEARTBEAT_SECONDS)
         _finish(job)
+        if job.result is not None:
+            lines.finished(describe(job.result))
     else:
         bpy.app.timers.register(_tick, first_interval=0.1)
     return job

@@ -7,7 +7,7 @@ import json
 import os
 
 import bpy
-from bpy.props import StringProperty
+from bpy.props import IntProperty, StringProperty
 
 from . import compat, coverage_overlay, frame_mapping, jobs, paths, timeline
 from .compat import sequencer_scene
@@ -59,7 +59,7 @@ class _JobOperator:
         return sequencer_scene(context) is not None and not jobs.running()
 
     def launch(self, scene, kind, items, on_done=None):
-        problem = paths.check_writable(paths.cache_dir(scene))
+        problem = paths.check_location() or paths.check_writable(paths.cache_dir(scene))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
@@ -77,7 +77,44 @@ class _JobOperator:
         if job.error:
             self.report({"ERROR"}, jobs.friendly(job.error, job.error_kind))
             return {"CANCELLED"}
-        self.report({"INFO"}, jobs.describe(json.loads(scene.faceswap.last_report)))
+        summary = json.loads(scene.faceswap.last_report)
+        if summary.get("cancelled"):  # only a signal stops a synchronous job: a farm must not count it as done
+            self.report({"ERROR"}, f"{kind} was stopped before the end; frames finished are kept: run it again")
+            return {"CANCELLED"}
+        self.report({"INFO"}, jobs.describe(summary))
+        return {"FINISHED"}
+
+
+class _FrameRange:
+    """Timeline frames to work on, both inclusive like the scene's range (render farms run chunks);
+    unset: every frame of the strips."""
+    frame_start: IntProperty(name="Start Frame", options={"SKIP_SAVE"},
+                             description="First timeline frame to work on (unset: from the strips' start)")
+    frame_end: IntProperty(name="End Frame", options={"SKIP_SAVE"},
+                           description="Last timeline frame to work on, inclusive (unset: to the strips' end)")
+
+    def timeline_frames(self) -> range | None:
+        """The timeline frames asked for; None when no range is given."""
+        has_start, has_end = (self.properties.is_property_set(k) for k in ("frame_start", "frame_end"))
+        if not (has_start or has_end):
+            return None
+        return range(self.frame_start if has_start else -(2**31), (self.frame_end if has_end else 2**31 - 2) + 1)
+
+    def check_range(self) -> str | None:
+        frames = self.timeline_frames()
+        if frames is not None and not frames:
+            return (f"frame_end ({self.frame_end}) is before frame_start ({self.frame_start}): "
+                    "give a range with start <= end")
+        return None
+
+    def launch_range(self, scene, kind, strips, on_done=None):
+        """Launch on the strips' frames in the range, or say that it holds none (a farm chunk over a gap)."""
+        items = timeline.work_items(scene, strips, self.timeline_frames())
+        if items:
+            return self.launch(scene, kind, items, on_done)
+        scene.faceswap.last_report = json.dumps({"kind": kind, "frames": 0, "written": 0, "skipped": 0,
+                                                 "inferences": {}})
+        self.report({"INFO"}, f"{kind}: the strips have no frames in {self.frame_start}-{self.frame_end}")
         return {"FINISHED"}
 
 
@@ -109,7 +146,7 @@ def refresh_images(scene) -> None:
                         pass
 
 
-class FACESWAP_OT_analyze(_JobOperator, bpy.types.Operator):
+class FACESWAP_OT_analyze(_FrameRange, _JobOperator, bpy.types.Operator):
     """Analyse the faces in the selected movie strips (the frames they show) into the cache"""
     bl_idname = "faceswap.analyze"
     bl_label = "Analyze"
@@ -117,14 +154,14 @@ class FACESWAP_OT_analyze(_JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        problem = check_selection(scene, strips, "analyse") or check_media(strips)
+        problem = check_selection(scene, strips, "analyse") or check_media(strips) or self.check_range()
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
-        return self.launch(scene, "analyze", timeline.work_items(scene, strips))
+        return self.launch_range(scene, "analyze", strips)
 
 
-class FACESWAP_OT_swap(_JobOperator, bpy.types.Operator):
+class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
     """Swap the source face into each selected movie strip: its swapped strip goes one channel above"""
     bl_idname = "faceswap.swap"
     bl_label = "Swap"
@@ -133,7 +170,7 @@ class FACESWAP_OT_swap(_JobOperator, bpy.types.Operator):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
         problem = (check_selection(scene, strips, "swap faces in") or check_sources(scene) or check_media(strips)
-                   or paths.check_writable(paths.cache_dir(scene)))
+                   or self.check_range() or paths.check_location() or paths.check_writable(paths.cache_dir(scene)))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
@@ -142,11 +179,10 @@ class FACESWAP_OT_swap(_JobOperator, bpy.types.Operator):
         names = {s.name for s in strips}
         timeline.sync_all(scene, only=names)
         chosen = [s for s in timeline.originals(scene) if s.name in names]
-        return self.launch(scene, "swap", timeline.work_items(scene, chosen),
-                           _after_swap({s.faceswap.uid for s in chosen}))
+        return self.launch_range(scene, "swap", chosen, _after_swap({s.faceswap.uid for s in chosen}))
 
 
-class FACESWAP_OT_update(_JobOperator, bpy.types.Operator):
+class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
     """Re-sync every swapped strip with its original after timeline edits; compute only missing frames"""
     bl_idname = "faceswap.update"
     bl_label = "Update"
@@ -155,8 +191,8 @@ class FACESWAP_OT_update(_JobOperator, bpy.types.Operator):
         scene = sequencer_scene(context)
         timeline.adopt_same_media(scene)
         strips = timeline.originals(scene)
-        problem = check_media(strips) or (check_sources(scene) if strips else None) or paths.check_writable(
-            paths.cache_dir(scene))
+        problem = (check_media(strips) or (check_sources(scene) if strips else None) or self.check_range()
+                   or paths.check_location() or paths.check_writable(paths.cache_dir(scene)))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
@@ -164,10 +200,14 @@ class FACESWAP_OT_update(_JobOperator, bpy.types.Operator):
         if not strips:
             scene.faceswap.last_report = json.dumps({"kind": "update", "frames": 0, "written": 0, "skipped": 0,
                                                      "inferences": {}, "removed": result["removed"]})
+            if bpy.app.background:  # blender -b, a render farm: a job that can do nothing is a failed job
+                self.report({"ERROR"}, "nothing to update: this file has no swapped strips (select movie strips, "
+                                       "press Swap, save the .blend, then submit it)")
+                return {"CANCELLED"}
             self.report({"INFO"}, "nothing to update: no swapped strips")
             return {"FINISHED"}
-        return self.launch(scene, "update", timeline.work_items(scene, timeline.originals(scene)),
-                           _after_swap({s.faceswap.uid for s in timeline.originals(scene)}))
+        originals = timeline.originals(scene)
+        return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}))
 
 
 class FACESWAP_OT_preview_frame(_JobOperator, bpy.types.Operator):

@@ -1,7 +1,10 @@
 """Where the cache and the swapped frames live.
 
 Default: `//faceswap_cache` beside the .blend (a `//` relative path in `scene.faceswap.cache_dir`).
-The preferences may override it with an absolute folder. An unsaved file uses a temporary folder
+The preferences may override it with an absolute folder, and the environment variable
+`FACESWAP_CACHE_DIR` overrides both: render farms set it, because a farm that copies the .blend into a
+job folder (Flamenco's copy and Shaman modes) would otherwise read and write a new, empty cache
+beside the copy. An unsaved file uses a temporary folder
 (with a notice in the panel); the first save moves it beside the new .blend. "Save As" to another
 folder rewrites the relative path so that it still points at the same cache (as Blender does for
 strip paths).
@@ -21,6 +24,7 @@ from . import compat
 
 DEFAULT_CACHE_DIR = "//faceswap_cache"
 SWAPS_FOLDER = "swaps"
+CACHE_DIR_ENV = "FACESWAP_CACHE_DIR"
 
 
 def _prefs():
@@ -33,12 +37,19 @@ def unsaved_cache_dir() -> str:
     return os.path.join(tempfile.gettempdir(), f"vse_faceswap_unsaved_{os.getpid()}")
 
 
-def is_temporary(scene) -> bool:
+def _overridden() -> bool:
     prefs = _prefs()
-    return not (prefs and prefs.cache_dir_override) and not bpy.data.filepath and scene.faceswap.cache_dir.startswith("//")
+    return bool(os.environ.get(CACHE_DIR_ENV) or (prefs and prefs.cache_dir_override))
+
+
+def is_temporary(scene) -> bool:
+    return not _overridden() and not bpy.data.filepath and scene.faceswap.cache_dir.startswith("//")
 
 
 def cache_dir(scene) -> str:
+    """$FACESWAP_CACHE_DIR, else the preferences' Cache Location, else the scene's Cache setting."""
+    if os.environ.get(CACHE_DIR_ENV):
+        return os.path.abspath(os.environ[CACHE_DIR_ENV])
     prefs = _prefs()
     if prefs and prefs.cache_dir_override:
         return os.path.abspath(bpy.path.abspath(prefs.cache_dir_override))
@@ -67,6 +78,15 @@ def output_folder(scene, media: str) -> str:
     return os.path.join(output_root(scene, media), os.path.splitext(os.path.basename(media))[0])
 
 
+def check_location() -> str | None:
+    """None when $FACESWAP_CACHE_DIR is unset or absolute, else a message (a relative one would
+    depend on the folder Blender was started in)."""
+    value = os.environ.get(CACHE_DIR_ENV)
+    if value and not os.path.isabs(value):
+        return f"{CACHE_DIR_ENV} must be an absolute folder (it is {value!r}): set it to the shared cache's full path"
+    return None
+
+
 def check_writable(folder: str) -> str | None:
     """None when the folder can be created and written, else a message."""
     try:
@@ -89,8 +109,7 @@ def _relative_to(target_abs: str, blend_path: str) -> str:
 @persistent
 def on_save_pre(filepath, *_args):
     """Keep each scene's cache where it is across Save As; move an unsaved file's cache beside it."""
-    prefs = _prefs()
-    if prefs and prefs.cache_dir_override:
+    if _overridden():
         return
     for scene in bpy.data.scenes:
         props = getattr(scene, "faceswap", None)

@@ -17,7 +17,8 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
     execution_provider: EnumProperty(name="Execution Provider", items=PROVIDERS, default="auto")
     cache_dir_override: StringProperty(name="Cache Location", subtype="DIR_PATH", default="",
                                        description="Use this cache folder for every project "
-                                                   "(empty: a folder beside each .blend file)")
+                                                   "(empty: a folder beside each .blend file; the "
+                                                   "FACESWAP_CACHE_DIR environment variable overrides it)")
     cache_max_gb: FloatProperty(name="Cache Size Cap (GB)", min=0.1, default=10.0)
 
     def draw(self, context):

@@ -152,11 +152,12 @@ def sync_all(scene, only=None) -> dict:
     return {"originals": targets, "created_or_moved": changed, "removed": removed}
 
 
-def work_items(scene, strips) -> list[dict]:
-    """One engine item per contiguous run of media frames, per media file (strips sharing media share frames)."""
+def work_items(scene, strips, frames: range | None = None) -> list[dict]:
+    """One engine item per contiguous run of media frames, per media file (strips sharing media share
+    frames); with `frames` (timeline frames), only the media frames the strips show on those."""
     wanted: dict[str, set] = {}
     for strip in strips:
-        wanted.setdefault(paths.media_path(strip), set()).update(frame_mapping.used_media_range(strip))
+        wanted.setdefault(paths.media_path(strip), set()).update(frame_mapping.used_media_range(strip, frames))
     items = []
     for media, frames in wanted.items():
         for start, stop in runs(sorted(frames)):
