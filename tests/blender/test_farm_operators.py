@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from blender_helpers import MODULE, add_movie, report, select_only
+from blender_helpers import MODULE, add_movie, report, select_only, top_strips
 from farm_helpers import blender_exe, progress_lines, run_blender  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
@@ -155,8 +155,8 @@ def test_background_failures_exit_non_zero_with_the_message(bpy, addon, project,
                          f"{str(tmp_path / 'empty')!r}; bpy.ops.faceswap.update(frame_start=4, frame_end=4)")
     assert models.returncode == 1 and "Install Default Models" in models.stderr  # an engine failure too
 
-    for strip in list(bpy.context.scene.sequence_editor.strips):
-        bpy.context.scene.sequence_editor.strips.remove(strip)
+    for strip in list(top_strips(bpy.context.scene)):
+        top_strips(bpy.context.scene).remove(strip)
     bpy.ops.wm.save_mainfile()
     empty = run_blender(blender_exe, "-b", blend, "--python-exit-code", "1", "--python-expr", update)
     assert empty.returncode == 1 and "no swapped strips" in empty.stderr
