@@ -71,3 +71,32 @@ def test_bench_runs_the_pipeline_suite_unless_told_otherwise():
     assert parser.parse_args(["bench"]).suite == "pipeline"
     cache = parser.parse_args(["bench", "cache", "--cache-dir", "/mnt/nas"])
     assert cache.suite == "cache" and str(cache.cache_dir) == "/mnt/nas"
+
+
+def test_bench_takes_faces_size_and_frames():
+    args = build_parser().parse_args(["bench", "--faces", "6", "--size", "3840x2160", "--frames", "600"])
+    assert (args.faces, args.size, args.frames) == (6, (3840, 2160), 600)
+    for bad in (["--faces", "0"], ["--size", "4k"], ["--size", "8x8"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["bench", *bad])
+
+
+def test_group_clip_has_the_asked_number_of_faces(portrait_paths, mtcnn, tmp_path):
+    from facecache.media.reader import MediaReader
+    from facecache.media.sample_clip import write_group_clip
+
+    clip = write_group_clip([portrait_paths["grace_hopper"], portrait_paths["astronaut"]], tmp_path / "group.mp4",
+                            faces=6, frames=12, size=(1280, 720))
+    with MediaReader(clip) as reader:
+        assert (reader.info.width, reader.info.height, reader.info.frame_count) == (1280, 720, 12)
+        (_, first), (_, empty) = reader.frames([0, 11])
+    assert len(mtcnn.detect(first)) == 6
+    assert mtcnn.detect(empty) == []  # every 12th frame is plain background
+
+
+def test_figures_have_the_same_keys_for_several_faces(models_dir, portrait_paths, tmp_path, result):
+    several = pipeline_bench.run(frames=3, cache_dir=tmp_path, models_dir=models_dir,
+                                 samples_dir=portrait_paths["astronaut"].parent, size=(640, 360), faces=2)
+    assert several["faces"] == 2 and several["size"] == "640x360"
+    assert set(several) == set(result)
+    assert several["runs"]["cold"]["inferences"]["swap"] == 2 * several["first_range_frames"]  # two faces a frame

@@ -1,8 +1,10 @@
 """`facecache bench` (the pipeline suite): what the cache saves on the main job, in one run.
 
 Set-up (not timed): the embedded default models (MTCNN) from the package index,
-a reproducible clip of `frames` frames made from a real portrait (Grace Hopper:
-slow pan and zoom, every 12th frame plain background), two source faces (the
+a reproducible clip of `frames` frames at `size` made from real portraits (one
+face: Grace Hopper; `faces` N > 1: Grace Hopper and the astronaut in turn, every
+other copy mirrored, tiled in a grid; each slowly pans and zooms, every 12th
+frame is plain background), every face swapped (selector "many"), two source faces (the
 astronaut and the astronaut mirrored: other pixels, other fingerprint), the
 classic swapper. The detector's ONNX sessions are created before the first run
 and reported as `model_load_s`, so `cold_s` is the work itself and the ratios
@@ -47,6 +49,7 @@ import numpy as np
 
 from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
 from facecache.analysis.factory import AnalysisSettings, build_model_set
+from facecache.analysis.selection import Selector
 from facecache.bench.cache_timer import READ, WRITE, CacheTimer, instrument
 from facecache.bench.profile_summary import profile, top_functions
 from facecache.bench.timing import median_ms
@@ -54,7 +57,7 @@ from facecache.fingerprint import frame_fingerprint
 from facecache.jobs.preview import PreviewSession
 from facecache.jobs.swap_job import SwapJob
 from facecache.media.reader import MediaReader
-from facecache.media.sample_clip import write_sample_clip
+from facecache.media.sample_clip import write_group_clip
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.samples import sample_image
@@ -79,6 +82,7 @@ FIRST_PARAMS = CompositeParams()
 TWEAKED_PARAMS = CompositeParams(mask_blur=0.5, opacity=0.9)
 PREVIEW_PARAMS = CompositeParams(mask_blur=0.4, opacity=0.85)
 PROFILED_PARAMS = CompositeParams(mask_blur=0.35, opacity=0.95)
+EVERY_FACE = Selector("many")
 
 
 @dataclass
@@ -97,7 +101,7 @@ class Pipeline:
         analyzer = FaceAnalyzer(FaceCache(self.cache_root), self.model_set)
         sources = SourceSet.load([source], analyzer)
         swapper = build_swapper("classic", sources, self.models, self.sessions)
-        return SwapJob(analyzer, swapper, sources, composite=composite), analyzer
+        return SwapJob(analyzer, swapper, sources, selector=EVERY_FACE, composite=composite), analyzer
 
     def timed_run(self, source: Path, composite: CompositeParams, frames: range) -> dict:
         """One whole run (sources, job, frames), timed and instrumented."""
@@ -162,21 +166,23 @@ class Pipeline:
 
 def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir: Path | None = None,
         samples_dir: Path | None = None, providers: str = "auto", size: tuple[int, int] = FULL_HD,
-        say: Callable[[str], None] | None = None) -> dict:
+        faces: int = 1, say: Callable[[str], None] | None = None) -> dict:
     """Run the pipeline benchmark and return its figures (see the module docstring)."""
     say = say or (lambda _message: None)
     if frames < 2:
         raise ValueError("the pipeline benchmark needs at least 2 frames (a first range and an extension)")
+    if faces < 1:
+        raise ValueError("the pipeline benchmark needs at least 1 face a frame")
     base = max(1, min(frames - 1, round(frames / 1.1)))
     load_start = os.getloadavg()
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-")))
         cache_parent = (Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-", dir=cache_dir)))
                         if cache_dir is not None else work)
-        pipeline, source_a, source_b = _set_up(work, cache_parent / "cache", frames, models_dir, samples_dir,
-                                               providers, size, say)
+        pipeline, source_a, source_b = _set_up(work, cache_parent / "cache", frames, faces, models_dir,
+                                               samples_dir, providers, size, say)
         result = {"frames": frames, "first_range_frames": base, "extension_frames": frames - base,
-                  "size": f"{size[0]}x{size[1]}"}
+                  "size": f"{size[0]}x{size[1]}", "faces": faces}
         result.update(_digest_costs(pipeline.clip))
 
         start = time.perf_counter()
@@ -209,17 +215,17 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
     return result
 
 
-def _set_up(work: Path, cache_root: Path, frames: int, models_dir: Path | None, samples_dir: Path | None,
-            providers: str, size: tuple[int, int], say) -> tuple[Pipeline, Path, Path]:
+def _set_up(work: Path, cache_root: Path, frames: int, faces: int, models_dir: Path | None,
+            samples_dir: Path | None, providers: str, size: tuple[int, int], say) -> tuple[Pipeline, Path, Path]:
     models = ModelStore(models_dir)
     say(f"models: default pack (MTCNN) in {models.root}")
     models.install(["default"])
-    portrait = sample_image("grace_hopper", samples_dir)
     source_a = sample_image("astronaut", samples_dir)
     source_b = work / "astronaut_mirrored.png"
     cv2.imwrite(str(source_b), cv2.imread(str(source_a), cv2.IMREAD_COLOR)[:, ::-1])
-    say(f"clip: {frames} frames at {size[0]}x{size[1]} from {portrait.name}")
-    clip = write_sample_clip(portrait, work / "bench_clip.mp4", frames=frames, size=size)
+    portraits = [sample_image("grace_hopper", samples_dir)] + ([source_a] if faces > 1 else [])
+    say(f"clip: {frames} frames at {size[0]}x{size[1]}, {faces} face(s) from {', '.join(p.name for p in portraits)}")
+    clip = write_group_clip(portraits, work / "bench_clip.mp4", faces, frames=frames, size=size)
     sessions = SessionFactory(providers)
     model_set = build_model_set(models, sessions, AnalysisSettings())
     return Pipeline(clip, work / "out", cache_root, models, sessions, model_set), source_a, source_b

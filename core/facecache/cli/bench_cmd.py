@@ -19,7 +19,8 @@ CACHE_DEFAULT_FRAMES = 300
 def _run_pipeline(args: argparse.Namespace) -> dict:
     say = (lambda message: print(f"bench: {message}", file=sys.stderr, flush=True))
     return pipeline_bench.run(frames=args.frames or pipeline_bench.DEFAULT_FRAMES, cache_dir=args.cache_dir,
-                              models_dir=args.models_dir, providers=args.providers, size=args.size, say=say)
+                              models_dir=args.models_dir, providers=args.providers, size=args.size,
+                              faces=args.faces, say=say)
 
 
 def _run_cache(args: argparse.Namespace) -> dict:
@@ -47,7 +48,11 @@ def register(commands) -> None:
                         help="models folder for the pipeline suite (default: per-user data folder)")
     parser.add_argument("--providers", default="auto", help="ONNX Runtime providers for the pipeline suite "
                                                             "(auto, cpu, cuda, tensorrt; default auto)")
-    parser.add_argument("--size", type=_parse_size, default=pipeline_bench.FULL_HD, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=_parse_size, default=pipeline_bench.FULL_HD,
+                        help="pipeline suite: the clip's WIDTHxHEIGHT (default 1920x1080; 3840x2160 for 4K)")
+    parser.add_argument("--faces", type=_positive, default=1,
+                        help="pipeline suite: faces in every frame of the clip, tiled from the sample portraits "
+                             "(default 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run_bench)
 
@@ -104,6 +109,16 @@ def _flat(value) -> str:
     if isinstance(value, list):
         return ", ".join(_flat(v) for v in value)
     return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def _parse_size(text: str) -> tuple[int, int]:
