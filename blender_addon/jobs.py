@@ -117,10 +117,9 @@ def _finish(job) -> None:
 
 
 def describe(summary: dict) -> str:
-    inf = summary.get("inferences", {})
-    runs = ", ".join(f"{k} {v}" for k, v in inf.items())
-    return (f"{summary.get('kind', 'job')}: {summary.get('frames', 0)} frames, {summary.get('written', 0)} written, "
-            f"{summary.get('skipped', 0)} from cache; model runs: {runs or 'none'}; {summary.get('seconds', 0)} s")
+    """The engine's own sentence for the job (the CLI's words), and its warning if it has one."""
+    text = f"{summary.get('kind', 'job')}: {summary.get('message') or str(summary.get('frames', 0)) + ' frames'}"
+    return f"{text}. Warning: {summary['warning']}" if summary.get("warning") else text
 
 
 def cancel() -> bool:

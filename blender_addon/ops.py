@@ -81,7 +81,7 @@ class _JobOperator:
         if summary.get("cancelled"):  # only a signal stops a synchronous job: a farm must not count it as done
             self.report({"ERROR"}, f"{kind} was stopped before the end; frames finished are kept: run it again")
             return {"CANCELLED"}
-        self.report({"INFO"}, jobs.describe(summary))
+        self.report({"WARNING"} if summary.get("warning") else {"INFO"}, jobs.describe(summary))
         return {"FINISHED"}
 
 

@@ -57,11 +57,16 @@ def main(argv=None) -> int:
     os.environ["BLENDER_USER_RESOURCES"] = str(work / "blender_user")  # before bpy is imported
     timings = {}
 
+    from facecache.progress import still_working
+
     start = time.perf_counter()
     build = load_build_addon()
     target = host_platform()
-    (archive,) = build.build([target], ROOT / "dist", ROOT / "build" / "addon", wheels=True,
-                             cpu_runtime=not args.gpu_runtime, check=True)
+    print(f"building the extension for {target} (vendored engine and wheels; a minute or two the first time)",
+          flush=True)
+    with still_working("building the extension"):
+        (archive,) = build.build([target], ROOT / "dist", ROOT / "build" / "addon", wheels=True,
+                                 cpu_runtime=not args.gpu_runtime, check=True)
     timings["build extension"] = time.perf_counter() - start
 
     try:
@@ -70,18 +75,21 @@ def main(argv=None) -> int:
         raise SystemExit("the Blender Python module is missing: pip install bpy==5.0.1 (Python 3.11)") from None
     import cv2
 
+    from facecache.media.reader import MediaReader
     from facecache.media.sample_clip import write_sample_clip
     from facecache.models.store import ModelStore
     from facecache.samples import sample_image
 
     start = time.perf_counter()
-    assert bpy.ops.extensions.package_install_files(repo="user_default", filepath=str(archive),
-                                                    enable_on_install=True) == {"FINISHED"}
-    module = "bl_ext.user_default.vse_faceswap"
-    compat = importlib.import_module(f"{module}.compat")  # Blender's API across 4.2-5.0
-    prefs = bpy.context.preferences.addons[module].preferences
-    prefs.models_dir = str(work / "models")
-    ModelStore(work / "models").install(["default"])  # the bpy module has no online access switch to flip
+    print("installing the extension into the bpy module, and the default models", flush=True)
+    with still_working("installing the extension and models"):
+        assert bpy.ops.extensions.package_install_files(repo="user_default", filepath=str(archive),
+                                                        enable_on_install=True) == {"FINISHED"}
+        module = "bl_ext.user_default.vse_faceswap"
+        compat = importlib.import_module(f"{module}.compat")  # Blender's API across 4.2-5.0
+        prefs = bpy.context.preferences.addons[module].preferences
+        prefs.models_dir = str(work / "models")
+        ModelStore(work / "models").install(["default"])  # the bpy module has no online access switch to flip
     timings["install extension + models"] = time.perf_counter() - start
 
     project = work / "project"
@@ -90,10 +98,16 @@ def main(argv=None) -> int:
                              size=(960, 540))
     mirrored = project / "astronaut_mirrored.png"
     cv2.imwrite(str(mirrored), cv2.imread(str(sample_image("astronaut")))[:, ::-1])
+    with MediaReader(clip) as reader:
+        info = reader.info
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     compat.set_sequencer_scene(bpy.context, scene)
-    scene.render.fps = 25
+    # The scene takes the clip's picture size and frame rate, so a render is the clip, frame for frame.
+    scene.render.resolution_x, scene.render.resolution_y = info.width, info.height
+    scene.render.resolution_percentage = 100
+    scene.render.fps = max(1, round(info.fps))
+    scene.render.fps_base = scene.render.fps / info.fps
     editor = scene.sequence_editor_create()
     blend = project / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
@@ -107,11 +121,7 @@ def main(argv=None) -> int:
         assert operator() == {"FINISHED"}
         timings[label] = time.perf_counter() - started
         summary = json.loads(scene.faceswap.last_report)
-        inf = summary["inferences"]
-        hits = summary.get("analysis_cache", {}).get("hits", 0)
-        print(f"{label:<24} {timings[label]:7.2f} s  {summary['frames']:>3} frames: {summary['written']:>3} written, "
-              f"{summary['skipped']:>3} up to date; analyses from cache {hits}; "
-              f"detector runs {inf.get('detect', 0)}, swaps {inf.get('swap', 0)}")
+        print(f"{label:<24} {summary['message']}", flush=True)
 
     scene.faceswap.sources.add().filepath = str(sample_image("astronaut"))
     step("swap (first source)", bpy.ops.faceswap.swap)

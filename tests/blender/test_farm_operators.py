@@ -87,7 +87,7 @@ def test_progress_lines_are_printed_and_parseable(bpy, project, clip, capsys):
     assert values and values == sorted(values) and values[-1] == 100.0
     statuses = [line for line in out.splitlines() if line.startswith("openjd_status: faceswap swap")]
     assert any("/12 frames (clip.mp4)" in line for line in statuses)
-    assert "12 frames, 12 written" in statuses[-1]
+    assert "12 frames: 12 frames written" in statuses[-1]
 
 
 def test_progress_lines_come_at_least_every_heartbeat_while_the_engine_is_silent(addon):
@@ -137,7 +137,7 @@ def test_background_failures_exit_non_zero_with_the_message(bpy, addon, project,
 
     ok = run_blender(blender_exe, "-b", "-y", blend, "--python-exit-code", "1", "--python-expr", update)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert progress_lines(ok.stdout)[-1] == 100.0 and "update: 2 frames, 2 written" in ok.stdout
+    assert progress_lines(ok.stdout)[-1] == 100.0 and "update: 2 frames: 2 frames written" in ok.stdout
 
     no_source = "import bpy; bpy.context.scene.faceswap.sources.clear(); " + update.split("; ", 1)[1]
     failed = run_blender(blender_exe, "-b", blend, "--python-exit-code", "1", "--python-expr", no_source,

@@ -110,8 +110,16 @@ def test_target_without_a_face_is_passed_through_unchanged(tmp_path, models_dir,
     picture = np.random.default_rng(3).integers(0, 256, (240, 320, 3), dtype=np.uint8)
     cv2.imwrite(str(empty), picture)
     _, report = run_job(tmp_path, models_dir, [portrait_paths["grace_hopper"]], empty)
-    assert report.written == 1
+    assert report.written == 1 and report.faces_found == report.faces_swapped == 0
     assert np.array_equal(cv2.imread(str(tmp_path / "out" / "empty_swapped.png")), picture)
+    command = [sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["grace_hopper"]),
+               "--target", str(empty), "--out", str(tmp_path / "cli"), "--cache-dir", str(tmp_path / "c"),
+               "--models-dir", str(models_dir), "--providers", "cpu"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert "warning: no face found in" in done.stderr and "empty.png" in done.stderr
+    assert "1 frames written" in done.stdout
+    summary = json.loads(subprocess.run(command + ["--json"], capture_output=True, text=True, check=True).stdout)
+    assert summary["written"] == 0 and "warning" not in summary  # up to date: nothing new to say
 
 
 def test_source_with_several_faces_uses_the_largest_unless_told(tmp_path, models_dir, portraits):
@@ -146,8 +154,10 @@ def test_cli_swap_json(tmp_path, models_dir, portrait_paths):
     command = [sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["grace_hopper"]),
                "--target", str(portrait_paths["astronaut"]), "--out", str(tmp_path / "out"),
                "--cache-dir", str(tmp_path / "c"), "--models-dir", str(models_dir), "--providers", "cpu", "--json"]
-    first = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    run = subprocess.run(command, capture_output=True, text=True, check=True)
+    first = json.loads(run.stdout)
     assert (first["frames"], first["written"], first["skipped"]) == (1, 1, 0)
+    assert (first["faces_found"], first["faces_swapped"]) == (1, 1) and "facecache: warning" not in run.stderr
     assert first["inferences"] == {"detect": 2, "landmark": 0, "embed": 0, "swap": 1}
     second = json.loads(subprocess.run(command + ["--mask-blur", "0.6"], capture_output=True, text=True,
                                        check=True).stdout)

@@ -156,10 +156,12 @@ class FaceAnalyzer:
                 try:
                     cached = {i: self.cached(group, i, needed) for i in wanted}
                     todo = [i for i in wanted if cached[i] is None or not cached[i].has(needed)]
-                    for index, frame in reader.frames(todo):
+                    for computed, (index, frame) in enumerate(reader.frames(todo), 1):
                         cached[index] = self.ensure(group, index, frame, needed)
                         if claim is not None:
                             claim.keep_alive()
+                        if progress:  # per frame: a segment of a cold clip takes many seconds
+                            progress(len(records) + len(wanted) - len(todo) + computed, len(frames))
                     group.flush()
                 finally:
                     if claim is not None:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from facecache.bench import cache_bench, pipeline_bench
-from facecache.cli.common import print_json
+from facecache.cli.common import add_command, print_json
 
 CACHE_DEFAULT_FRAMES = 300
 
@@ -32,7 +32,7 @@ SUITES = {"pipeline": _run_pipeline, "cache": _run_cache}
 
 
 def register(commands) -> None:
-    parser = commands.add_parser("bench", help="measure what the cache saves and costs")
+    parser = add_command(commands, "bench", "measure what the cache saves and costs")
     parser.add_argument("suite", nargs="?", choices=sorted(SUITES), default="pipeline",
                         help="which benchmark to run (default: pipeline)")
     parser.add_argument("--frames", type=int, default=None,

@@ -5,21 +5,20 @@ from __future__ import annotations
 import argparse
 import datetime
 
-from facecache.cli.common import add_cache_options, human_bytes, open_cache, parse_duration, parse_size, print_json
+from facecache.cli.common import add_cache_options, add_command, human_bytes, open_cache, parse_duration, parse_size, print_json
 
 
 def register(commands) -> None:
-    parser = commands.add_parser("cache", help="inspect and maintain the cache folder")
+    parser = add_command(commands, "cache", "inspect and maintain the cache folder")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    stats = actions.add_parser("stats", help="entries, bytes and namespaces")
-    verify = actions.add_parser("verify", help="check every pack; set aside bad ones")
-    prune = actions.add_parser("prune", help="evict least recently used packs and stale namespaces")
-    clear = actions.add_parser("clear", help="remove every cached result")
+    stats = add_command(actions, "stats", "entries, bytes and namespaces")
+    verify = add_command(actions, "verify", "check every pack; set aside bad ones")
+    prune = add_command(actions, "prune", "evict least recently used packs and stale namespaces")
+    clear = add_command(actions, "clear", "remove every cached result")
     for sub in (stats, verify, prune, clear):
-        add_cache_options(sub)
+        add_cache_options(sub, size_cap=sub is prune)  # only prune evicts down to a size
         sub.add_argument("--json", action="store_true", help="print one JSON object")
-    # prune's --max-size defaults to the cap given by add_cache_options; --stale is opt-in.
     prune.add_argument("--stale", type=parse_duration, default=None,
                        help="also remove namespaces unused for this long, e.g. 30d")
     stats.set_defaults(run=run_stats)

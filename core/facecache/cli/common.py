@@ -13,11 +13,18 @@ from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
 CACHE_DIR_ENV = "FACECACHE_DIR"
 
 
-def add_cache_options(parser: argparse.ArgumentParser) -> None:
+def add_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
+    """A sub-command whose one-line summary shows both in `facecache -h` and in its own `-h`."""
+    return commands.add_parser(name, help=summary, description=summary[:1].upper() + summary[1:] + ".")
+
+
+def add_cache_options(parser: argparse.ArgumentParser, size_cap: bool = True) -> None:
+    """--cache-dir, and --max-size where the command writes to the cache (or prunes it)."""
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help=f"cache folder (default: ${CACHE_DIR_ENV}, else the per-user cache folder)")
-    parser.add_argument("--max-size", type=parse_size, default=DEFAULT_MAX_BYTES,
-                        help="size cap of the cache, e.g. 10G or 500M (default 10G)")
+    if size_cap:
+        parser.add_argument("--max-size", type=parse_size, default=DEFAULT_MAX_BYTES,
+                            help="size cap of the cache, e.g. 10G or 500M (default 10G)")
 
 
 def default_cache_dir() -> Path:
@@ -108,21 +115,3 @@ def parse_frame_range(text: str) -> range:
     if start < 0 or stop < start:
         raise argparse.ArgumentTypeError(f"frame range {text!r} must be A-B with 0 <= A <= B")
     return range(start, stop + 1)
-
-
-class ProgressLine:
-    """A one-line progress bar on stderr when it is a terminal; silent otherwise."""
-
-    def __init__(self, label: str):
-        self.label = label
-        self.enabled = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int, detail: str = "") -> None:
-        if not self.enabled or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {detail}\033[K")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from facecache.cli.common import print_json
+from facecache.cli.common import add_command, print_json
 from facecache.demo import run_demo
 
 
 def register(commands) -> None:
-    parser = commands.add_parser("demo", help="the main job end to end on the embedded default models")
+    parser = add_command(commands, "demo", "the main job end to end on the embedded default models: "
+                                           "a sample clip, two source faces, a blend tweak")
     parser.add_argument("--workdir", type=Path, default=Path("demo-output"),
                         help="where the sample clip, cache and outputs go (default: ./demo-output)")
     parser.add_argument("--models-dir", type=Path, default=None, help="models folder (default: per-user data folder)")

@@ -6,21 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from facecache.cli.common import human_bytes, print_json
+from facecache.cli.common import add_command, human_bytes, print_json
 from facecache.models.download import Progress
 from facecache.models.locations import MODELS_DIR_ENV
 from facecache.models.store import ModelStore
 
 
 def register(commands) -> None:
-    parser = commands.add_parser("models", help="list, install and import the ONNX models")
+    parser = add_command(commands, "models", "list, install and import the ONNX models")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    listing = actions.add_parser("list", help="every known model: kind, licence, installed or not")
-    install = actions.add_parser("install", help="download and check models (`default` is the MTCNN pack)")
+    listing = add_command(actions, "list", "every known model: kind, licence, installed or not")
+    install = add_command(actions, "install", "download and check models (`default` is the MTCNN pack)")
     install.add_argument("names", nargs="+", metavar="NAME", help="model or pack names (see `facecache models list`)")
     install.add_argument("--force", action="store_true", help="download again even when installed and checked")
-    importing = actions.add_parser("import", help="use an existing FaceFusion models folder in place (no copy)")
+    importing = add_command(actions, "import", "use an existing FaceFusion models folder in place (no copy)")
     importing.add_argument("folder", type=Path, metavar="PATH",
                            help="FaceFusion's install folder or its .assets/models folder")
     for sub in (listing, install, importing):

@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.selection import DEFAULT_REFERENCE_THRESHOLD, MODES, Selector
 from facecache.cli.analyze_cmd import analyzer_from_args
-from facecache.cli.common import (ProgressLine, add_cache_options, add_model_options, parse_frame_range,
+from facecache.cli.common import (add_cache_options, add_command, add_model_options, parse_frame_range,
                                   print_json)
 from facecache.errors import FaceCacheError
+from facecache.jobs.run_summary import describe_run, no_face_warning
 from facecache.jobs.swap_job import OUTPUT_FORMS, SwapJob
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
+from facecache.progress import ProgressLine
 from facecache.swap.composite import CompositeParams
 from facecache.swap.factory import SWAPPERS, build_swapper
 from facecache.swap.sources import SourceSet
 
 
 def register(commands) -> None:
-    parser = commands.add_parser("swap", help="swap source faces onto a target image or video, through the cache")
+    parser = add_command(commands, "swap", "swap source faces onto a target image or video, through the cache")
     parser.add_argument("--source", type=Path, action="append", required=True, metavar="IMG",
                         help="source face image (repeat for a set: embeddings are averaged)")
     parser.add_argument("--source-face", type=int, default=0, metavar="RANK",
@@ -71,25 +74,23 @@ def run_swap(args: argparse.Namespace) -> int:
     job = SwapJob(analyzer, swapper, sources, selector, composite, args.output_form)
     bar = ProgressLine(args.target.name)
     report = job.run(args.target, args.out, args.frames, progress=lambda p: bar(
-        p.done, p.total, f"{p.frames_per_second:.1f} fps, ETA {p.eta_seconds or 0:.0f} s, "
-                         f"{p.hits} hits, {p.misses} misses"))
+        p.done, p.total, f"{p.written} written, {p.skipped} up to date, {p.frames_per_second:.1f} fps, "
+                         f"ETA {p.eta_seconds or 0:.0f} s"))
     summary = {
-        "frames": report.frames,
-        "written": report.written,
-        "skipped": report.skipped,
+        **report.as_dict(),
         "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
         "analysis_cache": analyzer.stats.as_dict(),
-        "swap_cache": report.swap_stats.as_dict(),
         "seconds": round(time.perf_counter() - start, 3),
         "out": str(args.out),
     }
+    warning = no_face_warning(summary, str(args.target))
+    if warning:
+        summary["warning"] = warning
+        print(f"facecache: warning: {warning}", file=sys.stderr)
     if args.json:
         print_json(summary)
     else:
-        inf = summary["inferences"]
-        print(f"{report.frames} frames: {report.written} written, {report.skipped} up to date; model runs: "
-              f"detect {inf['detect']}, landmark {inf['landmark']}, embed {inf['embed']}, swap {inf['swap']}; "
-              f"{summary['seconds']:.2f} s; output in {args.out}")
+        print(f"{describe_run(summary)}; output in {args.out}")
     return 0
 
 

@@ -56,6 +56,14 @@ class SwapReport:
     skipped: int = 0
     cancelled: bool = False
     swap_stats: RunStats = field(default_factory=RunStats)
+    faces_found: int = 0     # faces detected in the frames this run made
+    faces_swapped: int = 0   # of those, the faces swapped
+
+    def as_dict(self) -> dict:
+        """The CLI's and the worker's summary keys for this report."""
+        return {"frames": self.frames, "written": self.written, "skipped": self.skipped,
+                "faces_found": self.faces_found, "faces_swapped": self.faces_swapped,
+                "swap_cache": self.swap_stats.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,6 @@ class JobProgress:
     skipped: int
     frames_per_second: float
     eta_seconds: float | None
-    hits: int
-    misses: int
 
 
 # Compositing, encoding and writing run on this many threads (they release the GIL), overlapping
@@ -133,11 +139,8 @@ class SwapJob:
                     return
                 done = self.report.written + self.report.skipped
                 rate = done / max(time.perf_counter() - started, 1e-9)
-                stats = self.analyzer.stats
                 progress(JobProgress(done, len(frames), self.report.written, self.report.skipped, rate,
-                                     (len(frames) - done) / rate if rate > 0 else None,
-                                     stats.hits + self.report.swap_stats.hits,
-                                     stats.misses + self.report.swap_stats.misses))
+                                     (len(frames) - done) / rate if rate > 0 else None))
 
             def attempt(item: tuple[int, list[int]]) -> bool:
                 segment, wanted = item
@@ -238,6 +241,8 @@ class SwapJob:
             results = [quantise_mask(self.swapper.swap(frame, face)) for face in faces]
             self.analyzer.inferences.swap += len(faces)
             cached = SwapRecord(record.fingerprint, results)
+        self.report.faces_found += len(record.faces)
+        self.report.faces_swapped += len(cached.results)
         if swaps.fingerprint_at(index) != record.fingerprint or cached.fingerprint not in swaps.content.records:
             swaps.put(cached, index)
         return cached.results

@@ -1,0 +1,39 @@
+"""One sentence for a job's summary, in the one vocabulary every front end prints: frames written,
+frames up to date, analyses from cache, model runs.
+
+The CLI, the worker (so the Blender add-on's status line), `facecache demo` and `./dev demo` all
+print this sentence, so one step never reads "0 from cache" in one place and "48 from cache" in
+another.
+
+    describe_run({"frames": 48, "written": 48, "skipped": 0, "analysis_cache": {"hits": 0},
+                  "inferences": {"detect": 48, "swap": 44}, "seconds": 12.3})
+    -> "48 frames: 48 frames written, 0 frames up to date; analyses from cache 0; model runs:
+        detect 48, swap 44; 12.3 s"
+"""
+
+from __future__ import annotations
+
+
+def describe_run(summary: dict) -> str:
+    parts = [f"{summary.get('frames', 0)} frames"]
+    if "written" in summary:
+        parts[0] += (f": {summary.get('written', 0)} frames written, "
+                     f"{summary.get('skipped', 0)} frames up to date")
+    analysis = summary.get("analysis_cache") or {}
+    text = "; ".join(parts + [f"analyses from cache {analysis.get('hits', 0)}",
+                              "model runs: " + (", ".join(f"{stage} {count}" for stage, count in
+                                                          (summary.get("inferences") or {}).items()) or "none")])
+    if "seconds" in summary:
+        text += f"; {summary['seconds']:.2f} s"
+    return text
+
+
+def no_face_warning(summary: dict, target: str) -> str | None:
+    """The warning for a swap that found no face to swap in the frames it made, else None."""
+    if summary.get("written", 0) == 0 or summary.get("faces_swapped", 0) > 0:
+        return None
+    if summary.get("faces_found", 0) == 0:
+        return (f"no face found in {target}: nothing was swapped and the output equals the original. "
+                "Check that the target shows a face (large and bright enough), or try another --detector")
+    return (f"no face in {target} matched the selector: nothing was swapped. Check --selector, --position "
+            "or the --reference photos")

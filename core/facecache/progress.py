@@ -1,0 +1,92 @@
+"""Progress of long steps on stderr, on a terminal and off it (a log file, a pipe, CI, a render farm).
+
+On a terminal a bar is redrawn in place. Anywhere else a carriage return would pile up into one
+endless line, so a plain line is printed every few seconds instead, and one at the end of a step
+that printed any. Steps with no counts to report (a download by pip, building the extension) use
+``still_working``, which prints how long the step has run every few seconds.
+
+Hand-written rather than tqdm: tqdm rewrites one line with carriage returns off a terminal too,
+and the Blender extension would have to vendor it.
+
+    bar = ProgressLine("clip.mp4")
+    bar(12, 48, "12 written, 0 up to date")      # per frame; prints at most every INTERVAL_S off a terminal
+    with still_working("building the extension"):
+        build()
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, TextIO
+
+INTERVAL_S = 5.0
+_BAR_WIDTH = 30
+
+
+class ProgressLine:
+    """Counts of a long step (``done`` of ``total`` frames) on ``stream`` (default: stderr)."""
+
+    def __init__(self, label: str, stream: TextIO | None = None, interval: float = INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic, terminal: bool | None = None):
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.terminal = _is_terminal(self.stream) if terminal is None else terminal
+        self.interval = interval
+        self.clock = clock
+        self._started = clock()
+        self._last_line = self._started
+        self._printed = False
+
+    def __call__(self, done: int, total: int, detail: str = "") -> None:
+        if total <= 0:
+            return
+        finished = done >= total
+        detail = f" {detail}" if detail else ""
+        if self.terminal:
+            filled = int(_BAR_WIDTH * min(done, total) / total)
+            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] {done}/{total}"
+                              f"{detail}\033[K" + ("\n" if finished else ""))
+            self.stream.flush()
+            return
+        now = self.clock()
+        if (finished and self._printed) or (not finished and now - self._last_line >= self.interval):
+            self.stream.write(f"{self.label}: {done}/{total} frames{detail} ({now - self._started:.0f} s)\n")
+            self.stream.flush()
+            self._last_line, self._printed = now, True
+
+
+@contextmanager
+def still_working(label: str, stream: TextIO | None = None, interval: float = INTERVAL_S) -> Iterator[None]:
+    """Print ``label: still working (N s)`` every ``interval`` seconds while the block runs, and how
+    long it took at the end if it printed anything (a step without counts: a download, a build)."""
+    stream = stream if stream is not None else sys.stderr
+    started = time.monotonic()
+    done = threading.Event()
+    printed = []
+
+    def beat() -> None:
+        while not done.wait(interval):
+            stream.write(f"{label}: still working ({time.monotonic() - started:.0f} s)\n")
+            stream.flush()
+            printed.append(True)
+
+    thread = threading.Thread(target=beat, name="facecache-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        if printed:
+            stream.write(f"{label}: done in {time.monotonic() - started:.0f} s\n")
+            stream.flush()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or not a file
+        return False
