@@ -185,3 +185,33 @@ def tiny_onnx_model(path: Path) -> Path:
     model.ir_version = 8
     onnx.save(model, str(path))
     return path
+
+
+# --- stand-in model files with a catalog entry's contract ----------------------------------------------
+
+
+def catalog_standin(path: Path, name: str, *, inputs: tuple[str, ...] | None = None) -> Path:
+    """A small valid ONNX file with the input names and output names/count the catalog gives for
+    `name` (its outputs are the mean of the first input; `inputs` overrides the names, to make a
+    file with a wrong contract)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from facecache.models.catalog import DEFAULT_CATALOG
+
+    contract = DEFAULT_CATALOG.get(name).files[0].contract
+    inputs = inputs if inputs is not None else contract.inputs
+    count = max(contract.output_count or 1, len(contract.outputs))
+    outputs = list(contract.outputs) + [f"out{i}" for i in range(count - len(contract.outputs))]
+    nodes = [helper.make_node("ReduceMean", [inputs[0]], [outputs[0]], keepdims=0)]
+    nodes += [helper.make_node("Identity", [outputs[0]], [out]) for out in outputs[1:]]
+    graph = helper.make_graph(
+        nodes, f"{name}-standin",
+        [helper.make_tensor_value_info(i, TensorProto.FLOAT, [1, 3, 8, 8]) for i in inputs],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, []) for out in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="facecache-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path

@@ -186,3 +186,18 @@ def test_broken_model_file_is_reported(tmp_path):
     bad.write_bytes(b"this is not onnx")
     with pytest.raises(FaceCacheError, match="cannot load .*bad.onnx"):
         SessionFactory("cpu").session(bad)
+
+
+def test_sessions_are_made_from_the_bytes_whose_digest_was_checked(model_files):
+    from facecache.errors import ModelChanged
+    from facecache.fingerprint import bytes_digest
+
+    a, _ = model_files
+    ort = FakeOrt(available=[CPU])
+    factory = SessionFactory("cpu", ort=ort)
+    session = factory.session(a, bytes_digest(b"a"))
+    assert ort.created[-1][0] == b"a"  # onnxruntime got the very bytes that were hashed
+    assert factory.session(a, bytes_digest(b"a")) is session
+    with pytest.raises(ModelChanged, match=f"a.onnx changed after it was checked .*expected {bytes_digest(b'x')}"):
+        factory.session(a, bytes_digest(b"x"))
+    assert len(ort.created) == 1

@@ -10,7 +10,7 @@ import facecache.models.store as store_module
 from facecache.errors import ModelCorrupt, ModelMissing
 from facecache.models.store import ModelStore
 
-from model_helpers import crc32_hex
+from model_helpers import catalog_standin, crc32_hex
 
 
 def _write_release_model(folder, name, data, sidecar: str | None = "match"):
@@ -86,8 +86,8 @@ def test_digest_is_computed_once_and_remembered_across_stores(tmp_path, monkeypa
     models = tmp_path / "models"
     target = _write_release_model(models, "arcface_w600k_r50", b"\x05" * 8000)
     calls = []
-    real = store_module.hash_file
-    monkeypatch.setattr(store_module, "hash_file", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    real = store_module.hash_bytes
+    monkeypatch.setattr(store_module, "hash_bytes", lambda *a, **k: calls.append(len(a[0])) or real(*a, **k))
     first = ModelStore(models).digest("arcface_w600k_r50")
     assert len(first) == 32 and int(first, 16) >= 0
     assert ModelStore(models).digest("arcface_w600k_r50") == first
@@ -106,21 +106,31 @@ def test_digest_depends_on_content_only(tmp_path):
     assert ModelStore(tmp_path / "a").digest("scrfd_2.5g") == ModelStore(tmp_path / "b").digest("scrfd_2.5g")
 
 
+def _standin_bytes(tmp_path, name, **kwargs) -> bytes:
+    return catalog_standin(tmp_path / "standins" / f"{name}.onnx", name, **kwargs).read_bytes()
+
+
+def _tree(folder):
+    return {p.name: (p.is_symlink(), p.read_bytes() if p.is_file() else None, p.stat(follow_symlinks=False).st_mtime_ns)
+            for p in sorted(folder.iterdir())}
+
+
 def test_import_facefusion_folder_in_place(tmp_path):
     facefusion = tmp_path / "facefusion"
     assets = facefusion / ".assets" / "models"
-    scrfd = _write_release_model(assets, "scrfd_2.5g", b"scrfd" * 100)
-    _write_release_model(assets, "yoloface_8n", b"yolo" * 100, sidecar=None)
-    _write_release_model(assets, "2dfan4", b"fan" * 100, sidecar="00000000")
+    scrfd = _write_release_model(assets, "scrfd_2.5g", _standin_bytes(tmp_path, "scrfd_2.5g"))
+    _write_release_model(assets, "yoloface_8n", _standin_bytes(tmp_path, "yoloface_8n"), sidecar=None)
+    _write_release_model(assets, "2dfan4", _standin_bytes(tmp_path, "2dfan4"), sidecar="00000000")
     (assets / "some_other_model.onnx").write_bytes(b"ignored")
     models = tmp_path / "models"
+    before = _tree(assets)
 
     report = ModelStore(models).import_folder(facefusion)
     assert report.folder == assets.resolve() and report.newly_registered
     assert report.verified == ["scrfd_2.5g"]
     assert report.unverified == ["yoloface_8n"]
-    assert report.corrupt == ["2dfan4"]
-    assert (assets / "2dfan4.onnx.corrupt").exists() and not (assets / "2dfan4.onnx").exists()
+    assert list(report.refused) == ["2dfan4.onnx"] and "does not match its sidecar 2dfan4.hash" in report.refused["2dfan4.onnx"]
+    assert _tree(assets) == before  # FaceFusion's folder is never changed: nothing renamed or written
 
     # nothing copied: the models folder holds only the registry, which persists the import
     assert sorted(p.name for p in models.iterdir()) == ["registry.json"]
@@ -129,15 +139,63 @@ def test_import_facefusion_folder_in_place(tmp_path):
     assert store.path("scrfd_2.5g") == scrfd.resolve()
     assert store.status("scrfd_2.5g").location == f"imported: {assets.resolve()}"
     assert store.model("yoloface_8n").verified is False
+    assert not store.is_installed("2dfan4") and not store.status("2dfan4").installed
     with pytest.raises(ModelMissing):
         store.path("2dfan4")
     # importing again is harmless
     assert not store.import_folder(assets).newly_registered
+    assert _tree(assets) == before
+
+
+def test_import_refuses_junk_wrong_contracts_and_symlinks_leaving_the_folder(tmp_path):
+    """The files the issue tried: a text file, random bytes, a symlink to /etc/passwd, plus a valid
+    ONNX graph of another model under a catalog name and a dangling symlink. All refused, with why,
+    left as they are, and not installed; a valid stand-in beside them is used."""
+    assets = tmp_path / "ff" / ".assets" / "models"
+    assets.mkdir(parents=True)
+    (assets / "scrfd_2.5g.onnx").write_text("this is a text file, not a model\n")
+    (assets / "arcface_w600k_r50.onnx").write_bytes(os.urandom(4096))
+    (assets / "2dfan4.onnx").symlink_to("/etc/passwd")
+    (assets / "yoloface_8n.onnx").write_bytes(_standin_bytes(tmp_path, "yoloface_8n", inputs=("images",)))
+    (assets / "inswapper_128.onnx").symlink_to(assets / "missing.onnx")
+    good = assets / "hyperswap_1a_256.onnx"
+    good.write_bytes(_standin_bytes(tmp_path, "hyperswap_1a_256"))
+    before = _tree(assets)
+
+    store = ModelStore(tmp_path / "models")
+    report = store.import_folder(assets)
+    assert sorted(report.refused) == ["2dfan4.onnx", "arcface_w600k_r50.onnx", "inswapper_128.onnx",
+                                      "scrfd_2.5g.onnx", "yoloface_8n.onnx"]
+    assert "does not load as an ONNX model" in report.refused["scrfd_2.5g.onnx"]
+    assert "does not load as an ONNX model" in report.refused["arcface_w600k_r50.onnx"]
+    assert "symbolic link to /etc/passwd, outside" in report.refused["2dfan4.onnx"]
+    assert "its inputs are ['images'], but yoloface_8n has ['input']" in report.refused["yoloface_8n.onnx"]
+    assert "not a regular file" in report.refused["inswapper_128.onnx"]
+    assert report.unverified == ["hyperswap_1a_256"]
+    assert _tree(assets) == before
+
+    fresh = ModelStore(tmp_path / "models")  # the refusals are remembered
+    installed = {s.name for s in fresh.statuses() if s.installed}
+    assert installed == {"hyperswap_1a_256"}
+    with pytest.raises(ModelMissing):
+        fresh.path("2dfan4")
+    assert fresh.path("hyperswap_1a_256") == good
+
+
+def test_a_junk_file_added_after_the_import_is_refused_when_first_used(tmp_path, caplog):
+    assets = tmp_path / "ff"
+    _write_release_model(assets, "yoloface_8n", _standin_bytes(tmp_path, "yoloface_8n"))
+    store = ModelStore(tmp_path / "models")
+    store.import_folder(assets)
+    (assets / "2dfan4.onnx").write_bytes(b"junk" * 100)
+    assert not store.is_installed("2dfan4")  # what `--landmarker auto` asks: the junk is skipped
+    assert "2dfan4.onnx is refused: it is not a 2dfan4 model: it does not load as an ONNX model" in caplog.text
+    assert (assets / "2dfan4.onnx").read_bytes() == b"junk" * 100
 
 
 def test_imported_and_checked_model_is_not_downloaded(tmp_path):
     assets = tmp_path / "ff" / ".assets" / "models"
-    _write_release_model(assets, "scrfd_2.5g", b"scrfd" * 100)
+    _write_release_model(assets, "scrfd_2.5g", _standin_bytes(tmp_path, "scrfd_2.5g"))
     store = ModelStore(tmp_path / "models", base_url="http://127.0.0.1:9/unreachable")
     store.import_folder(assets)
     [result] = store.install(["scrfd_2.5g"])
@@ -164,3 +222,33 @@ def test_damaged_registry_is_set_aside_and_the_store_still_works(tmp_path, caplo
 
 def test_crc32_sidecar_format_is_zlib_crc32_of_the_whole_file():
     assert crc32_hex(b"hello") == format(zlib.crc32(b"hello"), "08x") == "3610a686"
+
+
+def _change_in_place(path, offset=64, count=64):
+    """Flip `count` bytes of a file and restore its size and mtime (what the issue tried)."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    for i in range(offset, offset + count):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_session_is_made_only_from_bytes_with_the_checked_digest(tmp_path):
+    from facecache.errors import ModelChanged
+    from facecache.models.runtime import SessionFactory
+
+    assets = tmp_path / "ff"
+    model_file = catalog_standin(assets / "arcface_w600k_r50.onnx", "arcface_w600k_r50")  # no sidecar
+    store = ModelStore(tmp_path / "models")
+    store.import_folder(assets)
+    checked = store.model("arcface_w600k_r50")
+    assert store.session(SessionFactory("cpu"), checked).get_inputs()[0].name == "input"
+
+    _change_in_place(model_file, offset=model_file.stat().st_size - 80, count=4)  # inside the graph's name
+    assert ModelStore(tmp_path / "models").digest("arcface_w600k_r50") == checked.digest  # size+mtime trusted
+    with pytest.raises(ModelChanged, match="changed after it was checked.*size and modification time are unchanged"
+                                           ".*run the same command again"):
+        store.session(SessionFactory("cpu"), checked)
+    assert ModelStore(tmp_path / "models").digest("arcface_w600k_r50") != checked.digest  # checked again in full

@@ -8,7 +8,7 @@ from facecache.cli.models_cmd import ProgressBar
 from facecache.models.catalog import DEFAULT_CATALOG
 from facecache.models.download import Progress
 
-from model_helpers import crc32_hex
+from model_helpers import catalog_standin, crc32_hex
 
 
 def _json(capsys):
@@ -61,12 +61,12 @@ def test_failed_download_exit_code_and_message(tmp_path, capsys, asset_server, m
 
 def test_import_json(tmp_path, capsys):
     assets = tmp_path / "ff" / ".assets" / "models"
-    assets.mkdir(parents=True)
-    (assets / "scrfd_2.5g.onnx").write_bytes(b"scrfd")
-    (assets / "scrfd_2.5g.hash").write_text(crc32_hex(b"scrfd"))
+    data = catalog_standin(assets / "scrfd_2.5g.onnx", "scrfd_2.5g").read_bytes()
+    (assets / "scrfd_2.5g.hash").write_text(crc32_hex(data))
     assert main(["models", "import", str(tmp_path / "ff"), "--json", "--models-dir", str(tmp_path / "m")]) == 0
     report = _json(capsys)
     assert report["verified"] == ["scrfd_2.5g"] and report["folder"] == str(assets.resolve())
+    assert report["refused"] == {}
     assert main(["models", "list", "--json", "--models-dir", str(tmp_path / "m")]) == 0
     listing = _json(capsys)
     assert listing["imported"] == [str(assets.resolve())]
@@ -88,3 +88,17 @@ def test_progress_bar_draws_on_one_line():
     text = stream.getvalue()
     assert "[#####.....]" in text and "scrfd_2.5g: scrfd_2.5g.onnx" in text and text.endswith("\n")
     assert text.count("\r") == 2
+
+
+def test_import_lists_what_was_refused_and_why(tmp_path, capsys):
+    assets = tmp_path / "ff"
+    assets.mkdir()
+    (assets / "scrfd_2.5g.onnx").write_text("not a model")
+    (assets / "2dfan4.onnx").symlink_to("/etc/passwd")
+    catalog_standin(assets / "yoloface_8n.onnx", "yoloface_8n")
+    assert main(["models", "import", str(assets), "--models-dir", str(tmp_path / "m")]) == 1
+    out = capsys.readouterr().out
+    assert "refused (left as they are, not used):" in out
+    assert "scrfd_2.5g.onnx: it is not a scrfd_2.5g model: it does not load as an ONNX model" in out
+    assert "2dfan4.onnx: it is a symbolic link to /etc/passwd" in out
+    assert "no sidecar, not checked: yoloface_8n" in out

@@ -17,7 +17,7 @@ from facecache.analysis.scrfd import ScrfdDetector
 from facecache.analysis.yoloface import YoloFaceDetector
 from facecache.errors import FaceCacheError
 from facecache.models.runtime import SessionFactory
-from facecache.models.store import ModelStore
+from facecache.models.store import InstalledModel, ModelStore
 
 DETECTORS = ("mtcnn", "scrfd_2.5g", "retinaface_10g", "yoloface_8n")
 LANDMARKERS = ("2dfan4",)
@@ -34,31 +34,30 @@ class AnalysisSettings:
 
 def build_model_set(models: ModelStore, sessions: SessionFactory, settings: AnalysisSettings = AnalysisSettings()) -> ModelSet:
     """Check and digest the chosen models now (ModelMissing names the install command);
-    their ONNX sessions are created only when a frame needs them."""
+    their ONNX sessions are created only when a frame needs them, from bytes that have the digests
+    the namespace is named after (`ModelStore.session`)."""
     if settings.detector not in DETECTORS:
         raise FaceCacheError(f"unknown detector {settings.detector!r}: choose one of {', '.join(DETECTORS)}")
     landmarker = _optional(models, settings.landmarker, LANDMARKERS, "landmarker")
     recognizer = _optional(models, settings.recognizer, RECOGNIZERS, "recognizer")
-    chosen = [name for name in (settings.detector, landmarker, recognizer) if name]
-    digests = {name: models.digest(name) for name in chosen}
+    chosen = {name: models.model(name) for name in (settings.detector, landmarker, recognizer) if name}
     return ModelSet(
-        digests=digests,
+        digests={name: model.digest for name, model in chosen.items()},
         settings={"detector": settings.detector, "landmarker": landmarker, "recognizer": recognizer,
                   "score_threshold": settings.score_threshold if settings.detector != "mtcnn" else None},
-        build_detector=lambda: _detector(models, sessions, settings),
-        build_landmarker=(lambda: Fan68Landmarker(sessions.session(models.path(landmarker)), model=landmarker))
+        build_detector=lambda: _detector(models, sessions, chosen[settings.detector], settings),
+        build_landmarker=(lambda: Fan68Landmarker(models.session(sessions, chosen[landmarker]), model=landmarker))
         if landmarker else None,
-        build_recognizer=(lambda: ArcFaceRecognizer(sessions.session(models.path(recognizer)), model=recognizer))
+        build_recognizer=(lambda: ArcFaceRecognizer(models.session(sessions, chosen[recognizer]), model=recognizer))
         if recognizer else None,
     )
 
 
-def _detector(models: ModelStore, sessions: SessionFactory, settings: AnalysisSettings):
+def _detector(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings):
     name = settings.detector
     if name == "mtcnn":
-        paths = models.paths(name)
-        return MtcnnDetector(*(sessions.session(paths[role]) for role in ("pnet", "rnet", "onet")))
-    session = sessions.session(models.path(name))
+        return MtcnnDetector(*(models.session(sessions, model, role) for role in ("pnet", "rnet", "onet")))
+    session = models.session(sessions, model)
     if name == "yoloface_8n":
         return YoloFaceDetector(session, score_threshold=settings.score_threshold, model=name)
     return ScrfdDetector(session, score_threshold=settings.score_threshold, model=name)

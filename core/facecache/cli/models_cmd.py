@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from facecache.cli.common import add_command, human_bytes, print_json
+from facecache.errors import EXIT_FOUND_BAD
 from facecache.models.download import Progress
 from facecache.models.locations import MODELS_DIR_ENV
 from facecache.models.store import ModelStore
@@ -85,11 +86,14 @@ def run_import(args: argparse.Namespace) -> int:
     else:
         print(f"registered {report.folder} (used in place)" if report.newly_registered
               else f"{report.folder} was already registered; checked again")
-        for label, names in (("checked", report.verified), ("no sidecar, not checked", report.unverified),
-                             ("damaged, set aside", report.corrupt)):
+        for label, names in (("checked", report.verified), ("no sidecar, not checked", report.unverified)):
             if names:
                 print(f"  {label}: {', '.join(names)}")
-    return 1 if report.corrupt else 0
+        if report.refused:
+            print("  refused (left as they are, not used):")
+            for name, reason in report.refused.items():
+                print(f"    {name}: {reason}")
+    return EXIT_FOUND_BAD if report.refused else 0
 
 
 class ProgressBar:

@@ -45,6 +45,7 @@ class Contract:
 
     inputs: tuple[str, ...]
     outputs: tuple[str, ...] = ()  # listed only where checked in the graph itself
+    output_count: int | None = None  # how many outputs the graph has, where the adapter relies on it
     input_size: tuple[int, int] | None = None
     input_sizes: tuple[int, ...] = ()
     layout: str = "NCHW"
@@ -229,25 +230,25 @@ _FF_FROM = "Distributed by FaceFusion (facefusion/facefusion-assets); "
 
 FACEFUSION_MODELS = (
     _ff("scrfd_2.5g", DETECTOR, "models-3.0.0",
-        Contract(inputs=("input",), input_size=(640, 640), input_sizes=(160, 320, 480, 512, 640),
+        Contract(inputs=("input",), output_count=9, input_size=(640, 640), input_sizes=(160, 320, 480, 512, 640),
                  mean=127.5, std=128.0, notes=_SCRFD_LIKE + _DET_NOTE),
         _NC, "InsightFace", 2021, _FF_FROM + "SCRFD 2.5G by InsightFace."),
     _ff("retinaface_10g", DETECTOR, "models-3.0.0",
-        Contract(inputs=("input",), input_size=(640, 640), input_sizes=(160, 320, 480, 512, 640),
+        Contract(inputs=("input",), output_count=9, input_size=(640, 640), input_sizes=(160, 320, 480, 512, 640),
                  mean=127.5, std=128.0, notes=_SCRFD_LIKE + _DET_NOTE),
         _NC, "InsightFace", 2020, _FF_FROM + "RetinaFace 10G by InsightFace."),
     _ff("yoloface_8n", DETECTOR, "models-3.0.0",
-        Contract(inputs=("input",), input_size=(640, 640), mean=0.0, std=255.0,
+        Contract(inputs=("input",), output_count=1, input_size=(640, 640), mean=0.0, std=255.0,
                  notes="output squeezed and transposed to N x 20 rows: cx, cy, w, h, score, then 5 x (x, y, conf). "
                        + _DET_NOTE),
         "GPL-3.0", "derronqi", 2022, _FF_FROM + "YOLOv8-face (derronqi/yolov8-face), nano size."),
     _ff("yunet_2023_mar", DETECTOR, "models-3.4.0",
-        Contract(inputs=("input",), input_size=(640, 640), mean=0.0, std=1.0,
+        Contract(inputs=("input",), output_count=12, input_size=(640, 640), mean=0.0, std=1.0,
                  notes="raw 0-255 input; 12 outputs (cls, obj, bbox, kps per stride 8/16/32); score = cls*obj; "
                        "centre = pred*stride + anchor, size = exp(pred)*stride. " + _DET_NOTE),
         "MIT", "OpenCV", 2023, _FF_FROM + "YuNet (OpenCV Zoo), March 2023 release."),
     _ff("2dfan4", LANDMARKER, "models-3.0.0",
-        Contract(inputs=("input",), input_size=(256, 256),
+        Contract(inputs=("input",), output_count=2, input_size=(256, 256),
                  mean=0.0, std=255.0, channels="BGR",
                  notes="crop scaled so the box's longer side is 195 px in a 256x256 crop, de-rotated by the "
                        "face angle; outputs landmarks (1,68,3) and heatmaps (1,68,64,64); coordinates x4, then "
@@ -258,22 +259,22 @@ FACEFUSION_MODELS = (
                                           "similarity transform; output (1,68,2) in the same space."),
         "OpenRAIL-M", "FaceFusion", 2024, _FF_FROM + "FaceFusion's own 5-to-68 landmark model."),
     _ff("arcface_w600k_r50", RECOGNIZER, "models-3.0.0",
-        Contract(inputs=("input",), input_size=(112, 112), channels="RGB",
+        Contract(inputs=("input",), output_count=1, input_size=(112, 112), channels="RGB",
                  mean=127.5, std=127.5, template="arcface_112_v2",
                  notes="output (1,512); keep the raw embedding and its L2-normalised copy."),
         _NC, "InsightFace", 2018, _FF_FROM + "ArcFace ResNet-50 (w600k) by InsightFace."),
     _ff("inswapper_128", SWAPPER, "models-3.0.0",
-        Contract(inputs=("target", "source"), input_size=(128, 128), channels="RGB", mean=0.0, std=255.0,
-                 template="arcface_128",
+        Contract(inputs=("target", "source"), output_count=1, input_size=(128, 128), channels="RGB", mean=0.0,
+                 std=255.0, template="arcface_128",
                  notes="source = raw embedding . emap / ||embedding|| where emap is the graph's last initializer "
                        "(512x512); output 0-1 RGB -> BGR x255."),
         _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace."),
     _ff("inswapper_128_fp16", SWAPPER, "models-3.0.0",
-        Contract(inputs=("target", "source"), input_size=(128, 128), channels="RGB", mean=0.0, std=255.0,
-                 template="arcface_128", notes="half-precision copy of inswapper_128; same contract."),
+        Contract(inputs=("target", "source"), output_count=1, input_size=(128, 128), channels="RGB", mean=0.0,
+                 std=255.0, template="arcface_128", notes="half-precision copy of inswapper_128; same contract."),
         _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace, converted to fp16."),
     _ff("hyperswap_1a_256", SWAPPER, "models-3.3.0",
-        Contract(inputs=("source", "target"), input_size=(256, 256),
+        Contract(inputs=("source", "target"), outputs=("mask",), output_count=2, input_size=(256, 256),
                  channels="RGB", mean=127.5, std=127.5, template="arcface_128",
                  notes="source = L2-normalised embedding (1,512); target (1,3,256,256); besides the face it outputs a mask."),
         "ResearchRAIL", "FaceFusion", 2025, _FF_FROM + "HyperSwap 1A 256 by FaceFusion."),

@@ -53,18 +53,27 @@ class FileHashes:
 
 def hash_file(path: str | os.PathLike, sha256: bool = False, crc32: bool = False) -> FileHashes:
     """Read a file once and return its content digest, plus SHA-256 and/or crc32 when asked."""
+    with open(path, "rb") as handle:
+        return _hash_chunks(iter(lambda: handle.read(_CHUNK), b""), sha256, crc32)
+
+
+def hash_bytes(data: bytes, sha256: bool = False, crc32: bool = False) -> FileHashes:
+    """`hash_file` for bytes already in memory."""
+    return _hash_chunks([data], sha256, crc32)
+
+
+def _hash_chunks(chunks, sha256: bool, crc32: bool) -> FileHashes:
     xxh = xxhash.xxh3_128()
     sha = hashlib.sha256() if sha256 else None
     crc = 0
     size = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            size += len(chunk)
-            xxh.update(chunk)
-            if sha is not None:
-                sha.update(chunk)
-            if crc32:
-                crc = zlib.crc32(chunk, crc)
+    for chunk in chunks:
+        size += len(chunk)
+        xxh.update(chunk)
+        if sha is not None:
+            sha.update(chunk)
+        if crc32:
+            crc = zlib.crc32(chunk, crc)
     return FileHashes(size, xxh.hexdigest(), sha.hexdigest() if sha else "",
                       format(crc & 0xFFFFFFFF, "08x") if crc32 else "")
 

@@ -3,9 +3,11 @@
 It holds two things:
 - `imports`: folders registered in place with `facecache models import` (FaceFusion's
   `.assets/models`), searched after the models folder itself;
-- `checked`: for each model file that passed its hash check, its size, mtime_ns, which
-  check it passed and its content digest. A file whose size and mtime are unchanged is
-  trusted without hashing it again; any change means a full check.
+- `checked`: for each model file that was checked, its size, mtime_ns, which check it passed
+  and its content digest, or `refused` and why (a file in an imported folder that is not the
+  model its name claims). A file whose size and mtime are unchanged is trusted (or refused)
+  without hashing it again; any change means a full check. The digest is checked again
+  against the bytes loaded whenever a session is created (`ModelStore.session`).
 
 The file is JSON written by write-then-rename. Losing it costs only re-hashing and the
 import registrations (a damaged file is set aside with a warning that says how to redo them).
@@ -23,6 +25,7 @@ from facecache.models.files import set_aside, write_atomic
 
 REGISTRY_NAME = "registry.json"
 _VERSION = 1
+REFUSED = "refused"
 log = logging.getLogger(__name__)
 
 
@@ -30,8 +33,13 @@ log = logging.getLogger(__name__)
 class CheckedFile:
     size: int
     mtime_ns: int
-    digest: str  # XXH3-128 of the file
-    check: str  # "sha256", "crc32" (FaceFusion sidecar) or "none" (no reference to check against)
+    digest: str  # XXH3-128 of the file ("" when refused)
+    check: str  # "sha256", "crc32" (FaceFusion sidecar), "none" (no reference to check against) or "refused"
+    reason: str = ""  # why a file was refused
+
+    @property
+    def refused(self) -> bool:
+        return self.check == REFUSED
 
     def matches(self, st: os.stat_result) -> bool:
         return self.size == st.st_size and self.mtime_ns == st.st_mtime_ns
@@ -68,8 +76,9 @@ class Registry:
             for key, value in checked.items():
                 if (isinstance(value, dict) and isinstance(value.get("size"), int)
                         and isinstance(value.get("mtime_ns"), int) and isinstance(value.get("digest"), str)
-                        and value.get("check") in ("sha256", "crc32", "none")):
-                    self.checked[key] = CheckedFile(value["size"], value["mtime_ns"], value["digest"], value["check"])
+                        and value.get("check") in ("sha256", "crc32", "none", REFUSED)):
+                    self.checked[key] = CheckedFile(value["size"], value["mtime_ns"], value["digest"], value["check"],
+                                                    str(value.get("reason", "")))
         except ValueError as exc:
             try:
                 where = f"was renamed to {set_aside(self.path).name}"

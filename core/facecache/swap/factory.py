@@ -51,17 +51,16 @@ def build_swapper(name: str, sources: SourceSet, models: ModelStore, sessions: S
     if not sources.has_embeddings:
         raise FaceCacheError(f"the {name} swapper needs the source's identity embedding: install a recognizer "
                              "with `facecache models install arcface_w600k_r50`, or use --swapper classic")
-    digest = models.digest(name)  # ModelMissing names the install command
+    model = models.model(name)  # ModelMissing names the install command
 
     def build():
         from facecache.swap.embedding import load_emap
         from facecache.swap.hyperswap import HyperswapSwapper
         from facecache.swap.inswapper import InswapperSwapper
 
-        path = models.path(name)
-        session = sessions.session(path)
-        adapter = (InswapperSwapper(session, load_emap(path), model=name) if name.startswith("inswapper")
-                   else HyperswapSwapper(session, model=name))
+        session = models.session(sessions, model)  # bytes with the digest the namespace is named after
+        adapter = (InswapperSwapper(session, load_emap(model.paths["model"]), model=name)
+                   if name.startswith("inswapper") else HyperswapSwapper(session, model=name))
         return lambda frame, face: adapter.swap(frame, face, sources.embedding)
 
-    return BoundSwapper(name, {"swapper": name}, {name: digest}, build)
+    return BoundSwapper(name, {"swapper": name}, {name: model.digest}, build)
