@@ -21,7 +21,7 @@ import numpy as np
 from facecache.analysis.results import Detection
 from facecache.samples import sample_image
 from facecache.swap.classic import ClassicSwapper
-from facecache.swap.composite import CompositeParams, overlay, overlay_patch
+from facecache.swap.composite import CompositeParams, overlay, overlay_patches
 
 # Key points measured on the samples with the engine's MTCNN detector.
 HOPPER_KPS = [[224.19, 193.06], [309.00, 188.91], [271.36, 238.44], [233.10, 278.49], [304.90, 274.17]]
@@ -82,7 +82,7 @@ def main() -> None:
         ys, xs = np.nonzero(layer[..., 3])
         cases[f"1080p BGR frame ({name})"] = base
         cases[f"1080p BGRA overlay ({name}; face box {xs.max() - xs.min() + 1}x{ys.max() - ys.min() + 1})"] = layer
-        x, y, patch = overlay_patch(base, [result], CompositeParams())
+        ((x, y, patch),) = overlay_patches(base, [result], CompositeParams())
         cases[f"BGRA patch only ({name}; {patch.shape[1]}x{patch.shape[0]} at {x},{y})"] = patch
     print(f"opencv {cv2.__version__}, numpy {np.__version__}, median of {args.repeat}")
     for case, image in cases.items():

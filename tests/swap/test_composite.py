@@ -4,7 +4,7 @@ import cv2
 import numpy as np
 import pytest
 
-from facecache.swap.composite import CompositeParams, crop_mask, overlay, overlay_patch, paste_back
+from facecache.swap.composite import CompositeParams, crop_mask, overlay, overlay_patches, paste_back
 from facecache.swap.result import SwapResult
 
 S = 128
@@ -85,13 +85,32 @@ def test_overlay_laid_over_the_frame_gives_paste_back(noise_frame):
 
 def test_overlay_patch_is_the_overlay_cut_to_the_faces(noise_frame):
     results = [flat_result(MATRICES["upright"])]
-    x, y, patch = overlay_patch(noise_frame, results, CompositeParams())
+    ((x, y, patch),) = overlay_patches(noise_frame, results, CompositeParams())
     full = overlay(noise_frame, results, CompositeParams())
     assert np.array_equal(full[y:y + patch.shape[0], x:x + patch.shape[1]], patch)
     rest = full.copy()
     rest[y:y + patch.shape[0], x:x + patch.shape[1]] = 0
     assert not rest.any()
     assert 190 <= x <= 200 and 90 <= y <= 100 and patch.shape[0] <= 270 and patch.shape[1] <= 270
+
+
+def test_separate_faces_give_separate_patches_and_overlapping_ones_one(noise_frame):
+    left, right = flat_result(similarity(0.8, 0, -10, -60)), flat_result(similarity(0.8, 0, -420, -200))
+    overlapping = flat_result(similarity(0.8, 10, -360, -180), colour=(250, 10, 10))
+    params = CompositeParams(mask_blur=0.4, opacity=0.9)
+    patches = overlay_patches(noise_frame, [left, right], params)
+    assert len(patches) == 2  # 160 x 160 px each, 400 px apart: nothing between them is encoded
+    assert sum(p.shape[0] * p.shape[1] for _, _, p in patches) < 0.3 * noise_frame.shape[0] * noise_frame.shape[1]
+    assert len(overlay_patches(noise_frame, [left, right, overlapping], params)) == 2
+    for results in ([left, right], [left, right, overlapping], [overlapping, right, left]):
+        full = overlay(noise_frame, results, params)
+        out = paste_back(noise_frame, results, params)
+        a = full[..., 3:].astype(np.float64) / 255
+        assert np.abs(np.rint(noise_frame * (1 - a) + full[..., :3] * a) - out).max() <= 2
+        covered = np.zeros(noise_frame.shape[:2], int)
+        for x, y, patch in overlay_patches(noise_frame, results, params):
+            covered[y:y + patch.shape[0], x:x + patch.shape[1]] += 1
+        assert covered.max() == 1 and not full[covered == 0].any()  # patches never overlap
 
 
 def test_later_faces_are_laid_over_earlier_ones(noise_frame):
@@ -104,7 +123,7 @@ def test_later_faces_are_laid_over_earlier_ones(noise_frame):
 def test_opacity_and_padding(noise_frame):
     result = flat_result(MATRICES["upright"])
     assert np.array_equal(paste_back(noise_frame, [result], CompositeParams(opacity=0.0)), noise_frame)
-    assert overlay_patch(noise_frame, [result], CompositeParams(opacity=0.0)) is None
+    assert overlay_patches(noise_frame, [result], CompositeParams(opacity=0.0)) == []
     half = paste_back(noise_frame, [result], CompositeParams(opacity=0.5))
     centre = np.rint((noise_frame[228, 328].astype(float) + COLOUR) / 2)
     assert np.abs(half[228, 328] - centre).max() <= 1

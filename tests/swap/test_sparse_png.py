@@ -22,14 +22,26 @@ def test_decodes_to_the_full_overlay(width, height, x, y, ph, pw):
     patch = np.random.default_rng(width).integers(0, 256, (ph, pw, 4), dtype=np.uint8)
     encoder = SparseOverlayEncoder()
     for _ in range(2):  # the second time the empty-row runs come from the encoder's cache
-        image = decode(encoder.encode(width, height, (x, y, patch)))
+        image = decode(encoder.encode(width, height, [(x, y, patch)]))
         full = np.zeros((height, width, 4), np.uint8)
         full[y:y + ph, x:x + pw] = patch
         assert np.array_equal(image, full)  # cv2 decodes to BGRA, as the patch is given
 
 
 def test_no_face_is_a_transparent_picture_and_bad_patches_are_refused():
-    image = decode(SparseOverlayEncoder().encode(64, 32, None))
+    image = decode(SparseOverlayEncoder().encode(64, 32, []))
     assert image.shape == (32, 64, 4) and image.max() == 0
     with pytest.raises(ValueError, match="outside the frame"):
-        SparseOverlayEncoder().encode(64, 32, (60, 0, np.zeros((4, 8, 4), np.uint8)))
+        SparseOverlayEncoder().encode(64, 32, [(60, 0, np.zeros((4, 8, 4), np.uint8))])
+
+
+def test_several_patches_side_by_side_and_stacked():
+    rng = np.random.default_rng(7)
+    places = [(10, 5, 30, 40), (200, 20, 50, 30), (100, 100, 20, 20), (300, 90, 60, 25), (0, 190, 10, 400)]
+    patches = [(x, y, rng.integers(0, 256, (h, w, 4), dtype=np.uint8)) for x, y, h, w in places]
+    full = np.zeros((200, 400, 4), np.uint8)
+    for x, y, patch in patches:
+        full[y:y + patch.shape[0], x:x + patch.shape[1]] = patch
+    encoder = SparseOverlayEncoder()
+    assert np.array_equal(decode(encoder.encode(400, 200, patches)), full)
+    assert np.array_equal(decode(encoder.encode(400, 200, patches[::-1])), full)  # any order

@@ -39,7 +39,7 @@ from facecache.models.files import remove_leftover_temp_files, write_atomic
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
-from facecache.swap.composite import CompositeParams, overlay_patch, paste_back
+from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
 from facecache.swap.factory import BoundSwapper
 from facecache.swap.sparse_png import SparseOverlayEncoder
 from facecache.swap.sources import SourceSet
@@ -219,7 +219,7 @@ class SwapJob:
             if encoder is None:  # one per thread: it caches compressed empty rows
                 encoder = self._encoders.encoder = SparseOverlayEncoder()
             height, width = frame.shape[:2]
-            data = encoder.encode(width, height, overlay_patch(frame, results, self.composite))
+            data = encoder.encode(width, height, overlay_patches(frame, results, self.composite))
         write_atomic(path, stamp_png(data, key))
 
     def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> None:

@@ -13,11 +13,11 @@ Composite (cheap, parameterised, never runs a model):
 
     paste_back(frame, results, CompositeParams()) -> frame
     overlay(frame, results, params) -> (H, W, 4) BGRA, alpha 0 outside the faces
-    SparseOverlayEncoder().encode(width, height, overlay_patch(frame, results, params)) -> PNG bytes
+    SparseOverlayEncoder().encode(width, height, overlay_patches(frame, results, params)) -> PNG bytes
 """
 
 from facecache.swap.classic import ClassicSettings, ClassicSource, ClassicSwapper
-from facecache.swap.composite import CompositeParams, crop_mask, overlay, overlay_patch, paste_back
+from facecache.swap.composite import CompositeParams, crop_mask, overlay, overlay_patches, paste_back
 from facecache.swap.embedding import average_embedding, inswapper_source, load_emap, normalised_source
 from facecache.swap.errors import SwapInputError
 from facecache.swap.hyperswap import HyperswapSwapper
@@ -30,5 +30,5 @@ __all__ = [
     "ClassicSettings", "ClassicSource", "ClassicSwapper", "CompositeParams", "HyperswapSwapper",
     "InswapperSwapper", "SwapInputError", "SwapResult", "SwapResultError", "average_embedding",
     "SparseOverlayEncoder", "box_mask", "combine_masks", "crop_mask", "inswapper_source", "load_emap",
-    "normalised_source", "overlay", "overlay_patch", "paste_back",
+    "normalised_source", "overlay", "overlay_patches", "paste_back",
 ]

@@ -67,23 +67,24 @@ class CompositeParams:
         }
 
 
-def crop_mask(result: SwapResult, params: CompositeParams) -> np.ndarray:
-    """The result's blend mask in crop pixels: box mask and swapper mask combined by minimum."""
-    return combine_masks([box_mask(result.size, params.mask_blur, params.mask_padding), result.mask])
+def crop_mask(result: SwapResult, params: CompositeParams, box: np.ndarray | None = None) -> np.ndarray:
+    """The result's blend mask in crop pixels: box mask (``box`` when already made for this
+    size and params) and swapper mask combined by minimum."""
+    if box is None:
+        box = box_mask(result.size, params.mask_blur, params.mask_padding)
+    return combine_masks([box, result.mask])
 
 
 def paste_back(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeParams = CompositeParams()) -> np.ndarray:
     """A new frame with every swapped face blended in; pixels outside all masks are ``frame``'s exactly."""
     frame = check_bgr_frame(frame)
     output = frame.copy()
-    layer = _render(frame, results, params)
-    if layer is None:
-        return output
-    x, y, colour, alpha = layer
-    height, width = alpha.shape
-    region = frame[y:y + height, x:x + width]
-    blended = np.rint(region * (1.0 - alpha)[..., None] + colour)
-    output[y:y + height, x:x + width] = np.where((alpha > 0)[..., None], np.clip(blended, 0, 255), region).astype(np.uint8)
+    for x, y, colour, alpha in _render(frame, results, params):
+        height, width = alpha.shape
+        region = frame[y:y + height, x:x + width]
+        blended = np.rint(region * (1.0 - alpha)[..., None] + colour)
+        output[y:y + height, x:x + width] = np.where((alpha > 0)[..., None], np.clip(blended, 0, 255),
+                                                     region).astype(np.uint8)
     return output
 
 
@@ -94,69 +95,118 @@ def overlay(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeP
     """
     frame = check_bgr_frame(frame)
     layer = np.zeros((*frame.shape[:2], 4), dtype=np.uint8)
-    patch = overlay_patch(frame, results, params)
-    if patch is not None:
-        x, y, bgra = patch
+    for x, y, bgra in overlay_patches(frame, results, params):
         layer[y:y + bgra.shape[0], x:x + bgra.shape[1]] = bgra
     return layer
 
 
-def overlay_patch(frame: np.ndarray, results: Sequence[SwapResult],
-                  params: CompositeParams = CompositeParams()) -> tuple[int, int, np.ndarray] | None:
-    """``(x, y, bgra)``: the smallest part of ``overlay`` holding every face, placed at
-    column ``x``, row ``y`` of the frame; None when no face shows (all masks 0)."""
+def overlay_patches(frame: np.ndarray, results: Sequence[SwapResult],
+                    params: CompositeParams = CompositeParams()) -> list[tuple[int, int, np.ndarray]]:
+    """``overlay`` as the parts that hold faces: ``(x, y, bgra)`` placed at column ``x``, row
+    ``y`` of the frame, one per group of overlapping faces; the patches do not overlap, and
+    ``overlay`` is zero outside them. Empty when no face shows (all masks 0). Six faces spread
+    over a frame cover a tenth of it: only that is converted and encoded."""
     frame = check_bgr_frame(frame)
-    layer = _render(frame, results, params)
-    if layer is None:
-        return None
-    x, y, colour, alpha = layer
-    alpha8 = np.rint(alpha * 255.0).astype(np.uint8)
-    shown = alpha8 > 0
-    straight = np.divide(colour, alpha[..., None], out=np.zeros_like(colour), where=shown[..., None])
-    bgra = np.zeros((*alpha.shape, 4), dtype=np.uint8)
-    bgra[..., :3] = np.where(shown[..., None], np.clip(np.rint(straight), 0, 255), 0).astype(np.uint8)
-    bgra[..., 3] = alpha8
-    return x, y, bgra
+    patches = []
+    for group in _groups(frame, results, params):
+        if len(group) == 1:  # a face alone: its straight colour is the warped crop itself
+            face, m, (x, y, _, _) = _warped(frame, *group[0], params)
+            alpha8 = np.rint(m * np.float32(255.0)).astype(np.uint8)
+            colour = np.where((alpha8 > 0)[..., None], face, np.uint8(0))
+        else:
+            x, y, premultiplied, alpha = _render_group(frame, group, params)
+            alpha8 = np.rint(alpha * np.float32(255.0)).astype(np.uint8)
+            shown = (alpha8 > 0)[..., None]
+            colour = np.divide(premultiplied, alpha[..., None], out=np.zeros_like(premultiplied), where=shown)
+            np.rint(colour, out=colour)
+            np.clip(colour, 0, 255, out=colour)  # 0 where nothing shows (the division's default)
+        bgra = np.empty((*alpha8.shape, 4), dtype=np.uint8)
+        bgra[..., :3] = colour
+        bgra[..., 3] = alpha8
+        patches.append((x, y, bgra))
+    return patches
 
 
 def _render(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeParams):
-    """(x, y, premultiplied colour (h, w, 3) float32, alpha (h, w) float32) over the union of
-    the faces' regions, or None when nothing shows."""
+    """[(x, y, premultiplied colour (h, w, 3) float32, alpha (h, w) float32)], one per group of
+    faces whose regions overlap; empty when nothing shows."""
+    return [_render_group(frame, group, params) for group in _groups(frame, results, params)]
+
+
+def _groups(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeParams) -> list[list]:
+    """The faces that show, as (result, blend mask, frame box) grouped by overlapping boxes
+    (faces of one group combine in list order)."""
     height, width = frame.shape[:2]
+    box_masks: dict[int, np.ndarray] = {}  # one per crop size: the same for every face
     pieces = []
     for result in results:
         if not isinstance(result, SwapResult):
             raise TypeError(f"paste_back takes SwapResult objects, got {type(result).__name__}")
-        mask = crop_mask(result, params) * np.float32(params.opacity)
+        if result.size not in box_masks:
+            box_masks[result.size] = box_mask(result.size, params.mask_blur, params.mask_padding)
+        mask = crop_mask(result, params, box_masks[result.size]) * np.float32(params.opacity)
         box = _frame_region(result.matrix, mask, width, height)
         if box is not None:
             pieces.append((result, mask, box))
-    if not pieces:
-        return None
+    return _overlapping_groups(pieces)
+
+
+def _overlapping_groups(pieces: list) -> list[list]:
+    """The pieces split into groups whose boxes overlap, directly or through others (list order
+    kept inside each group)."""
+    parent = list(range(len(pieces)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(len(pieces)):
+        for j in range(i):
+            if _overlap(pieces[i][2], pieces[j][2]):
+                parent[root(i)] = root(j)
+    groups: dict[int, list] = {}
+    for i, piece in enumerate(pieces):
+        groups.setdefault(root(i), []).append(piece)
+    return list(groups.values())
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _render_group(frame: np.ndarray, pieces: list, params: CompositeParams):
     x0 = min(box[0] for _, _, box in pieces)
     y0 = min(box[1] for _, _, box in pieces)
     x1 = max(box[2] for _, _, box in pieces)
     y1 = max(box[3] for _, _, box in pieces)
     colour = np.zeros((y1 - y0, x1 - x0, 3), dtype=np.float32)
     alpha = np.zeros((y1 - y0, x1 - x0), dtype=np.float32)
-    for result, mask, (bx0, by0, bx1, by1) in pieces:
-        crop = result.crop
-        if params.color_match > 0.0:
-            reference = warp(frame, result.matrix, result.size)
-            crop = match_color(crop, reference, mask, params.color_match)
-        size = (bx1 - bx0, by1 - by0)
-        # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
-        to_crop = result.matrix.astype(np.float64).copy()
-        to_crop[:, 2] += to_crop[:, :2] @ np.array([bx0, by0], dtype=np.float64)
-        flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
-        face = cv2.warpAffine(crop, to_crop, size, flags=flags, borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
-        m = cv2.warpAffine(mask, to_crop, size, flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
-        m = np.clip(m, 0.0, 1.0)
+    for piece in pieces:
+        face, m, (bx0, by0, bx1, by1) = _warped(frame, *piece, params)
         ys, xs = slice(by0 - y0, by1 - y0), slice(bx0 - x0, bx1 - x0)
         keep = 1.0 - m
-        colour[ys, xs] = colour[ys, xs] * keep[..., None] + face * m[..., None]
+        colour[ys, xs] = colour[ys, xs] * keep[..., None] + face.astype(np.float32) * m[..., None]
         alpha[ys, xs] = alpha[ys, xs] * keep + m
     return x0, y0, colour, alpha
+
+
+def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[int, int, int, int],
+            params: CompositeParams) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int, int]]:
+    """The face (uint8 BGR) and its blend mask (float32 0..1) warped onto the frame box."""
+    crop = result.crop
+    if params.color_match > 0.0:
+        reference = warp(frame, result.matrix, result.size)
+        crop = match_color(crop, reference, mask, params.color_match)
+    bx0, by0, bx1, by1 = box
+    # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
+    to_crop = result.matrix.astype(np.float64).copy()
+    to_crop[:, 2] += to_crop[:, :2] @ np.array([bx0, by0], dtype=np.float64)
+    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    size = (bx1 - bx0, by1 - by0)
+    face = cv2.warpAffine(crop, to_crop, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
+    m = cv2.warpAffine(mask, to_crop, size, flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    return face, np.clip(m, 0.0, 1.0), box
 
 
 def _frame_region(matrix: np.ndarray, mask: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:
