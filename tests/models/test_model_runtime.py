@@ -153,7 +153,7 @@ def test_changed_file_gets_a_new_session(model_files):
 
 
 def test_bad_setting_and_missing_file_are_clear(tmp_path):
-    with pytest.raises(FaceCacheError, match="auto, tensorrt, cuda, cpu"):
+    with pytest.raises(FaceCacheError, match="auto, cpu, cuda, tensorrt"):
         SessionFactory("gpu", ort=FakeOrt())
     with pytest.raises(FaceCacheError, match="does not exist"):
         SessionFactory("cpu", ort=FakeOrt()).session(tmp_path / "nope.onnx")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from facecache import choices
 from facecache.analysis.analyzer import ModelSet
 from facecache.analysis.arcface import ArcFaceRecognizer
 from facecache.analysis.fan68 import Fan68Landmarker
@@ -19,9 +20,9 @@ from facecache.errors import FaceCacheError
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import InstalledModel, ModelStore
 
-DETECTORS = ("mtcnn", "scrfd_2.5g", "retinaface_10g", "yoloface_8n")
-LANDMARKERS = ("2dfan4",)
-RECOGNIZERS = ("arcface_w600k_r50",)
+DETECTORS = choices.names(choices.DETECTORS)
+LANDMARKERS = choices.models(choices.LANDMARKERS)  # "auto" picks the first installed one
+RECOGNIZERS = choices.models(choices.RECOGNIZERS)
 
 
 @dataclass(frozen=True)

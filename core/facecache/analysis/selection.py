@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from facecache import choices
 from facecache.errors import FaceCacheError
 from facecache.fingerprint import bytes_digest
 from facecache.store.records import Face
 
-MODES = ("one", "many", "reference")
-DEFAULT_REFERENCE_THRESHOLD = 0.3
+MODES = choices.names(choices.SELECTORS)
+DEFAULT_REFERENCE_THRESHOLD = choices.REFERENCE_THRESHOLD.default
 
 
 class SelectionError(FaceCacheError):

@@ -47,9 +47,7 @@ from typing import Callable
 import cv2
 import numpy as np
 
-from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
-from facecache.analysis.factory import AnalysisSettings, build_model_set
-from facecache.analysis.selection import Selector
+from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.bench.cache_timer import READ, WRITE, CacheTimer, instrument
 from facecache.bench.profile_summary import profile, top_functions
 from facecache.bench.timing import median_ms
@@ -59,12 +57,9 @@ from facecache.jobs.swap_job import SwapJob
 from facecache.media.reader import MediaReader
 from facecache.media.sample_clip import write_group_clip
 from facecache.models.runtime import SessionFactory
-from facecache.models.store import ModelStore
+from facecache.pipeline import Parts, Settings, build_pipeline
 from facecache.samples import sample_image
-from facecache.store.cache import FaceCache
 from facecache.swap.composite import CompositeParams
-from facecache.swap.factory import build_swapper
-from facecache.swap.sources import SourceSet
 
 DEFAULT_FRAMES = 66  # 60 in the first range + 6 in the extension: a few minutes on 2 cores
 FULL_HD = (1920, 1080)
@@ -82,26 +77,33 @@ FIRST_PARAMS = CompositeParams()
 TWEAKED_PARAMS = CompositeParams(mask_blur=0.5, opacity=0.9)
 PREVIEW_PARAMS = CompositeParams(mask_blur=0.4, opacity=0.85)
 PROFILED_PARAMS = CompositeParams(mask_blur=0.35, opacity=0.95)
-EVERY_FACE = Selector("many")
 
 
 @dataclass
-class Pipeline:
-    """What every run shares: the clip, the output folder, the cache folder and the models
-    (sessions are kept between runs, as the add-on's long-lived engine process keeps them)."""
+class Bench:
+    """What every run shares: the clip, the output folder, the cache folder and the warm pipeline
+    parts (models, sessions, analysed source faces are kept between runs, as the add-on's
+    long-lived engine session keeps them); each run gets a fresh cache object and analyzer."""
 
     clip: Path
     out: Path
     cache_root: Path
-    models: ModelStore
-    sessions: SessionFactory
-    model_set: ModelSet
+    models_dir: Path | None
+    providers: str
+    parts: Parts
+
+    def settings(self, source: Path | None = None, composite: CompositeParams = CompositeParams()) -> Settings:
+        return Settings(cache_dir=str(self.cache_root), models_dir=str(self.models_dir) if self.models_dir else None,
+                        providers=self.providers, sources=(str(source),) if source else (), selector="many",
+                        mask_blur=composite.mask_blur, color_match=composite.color_match, opacity=composite.opacity)
+
+    @property
+    def sessions(self) -> SessionFactory:
+        return self.parts.sessions(self.providers)
 
     def job(self, source: Path, composite: CompositeParams) -> tuple[SwapJob, FaceAnalyzer]:
-        analyzer = FaceAnalyzer(FaceCache(self.cache_root), self.model_set)
-        sources = SourceSet.load([source], analyzer)
-        swapper = build_swapper("classic", sources, self.models, self.sessions)
-        return SwapJob(analyzer, swapper, sources, selector=EVERY_FACE, composite=composite), analyzer
+        pipeline = build_pipeline(self.settings(source, composite), self.parts)
+        return pipeline.swap_job(), pipeline.analyzer
 
     def timed_run(self, source: Path, composite: CompositeParams, frames: range) -> dict:
         """One whole run (sources, job, frames), timed and instrumented."""
@@ -186,7 +188,7 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         result.update(_digest_costs(pipeline.clip))
 
         start = time.perf_counter()
-        pipeline.model_set.get("detector")
+        pipeline.parts.model_set(pipeline.settings()).get("detector")
         result["model_load_s"] = round(time.perf_counter() - start, 3)
         first, whole = range(base), range(frames)
         runs = {}
@@ -216,8 +218,9 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
 
 
 def _set_up(work: Path, cache_root: Path, frames: int, faces: int, models_dir: Path | None,
-            samples_dir: Path | None, providers: str, size: tuple[int, int], say) -> tuple[Pipeline, Path, Path]:
-    models = ModelStore(models_dir)
+            samples_dir: Path | None, providers: str, size: tuple[int, int], say) -> tuple[Bench, Path, Path]:
+    parts = Parts()
+    models = parts.model_store(str(models_dir) if models_dir else None)
     say(f"models: default pack (MTCNN) in {models.root}")
     models.install(["default"])
     source_a = sample_image("astronaut", samples_dir)
@@ -226,9 +229,7 @@ def _set_up(work: Path, cache_root: Path, frames: int, faces: int, models_dir: P
     portraits = [sample_image("grace_hopper", samples_dir)] + ([source_a] if faces > 1 else [])
     say(f"clip: {frames} frames at {size[0]}x{size[1]}, {faces} face(s) from {', '.join(p.name for p in portraits)}")
     clip = write_group_clip(portraits, work / "bench_clip.mp4", faces, frames=frames, size=size)
-    sessions = SessionFactory(providers)
-    model_set = build_model_set(models, sessions, AnalysisSettings())
-    return Pipeline(clip, work / "out", cache_root, models, sessions, model_set), source_a, source_b
+    return Bench(clip, work / "out", cache_root, models_dir, providers, parts), source_a, source_b
 
 
 def _digest_costs(clip: Path) -> dict:

@@ -6,13 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
-from facecache.analysis.analyzer import FaceAnalyzer
-from facecache.analysis.factory import AnalysisSettings, build_model_set
-from facecache.cli.common import (add_cache_options, add_command, add_model_options, open_cache,
-                                  parse_frame_range, print_json)
+from facecache.cli.common import add_cache_options, add_command, add_model_options, parse_frame_range, print_json
 from facecache.jobs.run_summary import describe_run
-from facecache.models.runtime import SessionFactory
-from facecache.models.store import ModelStore
+from facecache.pipeline import Settings, build_analyzer
 from facecache.progress import ProgressLine
 from facecache.store.records import Face
 
@@ -31,12 +27,6 @@ def register(commands) -> None:
     parser.set_defaults(run=run_analyze)
 
 
-def analyzer_from_args(args: argparse.Namespace) -> FaceAnalyzer:
-    settings = AnalysisSettings(detector=args.detector, landmarker=args.landmarker, recognizer=args.recognizer)
-    models = build_model_set(ModelStore(args.models_dir), SessionFactory(args.providers), settings)
-    return FaceAnalyzer(open_cache(args), models)
-
-
 def face_json(face: Face) -> dict:
     """One cached face as plain JSON: what the analysis stored for it."""
     def points(array):
@@ -52,7 +42,7 @@ def face_json(face: Face) -> dict:
 
 def run_analyze(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    analyzer = analyzer_from_args(args)
+    analyzer = build_analyzer(Settings.from_args(args))
     per_media = []
     for path in args.media:
         frames = analyzer.analyze_media(path, args.frames, progress=ProgressLine(path.name))

@@ -59,7 +59,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    report = open_cache(args).prune(max_bytes=args.max_size, stale_seconds=args.stale)
+    report = open_cache(args).prune(max_bytes=args.max_bytes, stale_seconds=args.stale)
     if args.json:
         print_json(report.as_dict())
     elif report.busy:

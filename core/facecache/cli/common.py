@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
+from facecache import choices
+from facecache.locations import CACHE_DIR_ENV, MODELS_DIR_ENV, resolve_cache_dir
 from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
 
-CACHE_DIR_ENV = "FACECACHE_DIR"
+# Option names are the pipeline settings' names (`facecache.pipeline.Settings`), so a parsed
+# command line turns into settings field by field.
 
 
 def add_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
@@ -20,29 +22,15 @@ def add_command(commands, name: str, summary: str) -> argparse.ArgumentParser:
 
 def add_cache_options(parser: argparse.ArgumentParser, size_cap: bool = True) -> None:
     """--cache-dir, and --max-size where the command writes to the cache (or prunes it)."""
-    parser.add_argument("--cache-dir", type=Path, default=None,
+    parser.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                         help=f"cache folder (default: ${CACHE_DIR_ENV}, else the per-user cache folder)")
     if size_cap:
-        parser.add_argument("--max-size", type=parse_size, default=DEFAULT_MAX_BYTES,
-                            help="size cap of the cache, e.g. 10G or 500M (default 10G)")
-
-
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "facecache"
-
-
-def resolve_cache_dir(explicit: Path | None) -> Path:
-    """--cache-dir, else $FACECACHE_DIR, else the caller's default."""
-    if explicit is not None:
-        return explicit
-    if os.environ.get(CACHE_DIR_ENV):
-        return Path(os.environ[CACHE_DIR_ENV])
-    return default_cache_dir()
+        parser.add_argument("--max-size", dest="max_bytes", type=parse_size, default=DEFAULT_MAX_BYTES,
+                            metavar="SIZE", help="size cap of the cache, e.g. 10G or 500M (default 10G)")
 
 
 def open_cache(args: argparse.Namespace) -> FaceCache:
-    return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_size", DEFAULT_MAX_BYTES))
+    return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES))
 
 
 _UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
@@ -89,19 +77,27 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TB"
 
 
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    from facecache.models.locations import MODELS_DIR_ENV
-    from facecache.models.runtime import SETTINGS
+def add_choice(parser: argparse.ArgumentParser, option: str, options: tuple[choices.Choice, ...], what: str) -> None:
+    """An option offering `options` (from facecache.choices), its help saying what each does."""
+    dest = option.lstrip("-").replace("-", "_")
+    default = choices.DEFAULTS[dest]
+    parser.add_argument(option, choices=choices.names(options), default=default,
+                        help=f"{what} (default {default}). {choices.help_text(options)}")
 
-    parser.add_argument("--models-dir", type=Path, default=None,
+
+def add_number(parser: argparse.ArgumentParser, number: choices.Number, metavar: str = "F") -> None:
+    kind = int if isinstance(number.default, int) else float
+    parser.add_argument(f"--{number.name.replace('_', '-')}", type=kind, default=number.default, metavar=metavar,
+                        help=f"{number.description} ({number.minimum:g}..{number.maximum:g}, default {number.default:g})")
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models-dir", type=Path, default=None, metavar="DIR",
                         help=f"models folder (default: ${MODELS_DIR_ENV}, else the per-user data folder)")
-    parser.add_argument("--providers", choices=SETTINGS, default="auto",
-                        help="ONNX Runtime execution providers (default: auto = CUDA when available, else CPU)")
-    parser.add_argument("--detector", default="mtcnn",
-                        help="face detector: mtcnn (embedded default), scrfd_2.5g, retinaface_10g, yoloface_8n")
-    parser.add_argument("--landmarker", default="auto", help="68-point landmarker: auto (when installed), none, 2dfan4")
-    parser.add_argument("--recognizer", default="auto",
-                        help="identity recognizer: auto (when installed), none, arcface_w600k_r50")
+    add_choice(parser, "--providers", choices.PROVIDERS, "ONNX Runtime execution providers")
+    add_choice(parser, "--detector", choices.DETECTORS, "face detector")
+    add_choice(parser, "--landmarker", choices.LANDMARKERS, "68-point landmarker")
+    add_choice(parser, "--recognizer", choices.RECOGNIZERS, "identity recognizer")
 
 
 def parse_frame_range(text: str) -> range:

@@ -9,7 +9,7 @@ from pathlib import Path
 from facecache.cli.common import add_command, human_bytes, print_json
 from facecache.errors import EXIT_FOUND_BAD
 from facecache.models.download import Progress
-from facecache.models.locations import MODELS_DIR_ENV
+from facecache.locations import MODELS_DIR_ENV
 from facecache.models.store import ModelStore
 
 

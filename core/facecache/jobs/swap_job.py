@@ -28,6 +28,7 @@ from typing import Callable
 import cv2
 import numpy as np
 
+from facecache import choices
 from facecache.analysis.analyzer import FaceAnalyzer, checked_range, segments
 from facecache.analysis.selection import Selector
 from facecache.fingerprint import bytes_digest
@@ -46,7 +47,7 @@ from facecache.swap.sources import SourceSet
 from facecache.swap.swap_records import SWAP_CODEC, SwapRecord, quantise_mask
 
 SWAP_FORMAT_VERSION = 1
-OUTPUT_FORMS = ("auto", "overlay", "full")
+OUTPUT_FORMS = choices.names(choices.OUTPUT_FORMS)
 
 
 @dataclass

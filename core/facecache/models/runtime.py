@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from facecache import choices
 from facecache.errors import FaceCacheError, ModelChanged
 from facecache.fingerprint import bytes_digest
 
@@ -40,7 +41,7 @@ CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 TENSORRT = "TensorrtExecutionProvider"
 _CHAINS = {"tensorrt": (TENSORRT, CUDA, CPU), "cuda": (CUDA, CPU), "cpu": (CPU,)}
-SETTINGS = ("auto", *_CHAINS)
+SETTINGS = choices.names(choices.PROVIDERS)  # "auto" and the keys of _CHAINS
 
 
 class RuntimeUnavailable(FaceCacheError):

@@ -35,8 +35,8 @@ from facecache.fingerprint import bytes_digest
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
                                       PackagedSource, ReleaseSource, release_url)
 from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
+from facecache.locations import resolve_models_dir
 from facecache.models.files import hash_bytes, hash_file, set_aside, write_atomic
-from facecache.models.locations import resolve_models_dir
 from facecache.models.pypi_fetch import PackageFetcher
 from facecache.models.registry import REFUSED, CheckedFile, Registry
 from facecache.models.validate import contract_problem

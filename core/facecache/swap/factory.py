@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from facecache import choices
 from facecache.errors import FaceCacheError
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
@@ -19,7 +20,7 @@ from facecache.swap.classic import ClassicSwapper
 from facecache.swap.result import SwapResult
 from facecache.swap.sources import SourceSet
 
-SWAPPERS = ("classic", "inswapper_128", "hyperswap_1a_256")
+SWAPPERS = choices.names(choices.SWAPPERS)
 
 
 @dataclass

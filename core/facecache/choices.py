@@ -1,0 +1,106 @@
+"""Every choice a user makes, as data: the one list the CLI, the worker, the Blender add-on, the
+benchmarks and the demo all read, so they cannot drift apart.
+
+Each choice has a name (what settings, the CLI and the cache keys use), a label and a description
+(what the add-on's menus and the CLI's help show). Numeric settings carry their range and default,
+so every caller checks and offers the same values. Nothing here imports more than the standard
+library: the add-on imports it inside Blender's own process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    label: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Number:
+    """A numeric setting: its range (inclusive) and default."""
+
+    name: str
+    label: str
+    description: str
+    minimum: float
+    maximum: float
+    default: float
+
+
+DETECTORS = (
+    Choice("mtcnn", "MTCNN", "The embedded default (installed from the package index); 5 landmarks"),
+    Choice("scrfd_2.5g", "SCRFD 2.5G", "FaceFusion's fast InsightFace detector (non-commercial licence)"),
+    Choice("retinaface_10g", "RetinaFace 10G", "FaceFusion's accurate InsightFace detector (non-commercial licence)"),
+    Choice("yoloface_8n", "YOLOface 8n", "FaceFusion's YOLOv8 face detector (GPL-3.0)"),
+)
+# "auto": the first installed model of the list; "none": switched off.
+LANDMARKERS = (
+    Choice("auto", "Automatic", "A 68-point landmarker when one is installed, else the detector's 5 points"),
+    Choice("none", "None", "The detector's 5 points only"),
+    Choice("2dfan4", "2DFAN4", "FaceFusion's 68-point landmarker (MIT)"),
+)
+RECOGNIZERS = (
+    Choice("auto", "Automatic", "An identity recognizer when one is installed"),
+    Choice("none", "None", "No identity embeddings (the classic swapper and the one/many selectors need none)"),
+    Choice("arcface_w600k_r50", "ArcFace w600k R50", "FaceFusion's identity recognizer (non-commercial licence)"),
+)
+SWAPPERS = (
+    Choice("classic", "Classic", "No model needed: warps the source face onto each target face"),
+    Choice("inswapper_128", "InSwapper 128", "FaceFusion's inswapper_128 (needs a recognizer; non-commercial)"),
+    Choice("inswapper_128_fp16", "InSwapper 128 fp16",
+           "Half-precision inswapper_128 (needs a recognizer; non-commercial)"),
+    Choice("hyperswap_1a_256", "HyperSwap 1a 256", "FaceFusion's hyperswap_1a_256 (needs a recognizer)"),
+)
+SELECTORS = (
+    Choice("one", "One", "The largest face of each frame, or the face nearest a chosen point"),
+    Choice("many", "Many", "Every face of each frame"),
+    Choice("reference", "Reference", "Faces that look like the reference photos (needs a recognizer)"),
+)
+PROVIDERS = (
+    Choice("auto", "Automatic", "CUDA where an NVIDIA driver is present, else the CPU"),
+    Choice("cpu", "CPU", "The processor only"),
+    Choice("cuda", "CUDA", "NVIDIA GPUs"),
+    Choice("tensorrt", "TensorRT", "NVIDIA GPUs; the first run of each model builds an engine (minutes)"),
+)
+OUTPUT_FORMS = (
+    Choice("auto", "Automatic", "Whole pictures for stills, face overlays for videos"),
+    Choice("overlay", "Overlay", "RGBA images holding only the swapped faces, to lay over the original"),
+    Choice("full", "Full", "Whole pictures with the faces swapped"),
+)
+
+# Blend settings: changing them re-runs the composite stage only.
+COMPOSITE = (
+    Number("mask_blur", "Mask Blur", "Fade of the face mask's edges, as a fraction of the face size", 0.0, 1.0, 0.3),
+    Number("color_match", "Color Match", "How far the swapped face's colours move towards the original's",
+           0.0, 1.0, 0.0),
+    Number("opacity", "Opacity", "How much of the swapped face shows", 0.0, 1.0, 1.0),
+)
+REFERENCE_THRESHOLD = Number("reference_threshold", "Reference Threshold",
+                             "Identity distance under which a face counts as the reference person "
+                             "(0 = identical, 1 = opposite)", 0.0, 1.0, 0.3)
+SOURCE_FACE = Number("source_face", "Source Face",
+                     "Which face of each source image: 0 = the largest, 1 = the next, ...", 0, 99, 0)
+
+DEFAULTS = {"detector": "mtcnn", "landmarker": "auto", "recognizer": "auto", "swapper": "classic",
+            "selector": "one", "providers": "auto", "output_form": "auto"}
+
+
+SWITCHES = ("auto", "none")  # the landmarker and recognizer choices that are not a model
+
+
+def names(choices: tuple[Choice, ...]) -> tuple[str, ...]:
+    return tuple(choice.name for choice in choices)
+
+
+def models(choices: tuple[Choice, ...]) -> tuple[str, ...]:
+    """The choices that name a model (not "auto" or "none")."""
+    return tuple(name for name in names(choices) if name not in SWITCHES)
+
+
+def help_text(choices: tuple[Choice, ...]) -> str:
+    """'name (description), ...' for a command-line help line."""
+    return "; ".join(f"{choice.name}: {choice.description}" for choice in choices)

@@ -1,0 +1,259 @@
+"""The one way from settings to a pipeline: the CLI, the worker (and through it the Blender add-on),
+the benchmarks and the demo all build their analyzer, sources, selector, swapper and swap job here.
+
+    settings = Settings.from_dict({"cache_dir": "...", "sources": ["face.png"], "swapper": "classic"})
+    pipeline = build_pipeline(settings)                  # checks models and sources now
+    report = pipeline.swap_job().run(target, out_dir, frames)
+
+`Settings` checks every value against `facecache.choices` (names and ranges), so a bad value is one
+message before any work starts. `Parts` holds what a long-lived process keeps warm between
+pipelines (model stores, ONNX sessions, built models, analysed source sets, bound swappers); a
+one-shot caller simply omits it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from facecache import choices
+from facecache.errors import FaceCacheError
+from facecache.locations import resolve_cache_dir
+from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
+
+
+STAGES = ("detect", "landmark", "embed", "swap")  # model runs are counted by these stages
+
+
+class SettingsError(FaceCacheError):
+    """A setting has an unknown name or a value out of its range."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run depends on besides its targets (media, frames, output folder)."""
+
+    cache_dir: str | None = None  # None: $FACECACHE_DIR, else the per-user cache folder
+    max_bytes: int = DEFAULT_MAX_BYTES
+    models_dir: str | None = None  # None: $FACECACHE_MODELS, else the per-user data folder
+    providers: str = choices.DEFAULTS["providers"]
+    detector: str = choices.DEFAULTS["detector"]
+    landmarker: str = choices.DEFAULTS["landmarker"]
+    recognizer: str = choices.DEFAULTS["recognizer"]
+    swapper: str = choices.DEFAULTS["swapper"]
+    selector: str = choices.DEFAULTS["selector"]
+    sources: tuple[str, ...] = ()
+    source_face: int = int(choices.SOURCE_FACE.default)
+    position: tuple[float, float] | None = None  # for the `one` selector: fractions of width, height
+    references: tuple[str, ...] = ()  # for the `reference` selector
+    reference_threshold: float = choices.REFERENCE_THRESHOLD.default
+    mask_blur: float = choices.COMPOSITE[0].default
+    color_match: float = choices.COMPOSITE[1].default
+    opacity: float = choices.COMPOSITE[2].default
+    output_form: str = choices.DEFAULTS["output_form"]
+
+    def __post_init__(self) -> None:
+        for field, options in (("providers", choices.PROVIDERS), ("detector", choices.DETECTORS),
+                               ("landmarker", choices.LANDMARKERS), ("recognizer", choices.RECOGNIZERS),
+                               ("swapper", choices.SWAPPERS), ("selector", choices.SELECTORS),
+                               ("output_form", choices.OUTPUT_FORMS)):
+            value = getattr(self, field)
+            if value not in choices.names(options):
+                raise SettingsError(f"unknown {field.replace('_', ' ')} {value!r}: choose one of "
+                                    f"{', '.join(choices.names(options))}")
+        for number in (*choices.COMPOSITE, choices.REFERENCE_THRESHOLD, choices.SOURCE_FACE):
+            _check_range(number, getattr(self, number.name))
+        if self.position is not None:
+            if len(self.position) != 2 or not all(0.0 <= float(v) <= 1.0 for v in self.position):
+                raise SettingsError(f"position {self.position!r} must be two fractions 0..1 (x, y), e.g. 0.5,0.4")
+            object.__setattr__(self, "position", (float(self.position[0]), float(self.position[1])))
+        if int(self.max_bytes) < 0:
+            raise SettingsError("the cache size cap cannot be negative")
+        for field in ("sources", "references"):
+            object.__setattr__(self, field, tuple(str(p) for p in getattr(self, field) or () if p))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Settings":
+        """Settings from a JSON object (the worker's requests); unknown keys are an error, so a caller
+        and the engine that disagree about a name fail loudly instead of dropping the setting."""
+        if not isinstance(data, dict):
+            raise SettingsError("settings must be a JSON object")
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SettingsError(f"unknown setting(s) {', '.join(unknown)}: known settings are "
+                                f"{', '.join(sorted(known))}")
+        values = {key: value for key, value in data.items() if value is not None}
+        for key in ("sources", "references"):
+            if isinstance(values.get(key), str):
+                raise SettingsError(f"{key} must be a list of image paths")
+        try:
+            return cls(**values)
+        except (TypeError, ValueError) as exc:
+            raise SettingsError(f"bad settings: {exc}") from None
+
+    @classmethod
+    def from_args(cls, args) -> "Settings":
+        """Settings from a parsed command line whose option names are the settings' names."""
+        values = {field.name: getattr(args, field.name) for field in dataclasses.fields(cls) if hasattr(args, field.name)}
+        for key in ("cache_dir", "models_dir"):
+            if values.get(key) is not None:
+                values[key] = str(values[key])
+        return cls(**{k: v for k, v in values.items() if v is not None})
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def composite(self):
+        from facecache.swap.composite import CompositeParams
+
+        return CompositeParams(mask_blur=self.mask_blur, color_match=self.color_match, opacity=self.opacity)
+
+    def without_composite(self) -> "Settings":
+        """The same settings with default blend values: what a swap's cached crops depend on."""
+        return dataclasses.replace(self, **{number.name: number.default for number in choices.COMPOSITE})
+
+    def key(self) -> str:
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+
+def _check_range(number: choices.Number, value) -> None:
+    try:
+        numeric = float(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{number.name.replace('_', ' ')} must be a number, got {value!r}") from None
+    if not number.minimum <= numeric <= number.maximum:
+        raise SettingsError(f"{number.name.replace('_', ' ')} {value!r} is out of range: use a value between "
+                            f"{number.minimum:g} and {number.maximum:g}")
+
+
+class Parts:
+    """What pipelines of one process share, kept warm between them: model stores, ONNX session
+    factories, model sets (with their loaded models), analysed source sets and bound swappers.
+    Everything is keyed by what it depends on (file digests, stats of the source images), so an
+    installed model or an edited source image gives a new part, never a stale one."""
+
+    def __init__(self) -> None:
+        self._stores: dict = {}
+        self._sessions: dict = {}
+        self._model_sets: dict = {}
+        self._sources: dict = {}
+        self._swappers: dict = {}
+
+    def model_store(self, models_dir: str | None):
+        from facecache.models.store import ModelStore
+
+        if models_dir not in self._stores:
+            self._stores[models_dir] = ModelStore(models_dir)
+        return self._stores[models_dir]
+
+    def sessions(self, providers: str):
+        from facecache.models.runtime import SessionFactory
+
+        if providers not in self._sessions:
+            self._sessions[providers] = SessionFactory(providers)
+        return self._sessions[providers]
+
+    def model_set(self, settings: Settings):
+        from facecache.analysis.factory import AnalysisSettings, build_model_set
+
+        analysis = AnalysisSettings(settings.detector, settings.landmarker, settings.recognizer)
+        fresh = build_model_set(self.model_store(settings.models_dir), self.sessions(settings.providers), analysis)
+        key = (settings.models_dir, settings.providers, json.dumps([fresh.digests, fresh.settings], sort_keys=True))
+        return self._model_sets.setdefault(key, fresh)
+
+    def source_set(self, paths: tuple[str, ...], face_rank: int, analyzer):
+        from facecache.swap.sources import SourceSet
+
+        key = (analyzer.namespace.key, face_rank, tuple((p, *_file_version(p)) for p in paths))
+        if key not in self._sources:
+            self._sources[key] = SourceSet.load([Path(p) for p in paths], analyzer, face_rank)
+        return self._sources[key]
+
+    def swapper(self, settings: Settings, sources):
+        from facecache.swap.factory import build_swapper
+
+        key = (settings.swapper, sources.digest, settings.models_dir, settings.providers)
+        if key not in self._swappers:
+            self._swappers[key] = build_swapper(settings.swapper, sources, self.model_store(settings.models_dir),
+                                                self.sessions(settings.providers))
+        return self._swappers[key]
+
+
+def _file_version(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (None, None)
+    return (st.st_size, st.st_mtime_ns)
+
+
+@dataclass
+class Pipeline:
+    settings: Settings
+    analyzer: object  # FaceAnalyzer
+    sources: object = None  # SourceSet (swap pipelines)
+    selector: object = None  # Selector
+    swapper: object = None  # BoundSwapper
+
+    def swap_job(self):
+        from facecache.jobs.swap_job import SwapJob
+
+        return SwapJob(self.analyzer, self.swapper, self.sources, self.selector, self.settings.composite,
+                       self.settings.output_form)
+
+    def summary(self, report, targets: str) -> dict:
+        """A swap run's figures (the CLI's `--json` keys): frames, written, skipped, faces, model runs by
+        stage; with a warning when no face was swapped in `targets` (names for the message)."""
+        from facecache.jobs.run_summary import no_face_warning
+
+        summary = {**report.as_dict(), "cancelled": report.cancelled,
+                   "inferences": self.analyzer.inferences.as_dict(STAGES),
+                   "analysis_cache": self.analyzer.stats.as_dict()}
+        warning = no_face_warning(summary, targets)
+        if warning:
+            summary["warning"] = warning
+        return summary
+
+
+def open_cache(settings: Settings) -> FaceCache:
+    return FaceCache(resolve_cache_dir(settings.cache_dir), max_bytes=int(settings.max_bytes))
+
+
+def build_analyzer(settings: Settings, parts: Parts | None = None):
+    """The analyzer of these settings (models checked now, loaded when a frame needs them)."""
+    from facecache.analysis.analyzer import FaceAnalyzer
+
+    parts = parts or Parts()
+    return FaceAnalyzer(open_cache(settings), parts.model_set(settings))
+
+
+def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:
+    """Analyzer, source set, selector and swapper for a swap; errors name what to do."""
+    from facecache.analysis.selection import Selector
+
+    parts = parts or Parts()
+    analyzer = build_analyzer(settings, parts)
+    if not settings.sources:
+        raise FaceCacheError("no source face set: give a source face image (--source IMG, or the Face Swap panel)")
+    sources = parts.source_set(settings.sources, settings.source_face, analyzer)
+    selector = Selector(settings.selector, settings.position, _reference_embeddings(settings, analyzer, parts),
+                        settings.reference_threshold)
+    return Pipeline(settings, analyzer, sources, selector, parts.swapper(settings, sources))
+
+
+def _reference_embeddings(settings: Settings, analyzer, parts: Parts) -> tuple:
+    if settings.selector != "reference":
+        return ()
+    if not settings.references:
+        raise FaceCacheError("the reference selector needs at least one reference photo of the person to replace "
+                             "(--reference IMG, or Reference Faces in the panel)")
+    references = parts.source_set(settings.references, 0, analyzer)
+    if not references.has_embeddings:
+        raise FaceCacheError("the reference selector needs face embeddings: install a recognizer with "
+                             "`facecache models install arcface_w600k_r50`, or use the one or many selector")
+    return tuple(face.face.embedding for face in references.faces)
