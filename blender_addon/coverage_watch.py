@@ -32,12 +32,8 @@ TICK_SECONDS = 1.0
 
 
 def _watch_module():
-    """The engine's watch module: vendored beside the add-on (built extension) or importable (checkout)."""
-    try:
-        from .facecache import watch  # stdlib + watchdog only: safe to import in Blender's process
-    except ImportError:
-        from facecache import watch
-    return watch
+    """The engine's watch module (stdlib and the extension's wheels only: safe in Blender's process)."""
+    return engine_client.engine_module("watch")
 
 
 def make_observer(network: bool, poll_seconds: float):

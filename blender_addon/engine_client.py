@@ -9,6 +9,7 @@ message; Blender itself is never at risk.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import queue
@@ -17,6 +18,15 @@ import sys
 import threading
 
 ADDON_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def engine_module(name: str):
+    """A module of the engine imported into Blender's process: the copy vendored beside the add-on
+    (the built extension) or the importable package (a development checkout). Only modules that need
+    nothing beyond the standard library and the extension's wheels belong here (choices, watch)."""
+    if os.path.isdir(os.path.join(ADDON_DIR, "facecache")):
+        return importlib.import_module(f"{__package__}.facecache.{name}")
+    return importlib.import_module(f"facecache.{name}")
 
 
 def python_executable() -> str:

@@ -54,12 +54,11 @@ def friendly(message: str, kind: str = "") -> str:
 
 
 def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None = None):
-    """Start a job; returns the EngineJob (already finished when synchronous). Raises RuntimeError when busy."""
+    """Start a job (`extra`: more fields of the request, e.g. the folder to import); returns the EngineJob
+    (already finished when synchronous). Raises RuntimeError when busy."""
     if running():
         raise RuntimeError("a face swap job is already running: wait for it or press Cancel")
-    settings = engine_settings(scene)
-    settings.update(extra or {})
-    job = engine_client.EngineJob({"kind": kind, "settings": settings, "items": items})
+    job = engine_client.EngineJob({"kind": kind, "settings": engine_settings(scene), "items": items, **(extra or {})})
     props = scene.faceswap
     props.running, props.progress, props.status = True, 0.0, f"{kind}: starting"
     _state.update(job=job, scene=scene.name, on_done=on_done)

@@ -309,12 +309,19 @@ class FACESWAP_OT_refresh_coverage(bpy.types.Operator):
         return {"FINISHED"}
 
 
+# The two lists of face photos: source faces, and reference faces (who to replace).
+FACE_LISTS = [("sources", "Source Faces", "Photos of the face to put in"),
+              ("references", "Reference Faces", "Photos of the person to replace (the Reference selector)")]
+_ACTIVE = {"sources": "source_index", "references": "reference_index"}
+
+
 class FACESWAP_OT_source_add(bpy.types.Operator):
-    """Add a source face image"""
+    """Add a face photo to the list"""
     bl_idname = "faceswap.source_add"
-    bl_label = "Add Source Face"
+    bl_label = "Add Face Image"
     filepath: StringProperty(subtype="FILE_PATH")
     filter_image: bpy.props.BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
+    target: bpy.props.EnumProperty(items=FACE_LISTS, default="sources", options={"SKIP_SAVE"})
 
     def invoke(self, context, event):
         context.window_manager.fileselect_add(self)
@@ -323,23 +330,26 @@ class FACESWAP_OT_source_add(bpy.types.Operator):
     def execute(self, context):
         props = sequencer_scene(context).faceswap
         if not self.filepath or not os.path.isfile(bpy.path.abspath(self.filepath)):
-            self.report({"ERROR"}, "choose an image file of the source face")
+            self.report({"ERROR"}, "choose an image file of the face")
             return {"CANCELLED"}
-        props.sources.add().filepath = self.filepath
-        props.source_index = len(props.sources) - 1
+        faces = getattr(props, self.target)
+        faces.add().filepath = self.filepath
+        setattr(props, _ACTIVE[self.target], len(faces) - 1)
         return {"FINISHED"}
 
 
 class FACESWAP_OT_source_remove(bpy.types.Operator):
-    """Remove the active source face image"""
+    """Remove the active face photo from the list"""
     bl_idname = "faceswap.source_remove"
-    bl_label = "Remove Source Face"
+    bl_label = "Remove Face Image"
+    target: bpy.props.EnumProperty(items=FACE_LISTS, default="sources", options={"SKIP_SAVE"})
 
     def execute(self, context):
         props = sequencer_scene(context).faceswap
-        if 0 <= props.source_index < len(props.sources):
-            props.sources.remove(props.source_index)
-            props.source_index = max(0, props.source_index - 1)
+        faces, active = getattr(props, self.target), getattr(props, _ACTIVE[self.target])
+        if 0 <= active < len(faces):
+            faces.remove(active)
+            setattr(props, _ACTIVE[self.target], max(0, active - 1))
         return {"FINISHED"}
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import EnumProperty, FloatProperty, StringProperty
+from bpy.props import FloatProperty, StringProperty
 
-PROVIDERS = [("auto", "Automatic", "CUDA when available, else CPU"), ("cpu", "CPU", ""),
-             ("cuda", "CUDA", "NVIDIA GPUs"), ("tensorrt", "TensorRT", "NVIDIA GPUs; slow first run per model")]
+from .props import choices, enum_property
+
 
 
 class FaceSwapPreferences(bpy.types.AddonPreferences):
@@ -14,7 +14,7 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
 
     models_dir: StringProperty(name="Models Folder", subtype="DIR_PATH", default="",
                                description="Where face models are installed (empty: the extension's user folder)")
-    execution_provider: EnumProperty(name="Execution Provider", items=PROVIDERS, default="auto")
+    execution_provider: enum_property("Execution Provider", choices.PROVIDERS, "providers")
     cache_dir_override: StringProperty(name="Cache Location", subtype="DIR_PATH", default="",
                                        description="Use this cache folder for every project "
                                                    "(empty: a folder beside each .blend file; the "

@@ -6,17 +6,39 @@ import json
 import os
 
 import bpy
-from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty,
-                       PointerProperty, StringProperty)
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
+                       IntProperty, PointerProperty, StringProperty)
 
 from . import compat
+from .engine_client import engine_module
 from .paths import DEFAULT_CACHE_DIR
 
-SELECTOR_MODES = [("one", "One", "The largest face of each frame"),
-                  ("many", "Many", "Every face of each frame")]
-SWAPPERS = [("classic", "Classic", "No model needed: warps the source face onto each target face"),
-            ("inswapper_128", "InSwapper 128", "FaceFusion's inswapper_128 (import FaceFusion models first)"),
-            ("hyperswap_1a_256", "HyperSwap 1a 256", "FaceFusion's hyperswap_1a_256 (import FaceFusion models first)")]
+choices = engine_module("choices")  # the engine's one list of choices: menus and ranges come from it
+# The add-on always lays RGBA face overlays over the original strip.
+OUTPUT_FORM = "overlay"
+# Options of `facecache swap` that this add-on does not offer, on purpose; every other one is a property
+# (tests/blender/test_blender_settings.py checks that each is reachable).
+CLI_ONLY = {
+    "target": "the media files of the selected movie strips",
+    "out": "the cache's swaps folder (the swapped strips read it)",
+    "frames": "the frames the strips show on the timeline",
+    "output_form": "always face overlays, laid over the original strip",
+    "json": "the command line's output format (the add-on keeps each job's summary in last_report)",
+}
+
+
+def enum_items(options) -> list[tuple[str, str, str]]:
+    return [(choice.name, choice.label, choice.description) for choice in options]
+
+
+def enum_property(name: str, options, setting: str, **extra):
+    return EnumProperty(name=name, items=enum_items(options), default=choices.DEFAULTS[setting], **extra)
+
+
+def number_property(number, **extra):
+    kind = IntProperty if isinstance(number.default, int) else FloatProperty
+    return kind(name=number.label, description=number.description, min=number.minimum, max=number.maximum,
+                default=number.default, **extra)
 
 
 PATH_OPTIONS = compat.blend_relative_path_options()
@@ -56,11 +78,23 @@ class FaceSwapStrip(bpy.types.PropertyGroup):
 class FaceSwapSettings(bpy.types.PropertyGroup):
     sources: CollectionProperty(type=FaceSwapSource)
     source_index: IntProperty(name="Active Source", default=0)
-    selector: EnumProperty(name="Faces", items=SELECTOR_MODES, default="one")
-    swapper: EnumProperty(name="Swapper", items=SWAPPERS, default="classic")
-    mask_blur: FloatProperty(name="Mask Blur", min=0.0, max=1.0, default=0.3)
-    color_match: FloatProperty(name="Color Match", min=0.0, max=1.0, default=0.0)
-    opacity: FloatProperty(name="Opacity", min=0.0, max=1.0, default=1.0)
+    source_face: number_property(choices.SOURCE_FACE)
+    selector: enum_property("Faces", choices.SELECTORS, "selector")
+    use_position: BoolProperty(name="Face Nearest a Point", default=False,
+                               description="Swap the face nearest a point of the picture instead of the largest")
+    position: FloatVectorProperty(name="Point", size=2, min=0.0, max=1.0, default=(0.5, 0.5), subtype="XYZ",
+                                  description="The point, as fractions of the picture's width and height "
+                                              "(0, 0 = top left)")
+    references: CollectionProperty(type=FaceSwapSource)
+    reference_index: IntProperty(name="Active Reference", default=0)
+    reference_threshold: number_property(choices.REFERENCE_THRESHOLD)
+    swapper: enum_property("Swapper", choices.SWAPPERS, "swapper")
+    detector: enum_property("Detector", choices.DETECTORS, "detector")
+    landmarker: enum_property("Landmarker", choices.LANDMARKERS, "landmarker")
+    recognizer: enum_property("Recognizer", choices.RECOGNIZERS, "recognizer")
+    mask_blur: number_property(choices.COMPOSITE[0])
+    color_match: number_property(choices.COMPOSITE[1])
+    opacity: number_property(choices.COMPOSITE[2])
     cache_dir: StringProperty(name="Cache", subtype="DIR_PATH", default=DEFAULT_CACHE_DIR, options=PATH_OPTIONS,
                               description="Cache folder (// = beside the .blend file)")
     show_coverage: BoolProperty(name="Coverage Bars", default=True, update=_redraw,
@@ -77,10 +111,19 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
     def source_paths(self) -> list[str]:
         return [bpy.path.abspath(s.filepath) for s in self.sources if s.filepath]
 
+    def reference_paths(self) -> list[str]:
+        return [bpy.path.abspath(s.filepath) for s in self.references if s.filepath]
+
     def engine_settings(self) -> dict:
-        return {"sources": self.source_paths(), "selector": self.selector, "swapper": self.swapper,
-                "composite": {"mask_blur": self.mask_blur, "color_match": self.color_match,
-                              "opacity": self.opacity}}
+        """This scene's part of the engine's settings (`facecache.pipeline.Settings`, by name)."""
+        use_position = self.selector == "one" and self.use_position
+        return {"sources": self.source_paths(), "source_face": self.source_face, "selector": self.selector,
+                "position": [round(v, 6) for v in self.position] if use_position else None,
+                "references": self.reference_paths() if self.selector == "reference" else [],
+                "reference_threshold": round(self.reference_threshold, 6), "swapper": self.swapper,
+                "detector": self.detector, "landmarker": self.landmarker, "recognizer": self.recognizer,
+                **{number.name: round(getattr(self, number.name), 6) for number in choices.COMPOSITE},
+                "output_form": OUTPUT_FORM}
 
     def settings_key(self) -> str:
         return json.dumps(self.engine_settings(), sort_keys=True)

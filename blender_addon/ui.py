@@ -32,18 +32,18 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         layout = self.layout
         props = sequencer_scene(context).faceswap
         layout.label(text="Source Faces")
-        row = layout.row()
-        row.template_list("FACESWAP_UL_sources", "", props, "sources", props, "source_index", rows=2)
-        col = row.column(align=True)
-        col.operator("faceswap.source_add", icon="ADD", text="")
-        col.operator("faceswap.source_remove", icon="REMOVE", text="")
-        if 0 <= props.source_index < len(props.sources):
-            source = props.sources[props.source_index]
-            layout.prop(source, "filepath", text="")
-            image = _thumbnail(source.filepath)
-            if image is not None and image.preview is not None:
-                layout.template_icon(icon_value=image.preview.icon_id, scale=5.0)
+        _face_list(layout, props, "sources", "source_index")
+        layout.prop(props, "source_face")
         layout.prop(props, "selector")
+        if props.selector == "one":
+            row = layout.row(align=True)
+            row.prop(props, "use_position", text="")
+            sub = row.row(align=True)
+            sub.active = props.use_position
+            sub.prop(props, "position", text="")
+        elif props.selector == "reference":
+            _face_list(layout, props, "references", "reference_index")
+            layout.prop(props, "reference_threshold", slider=True)
         layout.prop(props, "swapper")
         col = layout.column(align=True)
         col.prop(props, "mask_blur", slider=True)
@@ -58,6 +58,21 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
             layout.operator("faceswap.cancel", icon="CANCEL")
         elif props.status:
             layout.label(text=props.status)
+
+
+def _face_list(layout, props, collection: str, active: str) -> None:
+    """A list of face photos with add/remove buttons and the active photo's path and thumbnail."""
+    row = layout.row()
+    row.template_list("FACESWAP_UL_sources", collection, props, collection, props, active, rows=2)
+    col = row.column(align=True)
+    col.operator("faceswap.source_add", icon="ADD", text="").target = collection
+    col.operator("faceswap.source_remove", icon="REMOVE", text="").target = collection
+    faces, index = getattr(props, collection), getattr(props, active)
+    if 0 <= index < len(faces):
+        layout.prop(faces[index], "filepath", text="")
+        image = _thumbnail(faces[index].filepath)
+        if image is not None and image.preview is not None:
+            layout.template_icon(icon_value=image.preview.icon_id, scale=5.0)
 
 
 def _thumbnail(filepath: str):
@@ -92,6 +107,20 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
                          icon="CHECKMARK" if ok else "ERROR")
 
 
+class FACESWAP_PT_models(_Panel, bpy.types.Panel):
+    """Analysis models: changing one gives a new analysis namespace (the frames are analysed again once)."""
+    bl_label = "Analysis Models"
+    bl_parent_id = "FACESWAP_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        props = sequencer_scene(context).faceswap
+        col = self.layout.column()
+        col.prop(props, "detector")
+        col.prop(props, "landmarker")
+        col.prop(props, "recognizer")
+
+
 class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
     bl_label = "Cache"
     bl_parent_id = "FACESWAP_PT_main"
@@ -121,7 +150,7 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
         row.operator("faceswap.cache_clear")
 
 
-classes = (FACESWAP_UL_sources, FACESWAP_PT_main, FACESWAP_PT_strip, FACESWAP_PT_cache)
+classes = (FACESWAP_UL_sources, FACESWAP_PT_main, FACESWAP_PT_strip, FACESWAP_PT_models, FACESWAP_PT_cache)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)
