@@ -120,7 +120,8 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
         return {"sources": self.source_paths(), "source_face": self.source_face, "selector": self.selector,
                 "position": [round(v, 6) for v in self.position] if use_position else None,
                 "references": self.reference_paths() if self.selector == "reference" else [],
-                "reference_threshold": round(self.reference_threshold, 6), "swapper": self.swapper,
+                "reference_threshold": round(self.reference_threshold, 6) if self.selector == "reference" else None,
+                "swapper": self.swapper,
                 "detector": self.detector, "landmarker": self.landmarker, "recognizer": self.recognizer,
                 **{number.name: round(getattr(self, number.name), 6) for number in choices.COMPOSITE},
                 "output_form": OUTPUT_FORM}
