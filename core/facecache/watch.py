@@ -1,9 +1,10 @@
 """Watch a cache folder for packs that appear or disappear (a teammate's run, a pruner).
 
-Local disks get inotify (watchdog's native observer). Network mounts (sshfs, NFS, SMB/CIFS,
-9p, ...) get polling: inotify never sees other clients' writes there. The mount type comes from
-/proc/self/mounts. Polling stats what it watches on every pass, so it watches folders only
-(`ns/`, namespaces, fan-outs, groups): a folder's mtime changes when a pack is added to it or
+Local disks get inotify (watchdog's native observer; FSEvents, ReadDirectoryChangesW elsewhere).
+Network mounts (sshfs, NFS, SMB/CIFS, 9p, AFP, WebDAV, Windows network drives, ...) get polling:
+inotify never sees other clients' writes there. The mount type comes from `psutil.disk_partitions`.
+Polling stats what it watches on every pass, so it watches folders only (`ns/`, namespaces, fan-outs,
+groups): a folder's mtime changes when a pack is added to it or
 removed from it, and pack files themselves are never statted.
 
 The callback is debounced: a burst of writes (temp file, rename, removal of the packs a
@@ -20,13 +21,15 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
+import psutil
+
 log = logging.getLogger("facecache.watch")
 
 # Filesystems where another machine may write: inotify would never see those writes.
 NETWORK_FS_TYPES = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "fuse.sshfs", "sshfs", "afs", "ceph", "fuse.ceph",
     "glusterfs", "fuse.glusterfs", "lustre", "gpfs", "beegfs", "fuse.rclone", "fuse.s3fs", "davfs", "fuse.davfs2",
-    "virtiofs", "fuse.juicefs", "ocfs2", "gfs2",
+    "virtiofs", "fuse.juicefs", "ocfs2", "gfs2", "afpfs", "webdav", "remote",
 })
 DEFAULT_POLL_SECONDS = 1.0
 DEFAULT_DEBOUNCE_SECONDS = 0.3
@@ -37,36 +40,27 @@ DEFAULT_DEBOUNCE_SECONDS = 0.3
 READ_EVENTS = frozenset({"opened", "closed_no_write", "attrib"})
 
 
-def mount_type(path: str | os.PathLike, mounts_file: str = "/proc/self/mounts") -> str | None:
-    """The filesystem type of the mount holding `path` (longest matching mount point), or None
-    when unknown (no /proc, e.g. macOS or Windows)."""
-    target = os.path.realpath(path)
+def mount_type(path: str | os.PathLike, partitions=None) -> str | None:
+    """The filesystem type of the mount holding `path` (the longest matching mount point), from
+    `psutil.disk_partitions` on every platform; None when unknown. A Windows drive that psutil marks
+    "remote" (a mapped network share) reads as "remote"."""
+    target = os.path.normcase(os.path.realpath(path))
     best, best_type = "", None
     try:
-        with open(mounts_file, encoding="utf-8", errors="replace") as handle:
-            lines = handle.readlines()
-    except OSError:
+        partitions = psutil.disk_partitions(all=True) if partitions is None else partitions
+    except (OSError, RuntimeError):
         return None
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        point = _unescape(fields[1])
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
+    for partition in partitions:
+        point = os.path.normcase(partition.mountpoint)
+        inside = target == point or target.startswith(point.rstrip("/\\") + os.sep)
         if inside and len(point) >= len(best):
-            best, best_type = point, fields[2]
+            remote = "remote" in (partition.opts or "").split(",")
+            best, best_type = point, "remote" if remote else partition.fstype
     return best_type
 
 
 def is_network_fs(fs_type: str | None) -> bool:
     return fs_type is not None and (fs_type in NETWORK_FS_TYPES or fs_type.split(".")[-1] in NETWORK_FS_TYPES)
-
-
-def _unescape(field: str) -> str:
-    """Mount points in /proc/self/mounts escape space, tab, newline and backslash as octal."""
-    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        field = field.replace(code, char)
-    return field
 
 
 def folders_only(path: str | None) -> Iterator[os.DirEntry]:

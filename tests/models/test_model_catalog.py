@@ -86,3 +86,16 @@ def test_unknown_name_says_how_to_list():
         DEFAULT_CATALOG.get("nosuch")
     with pytest.raises(TypeError):
         DEFAULT_CATALOG.packs["x"] = ("mtcnn",)  # the catalog is read-only shared data
+
+
+def test_every_catalog_model_is_offered_and_every_offered_model_is_in_the_catalog():
+    """A model the catalog installs has an adapter behind a choice, and a choice names an installable model."""
+    from facecache import choices
+    from facecache.models.catalog import DEFAULT_CATALOG, DETECTOR, LANDMARKER, RECOGNIZER, SWAPPER
+
+    offered = {DETECTOR: choices.models(choices.DETECTORS), LANDMARKER: choices.models(choices.LANDMARKERS),
+               RECOGNIZER: choices.models(choices.RECOGNIZERS),
+               SWAPPER: tuple(n for n in choices.models(choices.SWAPPERS) if n != "classic")}  # classic: no model
+    for kind, names in offered.items():
+        in_catalog = [spec.name for spec in DEFAULT_CATALOG.models if spec.kind == kind]
+        assert sorted(in_catalog) == sorted(names), kind

@@ -59,12 +59,16 @@ def test_mount_types_choose_the_observer(nas, tmp_path):
     assert not any(is_network_fs(t) for t in ("ext4", "xfs", "btrfs", "tmpfs", "overlay", None))
 
 
-def test_mount_type_reads_escaped_mount_points(tmp_path):
-    mounts = tmp_path / "mounts"
-    mounts.write_text("/dev/sda1 / ext4 rw 0 0\nserver:/x /mnt/team\\040share nfs4 rw 0 0\n")
-    assert mount_type("/mnt/team share/cache", str(mounts)) == "nfs4"
-    assert mount_type("/mnt/teamshare", str(mounts)) == "ext4"
-    assert mount_type("/x", str(tmp_path / "missing")) is None
+def test_mount_type_takes_the_longest_mount_point_and_knows_windows_network_drives():
+    from types import SimpleNamespace as Part  # what psutil.disk_partitions lists, on any platform
+
+    partitions = [Part(mountpoint="/", fstype="ext4", opts="rw"),
+                  Part(mountpoint="/mnt/team share", fstype="nfs4", opts="rw"),
+                  Part(mountpoint="/mnt/z", fstype="NTFS", opts="rw,remote")]  # psutil's mark of a network drive
+    assert mount_type("/mnt/team share/cache", partitions) == "nfs4"
+    assert mount_type("/mnt/teamshare", partitions) == "ext4"
+    assert is_network_fs(mount_type("/mnt/z/cache", partitions))
+    assert mount_type("/x", []) is None
 
 
 def test_a_write_through_mount_a_is_seen_by_a_watcher_on_mount_b(share):

@@ -6,9 +6,11 @@ from onnx import helper
 
 from facecache.analysis.align import alignment_matrix
 from facecache.analysis.errors import ModelContractError
+from facecache.errors import ModelCorrupt
+from facecache.models.derived import extract_emap as load_emap
 from facecache.store.records import Face
 from facecache.swap.composite import CompositeParams, overlay, paste_back
-from facecache.swap.embedding import average_embedding, load_emap
+from facecache.swap.embedding import average_embedding
 from facecache.swap.errors import SwapInputError
 from facecache.swap.inswapper import InswapperSwapper
 
@@ -43,25 +45,30 @@ def expected_crop(frame, source_vector, crop_size=128):
     return np.rint(out[:, :, ::-1] * 255), crop, matrix
 
 
-def test_emap_is_the_graphs_last_initializer(standin):
-    emap = load_emap(standin)
+def test_emap_is_the_graphs_last_initializer_read_without_the_onnx_package(standin):
+    emap = load_emap(standin)  # facecache's own reader of the file (the extension ships no onnx package)
     assert emap.shape == (512, 512) and emap.dtype == np.float32
     assert np.array_equal(emap, emap_matrix())
-    assert np.array_equal(load_emap(onnx.load(str(standin))), emap)
+    assert np.array_equal(emap, onnx.numpy_helper.to_array(onnx.load(str(standin)).graph.initializer[-1]))
 
 
 def test_emap_errors_say_what_to_do(tmp_path, standin):
     model = onnx.load(str(standin))
-    del model.graph.initializer[-1]  # now the last initializer is the probe's (1) shape
-    with pytest.raises(ModelContractError, match="512x512"):
-        load_emap(model)
+    del model.graph.initializer[-1]  # now the last initializer is the probe's (512, 1) vector
+    onnx.save(model, str(tmp_path / "no_emap.onnx"))
+    with pytest.raises(ModelCorrupt, match="512x512"):
+        load_emap(tmp_path / "no_emap.onnx")
     junk = tmp_path / "junk.onnx"
     junk.write_bytes(b"not a model")
-    with pytest.raises(ModelContractError, match="reinstall"):
+    with pytest.raises(ModelCorrupt, match="reinstall"):
         load_emap(junk)
-    empty = helper.make_model(helper.make_graph([], "empty", [], []))
-    with pytest.raises(ModelContractError, match="no initializers"):
-        load_emap(empty)
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(standin.read_bytes()[:300_000])
+    with pytest.raises(ModelCorrupt, match="reinstall"):
+        load_emap(truncated)
+    onnx.save(helper.make_model(helper.make_graph([], "empty", [], [])), str(tmp_path / "empty.onnx"))
+    with pytest.raises(ModelCorrupt, match="no initializers"):
+        load_emap(tmp_path / "empty.onnx")
 
 
 def test_feeds_follow_the_contract_and_output_comes_back_as_bgr(standin, target_face, embedding, noise_frame):
@@ -134,3 +141,40 @@ def test_contract_errors(tmp_path, standin, target_face, noise_frame):
     with pytest.raises(SwapInputError, match="zero"):
         swapper.swap(noise_frame, target_face, np.zeros(512, np.float32))
     assert swapper.describe() == {"swapper": "inswapper_128", "template": "arcface_128", "crop_size": 128}
+
+
+def test_import_extracts_the_emap_once_into_a_checked_file_in_the_models_folder(tmp_path, standin, monkeypatch):
+    import shutil
+
+    from facecache.models import derived
+    from facecache.models.store import ModelStore
+
+    facefusion = tmp_path / "facefusion_models"
+    facefusion.mkdir()
+    shutil.copy(standin, facefusion / "inswapper_128.onnx")
+    store = ModelStore(tmp_path / "models")
+    store.import_folder(facefusion)
+    (made,) = (tmp_path / "models" / derived.FOLDER).glob("inswapper_128-*.emap.fcp")
+    assert sorted(p.name for p in facefusion.iterdir()) == ["inswapper_128.onnx"]  # the imported folder untouched
+
+    reads = []
+    monkeypatch.setattr(derived, "last_initializer", lambda path: reads.append(path) or pytest.fail("re-extracted"))
+    assert np.array_equal(ModelStore(tmp_path / "models").derived("inswapper_128", derived.EMAP), emap_matrix())
+    made.write_bytes(made.read_bytes()[:-3] + b"xyz")  # damaged: made again from the model file
+    monkeypatch.undo()
+    assert np.array_equal(ModelStore(tmp_path / "models").derived("inswapper_128", derived.EMAP), emap_matrix())
+    assert derived.read(made, "inswapper_128", store.digest("inswapper_128"), derived.EMAP) is not None
+
+
+def test_the_engine_never_imports_the_onnx_package():
+    """Only the tests build graphs with `onnx`; the extension ships ONNX Runtime alone."""
+    import ast
+    from pathlib import Path
+
+    import facecache
+
+    for path in Path(facecache.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(name == "onnx" or name.startswith("onnx.") for name in names), path

@@ -99,6 +99,7 @@ class ModelSpec:
     provenance: str
     vendor: str = ""
     year: int | None = None
+    derived: tuple[str, ...] = ()  # files made from it once, at install or import (models/derived.py)
 
     def file(self, role: str | None = None) -> ModelFile:
         if role is None:
@@ -215,10 +216,10 @@ MTCNN = ModelSpec(
 
 # --- FaceFusion 3.x models (release folders and licences as FaceFusion's own catalogs state) ----------
 
-def _ff(name, kind, release, contract, licence, vendor, year, provenance) -> ModelSpec:
+def _ff(name, kind, release, contract, licence, vendor, year, provenance, derived=()) -> ModelSpec:
     return ModelSpec(name=name, kind=kind, files=(ModelFile("model", f"{name}.onnx", contract),),
                      source=ReleaseSource(release), licence=licence, vendor=vendor, year=year,
-                     provenance=provenance)
+                     provenance=provenance, derived=derived)
 
 
 _DET_NOTE = ("fit the frame into the detector size keeping aspect ratio, zero-pad bottom/right, no BGR->RGB "
@@ -242,11 +243,6 @@ FACEFUSION_MODELS = (
                  notes="output squeezed and transposed to N x 20 rows: cx, cy, w, h, score, then 5 x (x, y, conf). "
                        + _DET_NOTE),
         "GPL-3.0", "derronqi", 2022, _FF_FROM + "YOLOv8-face (derronqi/yolov8-face), nano size."),
-    _ff("yunet_2023_mar", DETECTOR, "models-3.4.0",
-        Contract(inputs=("input",), output_count=12, input_size=(640, 640), mean=0.0, std=1.0,
-                 notes="raw 0-255 input; 12 outputs (cls, obj, bbox, kps per stride 8/16/32); score = cls*obj; "
-                       "centre = pred*stride + anchor, size = exp(pred)*stride. " + _DET_NOTE),
-        "MIT", "OpenCV", 2023, _FF_FROM + "YuNet (OpenCV Zoo), March 2023 release."),
     _ff("2dfan4", LANDMARKER, "models-3.0.0",
         Contract(inputs=("input",), output_count=2, input_size=(256, 256),
                  mean=0.0, std=255.0, channels="BGR",
@@ -254,10 +250,6 @@ FACEFUSION_MODELS = (
                        "face angle; outputs landmarks (1,68,3) and heatmaps (1,68,64,64); coordinates x4, then "
                        "the inverse crop transform; score = mean of heatmap maxima mapped 0-0.9 -> 0-1."),
         "MIT", "breadbread1984", 2018, _FF_FROM + "2DFAN4 68-point landmarker."),
-    _ff("fan_68_5", LANDMARKER, "models-3.0.0",
-        Contract(inputs=("input",), notes="maps 5 points to 68: input (1,5,2) normalised by the ffhq_512 "
-                                          "similarity transform; output (1,68,2) in the same space."),
-        "OpenRAIL-M", "FaceFusion", 2024, _FF_FROM + "FaceFusion's own 5-to-68 landmark model."),
     _ff("arcface_w600k_r50", RECOGNIZER, "models-3.0.0",
         Contract(inputs=("input",), output_count=1, input_size=(112, 112), channels="RGB",
                  mean=127.5, std=127.5, template="arcface_112_v2",
@@ -268,11 +260,11 @@ FACEFUSION_MODELS = (
                  std=255.0, template="arcface_128",
                  notes="source = raw embedding . emap / ||embedding|| where emap is the graph's last initializer "
                        "(512x512); output 0-1 RGB -> BGR x255."),
-        _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace."),
+        _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace.", derived=("emap",)),
     _ff("inswapper_128_fp16", SWAPPER, "models-3.0.0",
         Contract(inputs=("target", "source"), output_count=1, input_size=(128, 128), channels="RGB", mean=0.0,
                  std=255.0, template="arcface_128", notes="half-precision copy of inswapper_128; same contract."),
-        _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace, converted to fp16."),
+        _NC, "InsightFace", 2023, _FF_FROM + "inswapper_128 by InsightFace, converted to fp16.", derived=("emap",)),
     _ff("hyperswap_1a_256", SWAPPER, "models-3.3.0",
         Contract(inputs=("source", "target"), outputs=("mask",), output_count=2, input_size=(256, 256),
                  channels="RGB", mean=127.5, std=127.5, template="arcface_128",
@@ -284,6 +276,6 @@ DEFAULT_CATALOG = Catalog(
     models=(MTCNN, *FACEFUSION_MODELS),
     packs={
         "default": ("mtcnn",),
-        "facefusion": ("scrfd_2.5g", "2dfan4", "fan_68_5", "arcface_w600k_r50", "inswapper_128"),
+        "facefusion": ("scrfd_2.5g", "2dfan4", "arcface_w600k_r50", "inswapper_128"),
     },
 )

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from facecache.errors import DownloadError, ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused
 from facecache.fingerprint import bytes_digest
+from facecache.models import derived
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
                                       PackagedSource, ReleaseSource, release_url)
 from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
@@ -213,6 +214,25 @@ class ModelStore:
         """Content digest (32 hex digits) of a model's files; computed once per file version."""
         return self.model(name).digest
 
+    def derived(self, name: str, kind: str):
+        """An array derived from a model (e.g. `derived.EMAP`, InSwapper's source projection), read from
+        its file in the models folder; made from the model file first when missing or damaged."""
+        model = self.model(name)
+        path = derived.path_for(self.root, model.spec.name, model.digest, kind)
+        array = derived.read(path, model.spec.name, model.digest, kind)
+        if array is None:
+            array = derived.EXTRACTORS[kind](model.paths[model.spec.file().role])
+            try:
+                derived.write(path, model.spec.name, model.digest, kind, array)
+            except OSError as exc:
+                log.warning("cannot write %s (%s); it will be made from the model file on each use", path,
+                            exc.strerror)
+        return array
+
+    def _make_derived(self, spec: ModelSpec) -> None:
+        for kind in spec.derived:
+            self.derived(spec.name, kind)
+
     def verify(self, name: str) -> InstalledModel:
         """Check every file of a model again, ignoring remembered checks."""
         spec = self.catalog.get(name)
@@ -330,6 +350,7 @@ class ModelStore:
 
     def _install_one(self, spec: ModelSpec, progress: ProgressCallback | None, force: bool) -> InstallResult:
         if not force and self._already_installed(spec):
+            self._make_derived(spec)
             return InstallResult(spec.name, self.model(spec.name).paths, False)
         report = _tagged(progress, spec.name)
         try:
@@ -340,6 +361,7 @@ class ModelStore:
                     self._install_release_file(spec, item, report)
         finally:
             self.registry.save()
+        self._make_derived(spec)
         return InstallResult(spec.name, self.model(spec.name).paths, True)
 
     def _already_installed(self, spec: ModelSpec) -> bool:
@@ -414,8 +436,12 @@ class ModelStore:
                 if not path.is_file():
                     self._refuse(spec, path, "it is not a regular file (a dangling symbolic link or a folder)")
                 record = self._checked(spec, item, path, force=True)
+                self._make_derived(spec)
             except ModelRefused as exc:
                 report.refused[item.name] = exc.reason
+                continue
+            except ModelCorrupt as exc:  # what the model needs cannot be read out of it
+                report.refused[item.name] = str(exc)
                 continue
             except OSError as exc:
                 report.refused[item.name] = f"it cannot be read ({exc.strerror})"

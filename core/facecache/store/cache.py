@@ -308,7 +308,7 @@ class FaceCache:
         try:
             fd = os.open(path.name if dir_fd is not None else path, OPEN_READ, dir_fd=dir_fd)
         except OSError as exc:
-            if exc.errno == getattr(os, "ELOOP", 40):
+            if exc.errno == errno.ELOOP:
                 raise CorruptPack("symlink inside the cache") from None
             raise
         self.io.files_opened += 1

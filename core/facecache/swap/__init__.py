@@ -6,7 +6,7 @@ swapper's own mask, if any.
 
     ClassicSwapper(ClassicSettings()).prepare_source(image, face) -> ClassicSource
     ClassicSwapper(...).swap(frame, target_face, source) -> SwapResult     # no model weights
-    InswapperSwapper(session, load_emap(path)).swap(frame, target_face, embedding) -> SwapResult
+    InswapperSwapper(session, store.derived(name, EMAP)).swap(frame, target_face, embedding) -> SwapResult
     HyperswapSwapper(session).swap(frame, target_face, embedding) -> SwapResult
 
 Composite (cheap, parameterised, never runs a model):
@@ -18,7 +18,7 @@ Composite (cheap, parameterised, never runs a model):
 
 from facecache.swap.classic import ClassicSettings, ClassicSource, ClassicSwapper
 from facecache.swap.composite import CompositeParams, crop_mask, overlay, overlay_patches, paste_back
-from facecache.swap.embedding import average_embedding, inswapper_source, load_emap, normalised_source
+from facecache.swap.embedding import average_embedding, inswapper_source, normalised_source
 from facecache.swap.errors import SwapInputError
 from facecache.swap.hyperswap import HyperswapSwapper
 from facecache.swap.inswapper import InswapperSwapper
@@ -29,6 +29,6 @@ from facecache.swap.sparse_png import SparseOverlayEncoder
 __all__ = [
     "ClassicSettings", "ClassicSource", "ClassicSwapper", "CompositeParams", "HyperswapSwapper",
     "InswapperSwapper", "SwapInputError", "SwapResult", "SwapResultError", "average_embedding",
-    "SparseOverlayEncoder", "box_mask", "combine_masks", "crop_mask", "inswapper_source", "load_emap",
+    "SparseOverlayEncoder", "box_mask", "combine_masks", "crop_mask", "inswapper_source",
     "normalised_source", "overlay", "overlay_patches", "paste_back",
 ]

@@ -1,7 +1,8 @@
 """Source identity vectors for the embedding-driven swappers.
 
 - inswapper: ``raw embedding @ emap / |raw embedding|``, where ``emap`` is the
-  512 x 512 matrix stored as the ONNX graph's last initializer;
+  512 x 512 matrix stored as the ONNX graph's last initializer (extracted once
+  when the model is installed or imported: ``ModelStore.derived(name, EMAP)``);
 - hyperswap: the L2-normalised embedding.
 
 Several source images make one identity by averaging their raw embeddings.
@@ -9,7 +10,6 @@ Several source images make one identity by averaging their raw embeddings.
 
 from __future__ import annotations
 
-import os
 from typing import Iterable
 
 import numpy as np
@@ -57,36 +57,8 @@ def check_emap(emap: np.ndarray) -> np.ndarray:
     if matrix.shape != (EMBEDDING_SIZE, EMBEDDING_SIZE) or not np.all(np.isfinite(matrix)):
         raise ModelContractError(
             f"inswapper: the emap must be a finite {EMBEDDING_SIZE}x{EMBEDDING_SIZE} matrix, got shape {matrix.shape}; "
-            "extract it with load_emap(model file) from an intact inswapper_128 model")
+            "reinstall the inswapper_128 model (its emap is read from the model file)")
     return matrix
-
-
-def load_emap(model) -> np.ndarray:
-    """The emap (float32, 512 x 512) of an inswapper model: its graph's last initializer.
-
-    ``model`` is an ``onnx.ModelProto`` or the path of the ``.onnx`` file.
-    Needs the ``onnx`` package (``pip install onnx``); without it, extract the
-    matrix once elsewhere and pass it to the swapper directly.
-    """
-    try:
-        import onnx
-        from onnx import numpy_helper
-    except ImportError:
-        raise ModelContractError("reading the inswapper emap needs the onnx package: pip install onnx "
-                                 "(or pass the 512x512 emap matrix to InswapperSwapper yourself)") from None
-    if isinstance(model, (str, os.PathLike)):
-        try:
-            model = onnx.load(os.fspath(model), load_external_data=False)
-        except Exception as error:  # onnx raises DecodeError, OSError, ...
-            raise ModelContractError(f"inswapper: cannot read {os.fspath(model)!r} as an ONNX model ({error}); "
-                                     "reinstall the model (facecache models install inswapper_128)") from error
-    initializers = list(model.graph.initializer)
-    if not initializers:
-        raise ModelContractError("inswapper: the ONNX graph has no initializers, so no emap; "
-                                 "the file is not inswapper_128: reinstall the model")
-    emap = numpy_helper.to_array(initializers[-1]).astype(np.float32)
-    check_emap(emap)
-    return emap
 
 
 def _check_size(vector: np.ndarray) -> None:

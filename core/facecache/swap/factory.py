@@ -55,12 +55,12 @@ def build_swapper(name: str, sources: SourceSet, models: ModelStore, sessions: S
     model = models.model(name)  # ModelMissing names the install command
 
     def build():
-        from facecache.swap.embedding import load_emap
+        from facecache.models.derived import EMAP
         from facecache.swap.hyperswap import HyperswapSwapper
         from facecache.swap.inswapper import InswapperSwapper
 
         session = models.session(sessions, model)  # bytes with the digest the namespace is named after
-        adapter = (InswapperSwapper(session, load_emap(model.paths["model"]), model=name)
+        adapter = (InswapperSwapper(session, models.derived(name, EMAP), model=name)
                    if name.startswith("inswapper") else HyperswapSwapper(session, model=name))
         return lambda frame, face: adapter.swap(frame, face, sources.embedding)
 

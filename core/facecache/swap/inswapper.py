@@ -3,7 +3,7 @@
 Contract (FaceFusion 3.x): the target face is aligned to the ``arcface_128``
 template at 128 x 128; input ``target`` (1, 3, 128, 128) RGB ``pixel / 255``;
 input ``source`` (1, 512) = ``raw embedding @ emap / |raw embedding|``, emap
-being the graph's last initializer (see ``embedding.load_emap``). The output
+being the graph's last initializer (see ``models/derived.py``). The output
 (1, 3, 128, 128) is RGB in 0..1. The model has no mask of its own.
 """
 
