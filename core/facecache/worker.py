@@ -1,21 +1,31 @@
 """`python -m facecache.worker`: the engine behind a JSON-lines pipe (the Blender add-on's process boundary).
 
-The caller writes ONE job as a JSON object on a line of stdin; the worker answers with JSON lines on
-stdout and exits:
+Two modes, one protocol:
+- `python -m facecache.worker --serve` (the add-on's engine session, `facecache.serve`): many requests per
+  process, each with an "id" that every answer carries; models, sessions, source faces and preview
+  sessions stay warm between requests; `{"id": N, "kind": "cancel", "target": ID}` cancels a request.
+- `python -m facecache.worker` (one job: `blender -b` scripts, farms, tests): the caller writes ONE job
+  on a line of stdin, the worker answers and exits.
+
+Answers, one JSON object a line on stdout:
 
     {"type": "progress", "done": 3, "total": 24, "label": "clip.mp4"}
-    {"type": "result", "summary": {...}}                  the job's summary (last line on success)
-    {"type": "error", "message": "...", "kind": "ModelMissing"}   (last line on failure; exit code 1)
+    {"type": "result", "summary": {...}}                  the job's summary (its last line on success)
+    {"type": "error", "message": "...", "kind": "ModelMissing"}   (its last line on failure)
 
-A job: {"kind": "analyze" | "swap" | "update" | "coverage" | "install_models" | "import_models" | "cache_…",
+A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
+                | "cache_stats" | "cache_prune" | "cache_clear",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1)
         "models": [names] (install_models), "folder": path (import_models)}
 
-`update` is `swap` over the items the caller gathered from its timeline. Summaries carry the CLI's
-`--json` keys: frames, written, skipped, inferences by stage (detect, landmark, embed, swap), seconds.
-Everything else the worker would print (warnings, logs) goes to stderr, so stdout stays parseable.
-`run_job(job, emit)` is the same thing in-process, for tests and synchronous callers.
+`update` is `swap` over the items the caller gathered from its timeline; `preview` makes the items'
+frames one by one through preview sessions (a blend change recomposites from the cached swap).
+Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,
+landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
+outputs exist ("analysed", "swapped": {media: [frames]}). Everything else the worker would print
+(warnings, logs) goes to stderr, so stdout stays parseable. `run_job(job, emit)` is the same thing
+in-process.
 """
 
 from __future__ import annotations
@@ -30,17 +40,32 @@ from typing import Callable
 
 from facecache.errors import FaceCacheError
 from facecache.jobs.run_summary import describe_run
-from facecache.models.store import ModelStore
-from facecache.pipeline import STAGES, Settings, build_analyzer, build_pipeline, open_cache
+from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache
 
 Emit = Callable[[dict], None]
-KINDS = ("analyze", "swap", "update", "coverage", "install_models", "import_models", "cache_stats", "cache_prune",
-         "cache_clear")
+KINDS = ("analyze", "swap", "update", "preview", "coverage", "install_models", "import_models", "cache_stats",
+         "cache_prune", "cache_clear")
 
 
-def run_job(job: dict, emit: Emit, cancel: "Cancel | None" = None) -> dict:
-    """Run one job, emitting progress messages; returns the summary (raises on failure)."""
-    cancel = cancel or Cancel()
+class Cancelled(FaceCacheError):
+    """The job was cancelled; finished work is kept."""
+
+
+class Engine:
+    """What one worker process keeps between jobs: the warm pipeline parts and the open preview sessions."""
+
+    def __init__(self) -> None:
+        from facecache.jobs.preview import PreviewSessions
+
+        self.parts = Parts()
+        self.previews = PreviewSessions(self.parts)
+
+
+def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine: Engine | None = None) -> dict:
+    """Run one job, emitting progress messages; returns the summary (raises on failure). A swap stops
+    cleanly at the next frame once `cancel` is set, an analysis at the next segment (Cancelled)."""
+    cancel = cancel or threading.Event()
+    engine = engine or Engine()
     kind = job.get("kind")
     if kind not in KINDS:
         raise FaceCacheError(f"unknown job kind {kind!r}: one of {', '.join(KINDS)}")
@@ -48,17 +73,19 @@ def run_job(job: dict, emit: Emit, cancel: "Cancel | None" = None) -> dict:
     items = job.get("items", [])
     start = time.perf_counter()
     if kind == "install_models":
-        summary = _install_models(settings, job.get("models", ["default"]), emit)
+        summary = _install_models(engine, settings, job.get("models", ["default"]), emit)
     elif kind == "import_models":
-        summary = _import_models(settings, job.get("folder"))
+        summary = _import_models(engine, settings, job.get("folder"))
     elif kind.startswith("cache_"):
         summary = _cache_job(kind, settings)
     elif kind == "coverage":
-        summary = _coverage(settings, items)
+        summary = _coverage(engine, settings, items)
     elif kind == "analyze":
-        summary = _analyze(settings, items, emit)
+        summary = _analyze(engine, settings, items, emit, cancel)
+    elif kind == "preview":
+        summary = _preview(engine, settings, items)
     else:
-        summary = _swap(settings, items, emit, cancel)
+        summary = _swap(engine, settings, items, emit, cancel)
     summary["kind"] = kind
     summary["seconds"] = round(time.perf_counter() - start, 3)
     summary["message"] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
@@ -77,27 +104,20 @@ def _progress(emit: Emit, label: str, offset: int, total: int):
     return report
 
 
-class Cancel:
-    """A cancel request (SIGTERM from the add-on's Cancel button). A swap job stops cleanly at the next
-    frame, keeping finished work; other stages (or a second request) stop the process at once."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.graceful = False  # True while a job that honours `event` runs
-
-    def request(self, _signum=None, _frame=None) -> None:
-        if self.event.is_set() or not self.graceful:
-            raise SystemExit(143)
-        self.event.set()
-
-
-def _analyze(settings: Settings, items: list[dict], emit: Emit) -> dict:
-    analyzer = build_analyzer(settings)
+def _analyze(engine: Engine, settings: Settings, items: list[dict], emit: Emit, cancel: threading.Event) -> dict:
+    analyzer = build_analyzer(settings, engine.parts)
     total = sum(len(_range(item)) for item in items)
     done = faces = frames = 0
     for item in items:
         media = Path(item["media"])
-        analysed = analyzer.analyze_media(media, _range(item), progress=_progress(emit, media.name, done, total))
+        report = _progress(emit, media.name, done, total)
+
+        def progress(count, _total=None, report=report) -> None:  # after each segment
+            report(count)
+            if cancel.is_set():
+                raise Cancelled("cancelled; the frames analysed so far are kept in the cache")
+
+        analysed = analyzer.analyze_media(media, _range(item), progress=progress)
         frames += len(analysed)
         faces += sum(len(f.record.faces) for f in analysed)
         done += len(_range(item))
@@ -106,21 +126,40 @@ def _analyze(settings: Settings, items: list[dict], emit: Emit) -> dict:
             "analysis_cache": analyzer.stats.as_dict(), "analysed": _analysed(analyzer, items)}
 
 
-def _swap(settings: Settings, items: list[dict], emit: Emit, cancel: "Cancel") -> dict:
-    pipeline = build_pipeline(settings)
+def _swap(engine: Engine, settings: Settings, items: list[dict], emit: Emit, cancel: threading.Event) -> dict:
+    pipeline = build_pipeline(settings, engine.parts)
     job = pipeline.swap_job()
     total = sum(len(_range(item)) for item in items)
     done = 0
-    cancel.graceful = True
     for item in items:
         media = Path(item["media"])
-        if cancel.event.is_set():
+        if cancel.is_set():
             break
         job.run(media, Path(item["out"]), _range(item), progress=_progress(emit, media.name, done, total),
-                cancel=cancel.event)
+                cancel=cancel)
         done += len(_range(item))
     targets = ", ".join(sorted({Path(item["media"]).name for item in items}))
-    return {**pipeline.summary(job.report, targets), "analysed": _analysed(pipeline.analyzer, items)}
+    return {**pipeline.summary(job.report, targets), "cancelled": cancel.is_set(),
+            "analysed": _analysed(pipeline.analyzer, items), "swapped": _swapped(items)}
+
+
+def _preview(engine: Engine, settings: Settings, items: list[dict]) -> dict:
+    """Each item's frames made (or recomposited) through a warm preview session, one by one."""
+    written = frames = 0
+    runs = dict.fromkeys(STAGES, 0)
+    outputs = []
+    for item in items:
+        session = engine.previews.session(settings, item["media"], item["out"])
+        job = session.job
+        before_written, before_runs = job.report.written, job.analyzer.inferences.as_dict(STAGES)
+        for index in _range(item):
+            outputs.append(str(session.render(index, settings.composite)))
+            frames += 1
+        written += job.report.written - before_written
+        for stage, count in job.analyzer.inferences.as_dict(STAGES).items():
+            runs[stage] += count - before_runs[stage]
+    return {"frames": frames, "written": written, "skipped": frames - written, "inferences": runs,
+            "outputs": outputs}
 
 
 def _analysed(analyzer, items: list[dict]) -> dict:
@@ -133,12 +172,22 @@ def _analysed(analyzer, items: list[dict]) -> dict:
     return {path: sorted(frames) for path, frames in media.items()}
 
 
-def _coverage(settings: Settings, items: list[dict]) -> dict:
-    analyzer = build_analyzer(settings)
+def _swapped(items: list[dict]) -> dict:
+    """{media path: sorted media frames whose output file exists} over the items' ranges."""
+    from facecache.jobs.swap_job import existing_outputs
+
+    media: dict[str, set] = {}
+    for item in items:
+        media.setdefault(str(item["media"]), set()).update(existing_outputs(item["media"], item["out"], _range(item)))
+    return {path: sorted(frames) for path, frames in media.items()}
+
+
+def _coverage(engine: Engine, settings: Settings, items: list[dict]) -> dict:
+    analyzer = build_analyzer(settings, engine.parts)
     analysed = _analysed(analyzer, items)
     return {"frames": sum(len(v) for v in analysed.values()), "written": 0, "skipped": 0,
-            "inferences": analyzer.inferences.as_dict(STAGES),
-            "analysed": analysed, "cache_bytes": analyzer.cache.total_bytes()}
+            "inferences": analyzer.inferences.as_dict(STAGES), "analysed": analysed, "swapped": _swapped(items),
+            "cache_bytes": analyzer.cache.total_bytes()}
 
 
 def _cache_job(kind: str, settings: Settings) -> dict:
@@ -152,52 +201,89 @@ def _cache_job(kind: str, settings: Settings) -> dict:
     return summary
 
 
-def _install_models(settings: Settings, models: list[str], emit: Emit) -> dict:
-    store = ModelStore(settings.models_dir)
+def _install_models(engine: Engine, settings: Settings, models: list[str], emit: Emit) -> dict:
+    store = engine.parts.model_store(settings.models_dir)
     results = store.install(models, progress=lambda *args: emit({"type": "progress", "done": 0, "total": 0,
                                                                   "label": " ".join(str(a) for a in args)}))
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {},
             "models_dir": str(store.root), "installed": [str(getattr(r, "name", r)) for r in results]}
 
 
-def _import_models(settings: Settings, folder: str | None) -> dict:
+def _import_models(engine: Engine, settings: Settings, folder: str | None) -> dict:
     if not folder:
         raise FaceCacheError("no folder given: choose FaceFusion's models folder (or its install folder)")
-    report = ModelStore(settings.models_dir).import_folder(folder)
+    report = engine.parts.model_store(settings.models_dir).import_folder(folder)
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, "import": report.as_dict()}
 
 
-def main(stdin=None, stdout=None) -> int:
+def error_message(exc: BaseException) -> dict:
+    """The protocol's error answer; anything but a FaceCacheError also prints its traceback to stderr."""
+    if not isinstance(exc, FaceCacheError):
+        import traceback
+
+        traceback.print_exception(exc)
+        return {"type": "error", "message": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__}
+    return {"type": "error", "message": str(exc), "kind": type(exc).__name__}
+
+
+class _Terminate:
+    """The one-job mode's SIGTERM: the first asks the job to stop cleanly (a swap keeps finished frames),
+    a second stops the process at once."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+
+    def __call__(self, _signum=None, _frame=None) -> None:
+        if self.cancel.is_set():
+            raise SystemExit(143)
+        self.cancel.set()
+
+
+def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     stdin = stdin or sys.stdin
     real_stdout = stdout or sys.stdout
     saved = sys.stdout
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
+    lock = threading.Lock()
 
     def emit(message: dict) -> None:
-        real_stdout.write(json.dumps(message, default=str) + "\n")
-        real_stdout.flush()
+        with lock:
+            try:
+                real_stdout.write(json.dumps(message, default=str) + "\n")
+                real_stdout.flush()
+            except (BrokenPipeError, ValueError):  # the caller is gone (its end of the pipe closed)
+                pass
 
-    cancel = Cancel()
-    signal_set = False
     try:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, cancel.request)
-            signal_set = True
+        if argv == ["--serve"]:
+            from facecache.serve import Server
+
+            return Server(stdin, emit).serve()
+        if argv:
+            emit({"type": "error", "message": f"unknown arguments {' '.join(argv)}: use --serve or none",
+                  "kind": "UsageError"})
+            return 2
+        return _one_job(stdin, emit)
+    finally:
+        sys.stdout = saved
+
+
+def _one_job(stdin, emit: Emit) -> int:
+    cancel = threading.Event()
+    signal_set = threading.current_thread() is threading.main_thread()
+    if signal_set:
+        signal.signal(signal.SIGTERM, _Terminate(cancel))
+    try:
         job = json.loads(stdin.readline() or "{}")
         emit({"type": "result", "summary": run_job(job, emit, cancel)})
         return 0
-    except FaceCacheError as exc:
-        emit({"type": "error", "message": str(exc), "kind": type(exc).__name__})
-    except Exception as exc:  # noqa: BLE001 - the caller shows the message; the traceback goes to stderr
-        import traceback
-
-        traceback.print_exc()
-        emit({"type": "error", "message": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__})
+    except Exception as exc:  # noqa: BLE001 - the caller shows the message
+        emit(error_message(exc))
+        return 1
     finally:
-        sys.stdout = saved
         if signal_set:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return 1
 
 
 if __name__ == "__main__":

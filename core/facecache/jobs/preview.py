@@ -18,6 +18,7 @@ from facecache.jobs.swap_job import SwapJob, output_name
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.store.frame_store import SEGMENT_FRAMES, group_key
+from facecache.swap.composite import CompositeParams
 
 
 class PreviewSession:
@@ -34,9 +35,12 @@ class PreviewSession:
         self._segment: int | None = None
         self._groups = None
 
-    def render(self, index: int) -> Path:
-        """Make sure the output of media frame `index` exists and is current; returns its path."""
+    def render(self, index: int, composite: CompositeParams | None = None) -> Path:
+        """Make sure the output of media frame `index` exists and is current (with `composite`, the blend
+        settings, when given: a blend change recomposites from the cached swap); returns its path."""
         checked_range(range(index, index + 1), self.reader.info.frame_count, self.target)
+        if composite is not None and composite != self.job.composite:
+            self.job.set_composite(composite)
         analysis, swaps = self._groups_for(index // SEGMENT_FRAMES)
         name = output_name(self.target, index, self.reader.info.is_still)
         key = self.job.output_key(self.media_id, index, self.form)
@@ -72,3 +76,32 @@ class PreviewSession:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class PreviewSessions:
+    """Open preview sessions of one long-lived process, one per (media file, output folder, settings
+    other than the blend), the most recently used first; the oldest is closed beyond `limit`. A blend
+    change reuses its session: the frame is recomposited from the cached swap."""
+
+    def __init__(self, parts, limit: int = 4):
+        self.parts = parts  # facecache.pipeline.Parts
+        self.limit = limit
+        self._sessions: dict[tuple, PreviewSession] = {}
+
+    def session(self, settings, target: str | Path, out_dir: str | Path) -> PreviewSession:
+        from facecache.pipeline import build_pipeline
+
+        key = (str(target), str(out_dir), settings.without_composite().key())
+        session = self._sessions.pop(key, None)
+        if session is None:
+            session = PreviewSession(build_pipeline(settings, self.parts).swap_job(), target, out_dir)
+        self._sessions[key] = session  # now the most recent
+        while len(self._sessions) > self.limit:
+            self._sessions.pop(next(iter(self._sessions))).close()
+        return session
+
+    def close_all(self) -> None:
+        """Write what the sessions collected and close them (a job changed outputs or models)."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.close()

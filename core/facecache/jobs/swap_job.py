@@ -117,6 +117,11 @@ class SwapJob:
         self.claims = ClaimBook(analyzer.cache, claim_ttl)
         self.claim_poll_seconds = claim_poll_seconds
 
+    def set_composite(self, composite: CompositeParams) -> None:
+        """New blend settings for the outputs made from now on (a preview recomposites from the cache)."""
+        self.composite = composite
+        self._composite_key = json.dumps(composite.describe(), sort_keys=True)
+
     def run(self, target: str | Path, out_dir: str | Path, frames: range | None = None,
             progress: Callable[[JobProgress], None] | None = None,
             cancel: threading.Event | None = None) -> SwapReport:
@@ -275,6 +280,17 @@ class _Segment:
 
 def output_name(target: Path, index: int, still: bool) -> str:
     return f"{target.stem}_swapped.png" if still else f"{index:06d}.png"
+
+
+def existing_outputs(target: str | Path, out_dir: str | Path, frames: range) -> list[int]:
+    """The frames of a video target whose output file exists in `out_dir` (one folder listing; the
+    files are not opened, so an output may still be stale)."""
+    try:
+        names = os.listdir(Path(out_dir) / Path(target).stem)
+    except OSError:
+        return []
+    indices = (int(name[:-4]) for name in names if len(name) == 10 and name.endswith(".png") and name[:6].isdigit())
+    return sorted(index for index in indices if index in frames)
 
 
 def _encode_png(image: np.ndarray) -> bytes:
