@@ -72,3 +72,33 @@ def retiming_keys(strip):
 def blend_relative_path_options() -> set:
     """Options for a path property that may hold a `//` path (4.5+ warns unless the property says so)."""
     return {"PATH_SUPPORTS_BLEND_RELATIVE"} if bpy.app.version >= (4, 5, 0) else set()
+
+
+def meta_contents(meta):
+    """The strips directly inside a meta strip (`strips`, or `sequences` before 4.4)."""
+    return top_strips(meta)
+
+
+def animation_curves(scene) -> list:
+    """The F-curves of the scene's action (strip properties are animated there). 4.4 moved them from
+    `action.fcurves` into a channel bag per action slot; 5.0 removed `action.fcurves`."""
+    data = scene.animation_data
+    action = data.action if data is not None else None
+    if action is None:
+        return []
+    if hasattr(action, "fcurves"):
+        return list(action.fcurves)
+    from bpy_extras import anim_utils
+
+    bag = anim_utils.action_get_channelbag_for_slot(action, data.action_slot)
+    return list(bag.fcurves) if bag is not None else []
+
+
+def remove_animation_curve(scene, curve) -> None:
+    data = scene.animation_data
+    if hasattr(data.action, "fcurves"):
+        data.action.fcurves.remove(curve)
+        return
+    from bpy_extras import anim_utils
+
+    anim_utils.action_get_channelbag_for_slot(data.action, data.action_slot).fcurves.remove(curve)

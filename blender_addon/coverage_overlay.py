@@ -52,22 +52,31 @@ def swapped_frames(scene, media: str, max_age: float = 2.0) -> set[int]:
 
 
 def strip_coverage(scene, strip) -> dict:
-    """{"frames": n, "analysed": n, "swapped": n, "analysed_runs": [(t0, t1)], "swapped_runs": [...]}
-    in timeline frames over the strip's visible part."""
+    """{"frames": n, "analysed": n, "swapped": n, "analysed_runs": [(t0, t1)], "swapped_runs": [...]}:
+    media frames the strip shows, and the runs of its timeline frames whose media frame is analysed or
+    swapped."""
     try:
-        used = frame_mapping.used_media_range(strip)
+        shown = frame_mapping.shown_media_frames(strip)
     except frame_mapping.UnsupportedStrip:
         return {"frames": 0, "analysed": 0, "swapped": 0, "analysed_runs": [], "swapped_runs": []}
     media = paths.media_path(strip)
-    analysed = sorted(analysed_frames(media).intersection(used))
-    swapped = sorted(swapped_frames(scene, media).intersection(used))
+    used = set(shown.values())
+    analysed, swapped = analysed_frames(media) & used, swapped_frames(scene, media) & used
 
-    def to_timeline(indices):
-        return [(frame_mapping.timeline_frame(strip, a), frame_mapping.timeline_frame(strip, b))
-                for a, b in timeline.runs(indices)]
+    def to_timeline(done):
+        return list(timeline.runs(sorted(t for t, m in shown.items() if m in done)))
 
     return {"frames": len(used), "analysed": len(analysed), "swapped": len(swapped),
             "analysed_runs": to_timeline(analysed), "swapped_runs": to_timeline(swapped)}
+
+
+def drawn_at(scene, strip):
+    """The strip the user sees for `strip` where they are editing (itself, or the meta strip around
+    it, such as its face swap group), or None when it is not at that level."""
+    level = set(s.as_pointer() for s in timeline.current_level(scene))
+    while strip is not None and strip.as_pointer() not in level:
+        strip = strip.parent_meta()
+    return strip
 
 
 def _draw():
@@ -80,8 +89,11 @@ def _draw():
     shader = gpu.shader.from_builtin("UNIFORM_COLOR")
     gpu.state.blend_set("ALPHA")
     for strip in timeline.movie_strips(scene):
+        shown = drawn_at(scene, strip)
+        if shown is None:
+            continue
         data = strip_coverage(scene, strip)
-        base = strip.channel + 0.04
+        base = shown.channel + 0.04
         for runs, offset, color in ((data["analysed_runs"], 0.0, ANALYSED_COLOR),
                                     (data["swapped_runs"], 0.05, SWAPPED_COLOR)):
             if not runs:

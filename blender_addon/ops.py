@@ -13,29 +13,33 @@ from . import compat, coverage_overlay, frame_mapping, jobs, paths, timeline
 from .compat import sequencer_scene
 
 
-def selected_movies(scene):
-    return [s for s in timeline.movie_strips(scene) if s.select]
+def selected_movies(scene) -> list:
+    """The movie strips the user selected where they are editing (the top level, or the meta strip they
+    opened with Tab); a selected meta strip - a face swap group or the editor's own - stands for every
+    movie strip inside it."""
+    found = []
+    for strip in timeline.current_level(scene):
+        if strip.select:
+            found += [s for s in timeline.movies_in(strip) if s not in found]
+    return found
 
 
-def check_no_meta(scene) -> str | None:
-    """Movie strips inside meta strips are not handled: say so rather than "select a movie strip"."""
-    separate = "separate it (Strip > Meta > Separate, Ctrl Alt G) and select its movie strips"
-    if compat.in_meta_strip(scene.sequence_editor):
-        return f"faces cannot be swapped inside a meta strip yet: leave it (Tab), {separate}"
-    metas = [s.name for s in timeline.top_strips(scene) if s.select and s.type == "META"]
-    if metas:
-        return f"{metas[0]!r} is a meta strip, which Face Swap cannot handle yet: {separate}"
-    return None
+def check_selection(strips, doing: str) -> str | None:
+    return None if strips else f"select one or more movie strips (or meta strips holding them) to {doing}"
 
 
-def check_selection(scene, strips, doing: str) -> str | None:
-    return check_no_meta(scene) or (None if strips else f"select one or more movie strips to {doing}")
-
-
-def check_media(strips) -> str | None:
+def check_files(strips) -> str | None:
     for strip in strips:
         if not os.path.isfile(paths.media_path(strip)):
             return f"the file of strip {strip.name!r} is missing ({paths.media_path(strip)}): relink it first"
+    return None
+
+
+def check_media(strips) -> str | None:
+    problem = check_files(strips)
+    if problem:
+        return problem
+    for strip in strips:
         try:
             frame_mapping.check_supported(strip)
         except frame_mapping.UnsupportedStrip as exc:
@@ -118,10 +122,16 @@ class _FrameRange:
         return {"FINISHED"}
 
 
-def _after_swap(keyed_uids):
+def _after_swap(keyed_uids, synced: dict):
+    """When the job is done: stamp the swapped strips with the settings, reload their frames, and add
+    what the re-sync did to the job's report (strips re-placed, edits not followed)."""
     def done(scene, job):
         if job.result is None:
             return
+        report = scene.faceswap.report()
+        report.update(resynced=synced["created_or_moved"], removed=synced["removed"],
+                      not_followed=synced["not_followed"])
+        scene.faceswap.last_report = json.dumps(report, sort_keys=True)
         key = scene.faceswap.settings_key()
         for strip in timeline.swapped_strips(scene):
             if strip.faceswap.link in keyed_uids:
@@ -154,7 +164,7 @@ class FACESWAP_OT_analyze(_FrameRange, _JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        problem = check_selection(scene, strips, "analyse") or check_media(strips) or self.check_range()
+        problem = check_selection(strips, "analyse") or check_media(strips) or self.check_range()
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
@@ -169,7 +179,7 @@ class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        problem = (check_selection(scene, strips, "swap faces in") or check_sources(scene) or check_media(strips)
+        problem = (check_selection(strips, "swap faces in") or check_sources(scene) or check_media(strips)
                    or self.check_range() or paths.check_location() or paths.check_writable(paths.cache_dir(scene)))
         if problem:
             self.report({"ERROR"}, problem)
@@ -177,9 +187,10 @@ class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
         for strip in strips:
             timeline.mark_original(strip)
         names = {s.name for s in strips}
-        timeline.sync_all(scene, only=names)
+        synced = timeline.sync_all(scene, only=names)
+        report_not_followed(self, synced)
         chosen = [s for s in timeline.originals(scene) if s.name in names]
-        return self.launch_range(scene, "swap", chosen, _after_swap({s.faceswap.uid for s in chosen}))
+        return self.launch_range(scene, "swap", chosen, _after_swap({s.faceswap.uid for s in chosen}, synced))
 
 
 class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
@@ -191,15 +202,16 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
         scene = sequencer_scene(context)
         timeline.adopt_same_media(scene)
         strips = timeline.originals(scene)
-        problem = (check_media(strips) or (check_sources(scene) if strips else None) or self.check_range()
+        problem = (check_files(strips) or (check_sources(scene) if strips else None) or self.check_range()
                    or paths.check_location() or paths.check_writable(paths.cache_dir(scene)))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
-        result = timeline.sync_all(scene)
+        synced = timeline.sync_all(scene)
+        report_not_followed(self, synced)
         if not strips:
             scene.faceswap.last_report = json.dumps({"kind": "update", "frames": 0, "written": 0, "skipped": 0,
-                                                     "inferences": {}, "removed": result["removed"]})
+                                                     "inferences": {}, "removed": synced["removed"]})
             if bpy.app.background:  # blender -b, a render farm: a job that can do nothing is a failed job
                 self.report({"ERROR"}, "nothing to update: this file has no swapped strips (select movie strips, "
                                        "press Swap, save the .blend, then submit it)")
@@ -207,7 +219,14 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
             self.report({"INFO"}, "nothing to update: no swapped strips")
             return {"FINISHED"}
         originals = timeline.originals(scene)
-        return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}))
+        return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}, synced))
+
+
+def report_not_followed(operator, synced: dict) -> None:
+    """One warning per edit a swapped strip does not follow (also shown in the strip's panel)."""
+    for name, problems in synced["not_followed"].items():
+        for problem in problems:
+            operator.report({"WARNING"}, f"{name}: {problem}")
 
 
 class FACESWAP_OT_preview_frame(_JobOperator, bpy.types.Operator):
@@ -230,15 +249,14 @@ def preview_items(scene, frame: int) -> list[dict]:
     """Engine items for the originals under `frame` whose swapped frame file is missing."""
     items = []
     for original in timeline.originals(scene):
-        if not (original.frame_final_start <= frame < original.frame_final_end) or original.mute:
+        if original.mute:
             continue
         try:
-            frame_mapping.check_supported(original)
+            index = frame_mapping.media_frame_at(original, frame)
         except frame_mapping.UnsupportedStrip:
             continue
         media = paths.media_path(original)
-        index = frame_mapping.media_frame(original, frame)
-        if os.path.isfile(media) and not os.path.isfile(os.path.join(paths.output_folder(scene, media),
+        if index is not None and os.path.isfile(media) and not os.path.isfile(os.path.join(paths.output_folder(scene, media),
                                                                      timeline.frame_name(index))):
             items.append({"media": media, "start": index, "stop": index + 1, "out": paths.output_root(scene, media)})
     return items

@@ -7,7 +7,7 @@ import os
 
 import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
-                       IntProperty, PointerProperty, StringProperty)
+                       IntProperty, IntVectorProperty, PointerProperty, StringProperty)
 
 from . import compat
 from .engine_client import engine_module
@@ -70,8 +70,14 @@ class FaceSwapStrip(bpy.types.PropertyGroup):
     """Stored on every strip. Split and duplicate copy it: `uid` is re-minted for copies by Update."""
     uid: StringProperty(name="Identity")
     role: EnumProperty(name="Role", items=[("NONE", "None", ""), ("ORIGINAL", "Original", ""),
-                                           ("SWAPPED", "Swapped", "")], default="NONE")
+                                           ("SWAPPED", "Swapped", ""),
+                                           ("GROUP", "Group", "Meta strip holding an original and its swapped strip")],
+                       default="NONE")
     link: StringProperty(name="Original", description="Identity of the original strip (on a swapped strip)")
+    synced: IntVectorProperty(name="Synced Ranges", size=4,
+                              description="On a group: the original's and the group's frame ranges at the last update")
+    not_followed: StringProperty(name="Not Followed",
+                                 description="Edits of this original its swapped strip does not follow, one a line")
     settings_key: StringProperty(name="Settings Key", description="Settings the swapped frames were made with")
 
 

@@ -1,9 +1,12 @@
 """Originals and their swapped strips: identities, placement, and the media frames a job must cover.
 
-An original is a movie strip the user swapped (role ORIGINAL); its swapped strip is an image strip of
-the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`) one channel
-above, alpha-over, placed on exactly the frames the original shows. Everything here is plain data work
-on the main thread: no engine, no decoding.
+An original is a movie strip the user swapped (role ORIGINAL). Its swapped strip is an image strip of
+the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`), alpha-over,
+one channel above it inside a face swap group (`shot_group`: a meta strip that carries the shot's
+opacity, blend mode, modifiers and transitions). The swapped strip holds one element per timeline
+frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
+strobed and retimed strips line up - and mirrors the original's transform, crop and flip.
+Everything here is plain data work on the main thread: no engine, no decoding.
 """
 
 from __future__ import annotations
@@ -13,9 +16,15 @@ import uuid
 
 import bpy
 
-from . import compat, frame_mapping, paths
+from . import compat, frame_mapping, paths, shot_group, strip_copy
 
 SUFFIX = ".swap"
+# What places the picture, per image: mirrored from the original onto its swapped strip (the two
+# images have the same size, so the same values put them on the same pixels).
+GEOMETRY = (("transform", "offset_x"), ("transform", "offset_y"), ("transform", "scale_x"),
+            ("transform", "scale_y"), ("transform", "rotation"), ("transform", "origin"),
+            ("transform", "filter"), ("crop", "min_x"), ("crop", "max_x"), ("crop", "min_y"),
+            ("crop", "max_y"), (None, "use_flip_x"), (None, "use_flip_y"))
 
 
 def editor(scene):
@@ -31,7 +40,23 @@ def all_strips(scene):
 
 
 def movie_strips(scene):
-    return [s for s in top_strips(scene) if s.type == "MOVIE"]
+    """Movie strips at every level (inside meta strips too)."""
+    return [s for s in all_strips(scene) if s.type == "MOVIE"]
+
+
+def current_level(scene):
+    """The strips where the user is editing: inside the meta strip they opened (Tab), else the top level."""
+    ed = editor(scene)
+    return compat.meta_contents(ed.meta_stack[-1]) if compat.in_meta_strip(ed) else compat.top_strips(ed)
+
+
+def movies_in(strip) -> list:
+    """A movie strip itself; for a meta strip, every movie strip inside it, at any depth."""
+    if strip.type == "MOVIE":
+        return [strip]
+    if strip.type == "META":
+        return [movie for inner in compat.meta_contents(strip) for movie in movies_in(inner)]
+    return []
 
 
 def originals(scene):
@@ -39,7 +64,7 @@ def originals(scene):
 
 
 def swapped_strips(scene):
-    return [s for s in top_strips(scene) if s.type == "IMAGE" and s.faceswap.role == "SWAPPED"]
+    return [s for s in all_strips(scene) if s.type == "IMAGE" and s.faceswap.role == "SWAPPED"]
 
 
 def new_uid() -> str:
@@ -72,22 +97,16 @@ def fix_identities(scene) -> int:
     return fixed
 
 
-def swapped_for(scene) -> dict:
-    """{original uid: swapped strip}; extra swapped strips for one uid are removed."""
-    found = {}
-    for strip in swapped_strips(scene):
-        if strip.faceswap.link in found:
-            top_strips(scene).remove(strip)
-        else:
-            found[strip.faceswap.link] = strip
-    return found
+def overlay_of(original):
+    """The original's swapped strip, in its group."""
+    group = shot_group.group_of(original)
+    return shot_group.pairs_in(group)[0].get(original) if group is not None else None
 
 
 def placement(scene, original) -> dict:
+    """Where the swapped strip goes and what it holds; raises UnsupportedStrip for unreadable timing."""
     media = paths.media_path(original)
-    used = frame_mapping.used_media_range(original)
-    return {"folder": paths.output_folder(scene, media), "range": used,
-            "frame_start": frame_mapping.timeline_frame(original, used.start) if used else original.frame_final_start,
+    return {"folder": paths.output_folder(scene, media), "layout": frame_mapping.layout(original),
             "channel": original.channel + 1}
 
 
@@ -96,28 +115,52 @@ def frame_name(index: int) -> str:
 
 
 def _matches(strip, place) -> bool:
-    used = place["range"]
-    return (os.path.normpath(bpy.path.abspath(strip.directory)) == os.path.normpath(place["folder"])
-            and len(strip.elements) == len(used) and strip.elements[0].filename == frame_name(used.start)
+    layout = place["layout"]
+    return (layout is not None
+            and os.path.normpath(bpy.path.abspath(strip.directory)) == os.path.normpath(place["folder"])
             and strip.frame_offset_start == 0 and strip.frame_offset_end == 0
-            and int(strip.frame_start) == place["frame_start"] and strip.channel == place["channel"])
+            and int(strip.frame_start) == layout.first and strip.channel == place["channel"]
+            and [e.filename for e in strip.elements] == [frame_name(i) for i in layout.media])
 
 
-def sync_swapped(scene, original, existing=None):
-    """Create or refresh the swapped strip of one original; returns it (None for an empty range)."""
-    place = placement(scene, original)
-    used = place["range"]
-    if existing is not None and used and _matches(existing, place):
+def mirror_geometry(scene, original, swapped) -> list[str]:
+    """Give the swapped strip the original's transform, crop and flip, keyframes included. Returns what
+    cannot be mirrored (drivers), with what to do."""
+    problems = []
+    for part, prop in GEOMETRY:
+        source = getattr(original, part) if part else original
+        target = getattr(swapped, part) if part else swapped
+        strip_copy.mirror_property(scene, source, target, prop)
+        if strip_copy.driven(scene, source, prop):
+            label = f"{part}.{prop}" if part else prop
+            problems.append(f"{label} of {original.name!r} is driven by a driver, which the swapped face does "
+                            f"not follow: bake it to keyframes (or remove the driver)")
+    return problems
+
+
+def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
+    """Create or refresh the swapped strip of one original inside its group.
+    Returns (swapped strip or None, problems: edits it does not follow, each with what to do)."""
+    try:
+        place = placement(scene, original)
+    except frame_mapping.UnsupportedStrip as exc:
+        if existing is not None:
+            existing.mute = True  # a face on the wrong frames is worse than none
+        return existing, problems + [str(exc)]
+    layout = place["layout"]
+    if existing is not None and existing.parent_meta() == group and _matches(existing, place):
         existing.mute = original.mute
-        return existing
+        existing.faceswap.link = original.faceswap.uid
+        return existing, problems + mirror_geometry(scene, original, existing)
     settings_key = existing.faceswap.settings_key if existing is not None else ""
     if existing is not None:
-        top_strips(scene).remove(existing)
-    if not used:
-        return None
-    strip = top_strips(scene).new_image(original.name + SUFFIX, os.path.join(place["folder"], frame_name(used.start)),
-                                        place["channel"], place["frame_start"])
-    for index in used[1:]:
+        shot_group.siblings(scene, existing).remove(existing)
+    if layout is None:
+        return None, problems
+    strip = compat.meta_contents(group).new_image(original.name + SUFFIX,
+                                                  os.path.join(place["folder"], frame_name(layout.media[0])),
+                                                  place["channel"], layout.first)
+    for index in layout.media[1:]:
         strip.elements.append(frame_name(index))
     strip.blend_type = "ALPHA_OVER"
     strip.mute = original.mute
@@ -125,31 +168,46 @@ def sync_swapped(scene, original, existing=None):
     strip.faceswap.uid = new_uid()
     strip.faceswap.link = original.faceswap.uid
     strip.faceswap.settings_key = settings_key
-    return strip
+    return strip, problems + mirror_geometry(scene, original, strip)
 
 
 def sync_all(scene, only=None) -> dict:
-    """Re-sync swapped strips with their originals (all, or those in `only`). Removes swapped strips
-    whose original is gone. Returns {"originals": [...], "created_or_moved": n, "removed": n}."""
+    """Re-sync swapped strips with their originals (all, or those in `only`): groups made or refreshed,
+    swapped strips placed; swapped strips and groups whose original is gone are removed. Records on
+    each original what its swapped strip does not follow (`faceswap.not_followed`).
+    Returns {"originals": [...], "created_or_moved": n, "removed": n, "not_followed": {name: [problem]}}."""
     adopt_same_media(scene)
     fix_identities(scene)
-    found = swapped_for(scene)
-    live = {s.faceswap.uid for s in originals(scene)}
-    removed = 0
-    for uid, strip in list(found.items()):
-        if uid not in live:
-            top_strips(scene).remove(strip)
-            del found[uid]
-            removed += 1
     targets = [s for s in originals(scene) if only is None or s.name in only]
-    changed = 0
-    for original in targets:
-        before = found.get(original.faceswap.uid)
+    grouped = [(original, *shot_group.ensure(scene, original)) for original in targets]
+    for group in {g.as_pointer(): g for _, g, _ in grouped}.values():
+        shot_group.fit(group)
+    removed = _remove_strays(scene)
+    changed, not_followed = 0, {}
+    for original, group, problems in grouped:
+        before = overlay_of(original)
         before_uid = before.faceswap.uid if before is not None else None
-        strip = sync_swapped(scene, original, before)
+        strip, problems = sync_swapped(scene, original, before, group, problems)
+        original.faceswap.not_followed = "\n".join(problems)
+        if problems:
+            not_followed[original.name] = problems
         if strip is None or strip.faceswap.uid != before_uid:
             changed += 1
-    return {"originals": targets, "created_or_moved": changed, "removed": removed}
+    return {"originals": targets, "created_or_moved": changed, "removed": removed, "not_followed": not_followed}
+
+
+def _remove_strays(scene) -> int:
+    """Swapped strips of no original (outside a group, or left when their original was deleted or
+    separated) and groups left empty. Returns how many swapped strips went."""
+    loose = [s for s in swapped_strips(scene) if shot_group.group_of(s) is None]
+    for group in shot_group.groups(scene):
+        loose += shot_group.pairs_in(group)[1]
+    for strip in loose:
+        shot_group.siblings(scene, strip).remove(strip)
+    for group in shot_group.groups(scene):
+        if not len(compat.meta_contents(group)):
+            shot_group.siblings(scene, group).remove(group)
+    return len(loose)
 
 
 def work_items(scene, strips, frames: range | None = None) -> list[dict]:
@@ -157,10 +215,14 @@ def work_items(scene, strips, frames: range | None = None) -> list[dict]:
     frames); with `frames` (timeline frames), only the media frames the strips show on those."""
     wanted: dict[str, set] = {}
     for strip in strips:
-        wanted.setdefault(paths.media_path(strip), set()).update(frame_mapping.used_media_range(strip, frames))
+        try:
+            used = frame_mapping.used_media_frames(strip, frames)
+        except frame_mapping.UnsupportedStrip:
+            continue  # reported by the caller (check_media, or the update's not-followed list)
+        wanted.setdefault(paths.media_path(strip), set()).update(used)
     items = []
-    for media, frames in wanted.items():
-        for start, stop in runs(sorted(frames)):
+    for media, used in wanted.items():
+        for start, stop in runs(sorted(used)):
             items.append({"media": media, "start": start, "stop": stop, "out": paths.output_root(scene, media)})
     return items
 
@@ -189,21 +251,41 @@ def swapped_on_disk(scene, media: str) -> set[int]:
 
 
 def is_up_to_date(scene, original) -> bool:
-    swapped = swapped_for_uid(scene, original.faceswap.uid)
-    if swapped is None:
+    """Whether the swapped strip shows the current settings' faces on every frame, placed as the
+    original is now (timing, geometry, and no composite property left to move to the group)."""
+    swapped = overlay_of(original)
+    if swapped is None or original.faceswap.not_followed:
         return False
     try:
         place = placement(scene, original)
     except frame_mapping.UnsupportedStrip:
         return False
-    if not _matches(swapped, place) or swapped.faceswap.settings_key != scene.faceswap.settings_key():
+    if (not _matches(swapped, place) or swapped.faceswap.settings_key != scene.faceswap.settings_key()
+            or not _geometry_matches(original, swapped) or shot_group.has_composite_edits(original)):
         return False
-    return set(place["range"]) <= swapped_on_disk(scene, paths.media_path(original))
+    return set(place["layout"].used) <= swapped_on_disk(scene, paths.media_path(original))
+
+
+def _geometry_matches(original, swapped) -> bool:
+    def values(strip):
+        return [_plain(getattr(getattr(strip, part) if part else strip, prop)) for part, prop in GEOMETRY]
+    return values(original) == values(swapped)
+
+
+def _plain(value):
+    return tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) else value
 
 
 def swapped_for_uid(scene, uid: str):
-    return next((s for s in swapped_strips(scene) if s.faceswap.link == uid), None)
+    original = next((s for s in originals(scene) if s.faceswap.uid == uid), None)
+    return overlay_of(original) if original is not None else None
 
 
-def original_for(scene, swapped):
-    return next((s for s in originals(scene) if s.faceswap.uid == swapped.faceswap.link), None)
+def original_for(scene, strip):
+    """The original of a swapped strip or of a face swap group."""
+    if strip.faceswap.role == shot_group.ROLE:
+        inner = shot_group.originals_in(strip)
+        return inner[0] if inner else None
+    group = shot_group.group_of(strip)
+    pairs = shot_group.pairs_in(group)[0] if group is not None else {}
+    return next((o for o, s in pairs.items() if s == strip), None)

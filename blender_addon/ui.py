@@ -90,11 +90,11 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
         layout = self.layout
         scene = sequencer_scene(context)
         strip = scene.sequence_editor.active_strip if scene.sequence_editor else None
-        if strip is None or strip.type not in {"MOVIE", "IMAGE"}:
+        if strip is None or strip.type not in {"MOVIE", "IMAGE", "META"}:
             layout.label(text="No active movie strip")
             return
-        if strip.type == "IMAGE":
-            strip = timeline.original_for(scene, strip) if strip.faceswap.role == "SWAPPED" else None
+        if strip.type != "MOVIE":
+            strip = timeline.original_for(scene, strip) if strip.faceswap.role in {"SWAPPED", "GROUP"} else None
             if strip is None:
                 layout.label(text="Not a swapped strip")
                 return
@@ -105,6 +105,17 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
             ok = timeline.is_up_to_date(scene, strip)
             layout.label(text="Swapped strip up to date" if ok else "Swapped strip out of date: press Update",
                          icon="CHECKMARK" if ok else "ERROR")
+            draw_not_followed(layout, strip.faceswap.not_followed)
+
+
+def draw_not_followed(layout, text: str) -> None:
+    """Each edit the swapped strip does not follow (recorded by the last Update): what, then what to do."""
+    for line in filter(None, text.split("\n")):
+        what, _, todo = line.partition(": ")
+        box = layout.box()
+        box.label(text=f"Not followed: {what}", icon="ERROR")
+        if todo:
+            box.label(text=todo)
 
 
 class FACESWAP_PT_models(_Panel, bpy.types.Panel):

@@ -127,11 +127,12 @@ def main(argv=None) -> int:
     step("swap (first source)", bpy.ops.faceswap.swap)
     scene.faceswap.sources[0].filepath = str(mirrored)
     step("update (second source)", bpy.ops.faceswap.update)
-    strip.split(int(strip.frame_final_start + strip.frame_final_duration // 2), "SOFT")
+    group = strip.parent_meta()  # the face swap group: what the editor sees and splits at the top level
+    group.split(int(group.frame_final_start + group.frame_final_duration // 2), "SOFT")
     step("split + update", bpy.ops.faceswap.update)
     bpy.ops.wm.save_mainfile()
 
-    swapped = [s for s in compat.top_strips(scene.sequence_editor) if s.faceswap.role == "SWAPPED"]
+    swapped = [s for s in compat.all_strips(scene.sequence_editor) if s.faceswap.role == "SWAPPED"]
     print()
     print(f"extension zip   {archive}  (Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk)")
     print(f"project         {blend}")

@@ -57,7 +57,8 @@ def addon(bpy, addon_zip, models_dir):
         pass
 
     modules = Modules()
-    for name in ("frame_mapping", "timeline", "paths", "jobs", "engine_client", "ops", "coverage_overlay"):
+    for name in ("frame_mapping", "timeline", "paths", "jobs", "engine_client", "ops", "coverage_overlay", "compat",
+                 "shot_group"):
         setattr(modules, name, importlib.import_module(f"{MODULE}.{name}"))
     modules.prefs = bpy.context.preferences.addons[MODULE].preferences
     yield modules

@@ -18,13 +18,23 @@ def swapped_of(addon, scene, original):
     return strip
 
 
+def group_of(addon, original):
+    group = original.parent_meta()
+    assert group is not None and group.faceswap.role == "GROUP", f"{original.name} is not in a face swap group"
+    return group
+
+
 def assert_mirrors(addon, scene, original):
+    """The swapped strip sits one channel above the original in its group, on exactly the frames the
+    group shows of it, one element per frame."""
     swapped = swapped_of(addon, scene, original)
-    assert swapped.type == "IMAGE" and swapped.blend_type == "ALPHA_OVER"
+    group = group_of(addon, original)
+    assert swapped.type == "IMAGE" and swapped.blend_type == "ALPHA_OVER" and swapped.parent_meta() == group
     assert swapped.channel == original.channel + 1
-    assert (swapped.frame_final_start, swapped.frame_final_end) == (original.frame_final_start,
-                                                                    original.frame_final_end)
-    used = addon.frame_mapping.used_media_range(original)
+    shown = (max(original.frame_final_start, group.frame_final_start),
+             min(original.frame_final_end, group.frame_final_end))
+    assert (swapped.frame_final_start, swapped.frame_final_end) == shown
+    used = [int(original.animation_offset_start + t - original.frame_start) for t in range(*shown)]
     assert [e.filename for e in swapped.elements] == [f"{i:06d}.png" for i in used]
     for element in (swapped.elements[0], swapped.elements[-1]):
         assert os.path.isfile(os.path.join(bpy_abspath(swapped.directory), element.filename))
@@ -62,9 +72,11 @@ def test_swap_then_split_trim_move_duplicate_delete(bpy, addon, project, clip):
     assert (same["frames"], same["written"], same["skipped"]) == (24, 0, 24)
     assert same["inferences"] == {"detect": 0, "embed": 0, "landmark": 0, "swap": 0}
 
-    # split: two originals with their own identities, two swapped strips, nothing recomputed
-    right = strip.split(13, "SOFT")
+    # The editor sees the face swap group (a meta strip) where the movie strip was: split, trim, move
+    # and delete act on it. Split: two groups, two originals with their own identities, nothing recomputed.
+    right_group = group_of(addon, strip).split(13, "SOFT")
     left = strip
+    right = next(s for s in addon.compat.meta_contents(right_group) if s.type == "MOVIE")
     split = update(bpy, scene)
     assert (split["frames"], split["written"], split["skipped"]) == (24, 0, 24)
     assert split["inferences"]["detect"] == 0
@@ -74,17 +86,18 @@ def test_swap_then_split_trim_move_duplicate_delete(bpy, addon, project, clip):
     assert len(assert_mirrors(addon, scene, right).elements) == 12
 
     # trim the right part's end by 4 frames
-    right.frame_offset_end += 4
+    right_group.frame_final_end -= 4
     trimmed = update(bpy, scene)
     assert (trimmed["frames"], trimmed["written"], trimmed["skipped"]) == (20, 0, 20)
     assert len(assert_mirrors(addon, scene, right).elements) == 8
 
     # move it later and up two channels
-    right.channel = 4
-    right.frame_start += 40
+    right_group.channel = 4
+    right_group.frame_start += 40
     moved = update(bpy, scene)
     assert (moved["written"], moved["skipped"]) == (0, 20)
-    assert assert_mirrors(addon, scene, right).channel == 5
+    assert_mirrors(addon, scene, right)
+    assert right_group.channel == 4 and right_group.frame_final_start == 53
     assert len(addon.timeline.swapped_strips(scene)) == 2
 
     # duplicate (Blender copies the strip's properties, identity included) at another place
@@ -97,13 +110,22 @@ def test_swap_then_split_trim_move_duplicate_delete(bpy, addon, project, clip):
     assert_mirrors(addon, scene, copy)
     assert len(addon.timeline.swapped_strips(scene)) == 3
 
-    # delete the right original: its swapped strip goes too
+    # delete the right group (the shot): its swapped strip goes with it
     right_swapped_name = swapped_of(addon, scene, right).name
-    top_strips(scene).remove(right)
+    top_strips(scene).remove(right_group)
     deleted = update(bpy, scene)
-    assert right_swapped_name not in top_strips(scene)
+    assert right_swapped_name not in [s.name for s in addon.compat.all_strips(scene.sequence_editor)]
     assert len(addon.timeline.swapped_strips(scene)) == 2
     assert deleted["written"] == 0
+
+    # split the movie strip inside its group (the editor opened it with Tab): one group, two parts,
+    # each with its own swapped strip
+    inner_right = left.split(7, "SOFT")
+    inside = update(bpy, scene)
+    assert (inside["written"], inside["not_followed"]) == (0, {})
+    assert inner_right.parent_meta() == left.parent_meta()
+    assert len(assert_mirrors(addon, scene, left).elements) == 6
+    assert len(assert_mirrors(addon, scene, inner_right).elements) == 6
 
 
 def test_only_new_frames_are_computed(bpy, addon, project, clip):
