@@ -172,7 +172,7 @@ class FACESWAP_OT_analyze(_FrameRange, _JobOperator, bpy.types.Operator):
 
 
 class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
-    """Swap the source face into each selected movie strip: its swapped strip goes one channel above"""
+    """Swap the source face into each selected movie strip (or those in a selected meta strip): each goes into a face swap group with its swapped strip"""
     bl_idname = "faceswap.swap"
     bl_label = "Swap"
 
