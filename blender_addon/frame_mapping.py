@@ -100,23 +100,13 @@ def scene_fps(strip) -> float:
     return render.fps / render.fps_base
 
 
-def _movie_frame_count(path: str) -> int | None:
-    """Frames in a movie file as Blender's own decoder counts them (a movie clip datablock opened
-    and dropped again); None when Blender cannot open it."""
-    try:
-        clip = bpy.data.movieclips.load(path, check_existing=False)
-    except RuntimeError:
-        return None
-    try:
-        return int(clip.frame_duration)
-    finally:
-        bpy.data.movieclips.remove(clip)
-
-
-_frame_counts: dict[tuple[str, int, int], int | None] = {}
+_frame_counts: dict[tuple[str, int, int], int] = {}
 
 
 def movie_frame_count(strip) -> int | None:
+    """Frames in the strip's movie file as Blender's own decoder counts them (a movie clip datablock
+    opened and dropped again, once per file version); None when Blender cannot open it, or may not add
+    a datablock now (while drawing)."""
     path = os.path.abspath(bpy.path.abspath(strip.filepath))
     try:
         stat = os.stat(path)
@@ -124,7 +114,12 @@ def movie_frame_count(strip) -> int | None:
         return None
     key = (path, stat.st_size, stat.st_mtime_ns)
     if key not in _frame_counts:
-        _frame_counts[key] = _movie_frame_count(path)
+        try:
+            clip = bpy.data.movieclips.load(path, check_existing=False)
+        except (RuntimeError, AttributeError):
+            return None
+        _frame_counts[key] = int(clip.frame_duration)
+        bpy.data.movieclips.remove(clip)
     return _frame_counts[key]
 
 
@@ -214,10 +209,6 @@ def check_supported(strip) -> None:
     retiming_keys(strip)
 
 
-def media_frame(strip, timeline_frame: int) -> int:
-    return Timing.of(strip).index(timeline_frame) + int(strip.animation_offset_start)
-
-
 def visible_frames(strip) -> list[int]:
     """The strip's own timeline frames that reach the picture: its trimmed range, narrowed to the frames
     every enclosing meta strip shows of its content (a meta's handles, reversal and strobe)."""
@@ -261,20 +252,26 @@ def layout(strip) -> Layout | None:
     return Layout(first, media, frozenset(media[t - first] for t in visible))
 
 
-def media_frame_at(strip, frame: int) -> int | None:
+def _timings_down_to(strip) -> list:
+    """[(strip or meta, its Timing)] from the outermost meta strip around `strip` down to `strip`."""
+    chain = []
+    while strip is not None:
+        chain.insert(0, (strip, Timing.of(strip)))
+        strip = strip.parent_meta()
+    return chain
+
+
+def media_frame_at(strip, frame: int, chain: list | None = None) -> int | None:
     """The media frame the strip shows at the sequencer's timeline frame `frame` (through the meta
     strips around it), or None when it shows nothing there."""
-    chain, meta = [], strip.parent_meta()
-    while meta is not None:
-        chain.insert(0, meta)
-        meta = meta.parent_meta()
-    for meta in chain:
-        if not meta.frame_final_start <= frame < meta.frame_final_end:
+    chain = chain or _timings_down_to(strip)
+    for outer, timing in chain[:-1]:
+        if not outer.frame_final_start <= frame < outer.frame_final_end:
             return None
-        frame = int(meta.frame_start) + Timing.of(meta).index(frame)
+        frame = int(outer.frame_start) + timing.index(frame)
     if not strip.frame_final_start <= frame < strip.frame_final_end:
         return None
-    return Timing.of(strip).index(frame) + int(strip.animation_offset_start)
+    return chain[-1][1].index(frame) + int(strip.animation_offset_start)
 
 
 def shown_media_frames(strip) -> dict[int, int]:
@@ -290,8 +287,7 @@ def used_media_frames(strip, frames: range | None = None) -> set[int]:
     if frames is None:
         found = layout(strip)
         return set(found.used) if found is not None else set()
-    outermost = strip
-    while outermost.parent_meta() is not None:
-        outermost = outermost.parent_meta()
+    chain = _timings_down_to(strip)
+    outermost = chain[0][0]
     span = range(max(frames.start, outermost.frame_final_start), min(frames.stop, outermost.frame_final_end))
-    return {m for m in (media_frame_at(strip, t) for t in span) if m is not None}
+    return {m for m in (media_frame_at(strip, t, chain) for t in span) if m is not None}
