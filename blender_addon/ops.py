@@ -175,6 +175,7 @@ class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
     """Swap the source face into each selected movie strip (or those in a selected meta strip): each goes into a face swap group with its swapped strip"""
     bl_idname = "faceswap.swap"
     bl_label = "Swap"
+    bl_options = {"REGISTER", "UNDO"}  # it groups strips: one undo step takes the group away again
 
     def execute(self, context):
         scene = sequencer_scene(context)
@@ -197,6 +198,7 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
     """Re-sync every swapped strip with its original after timeline edits; compute only missing frames"""
     bl_idname = "faceswap.update"
     bl_label = "Update"
+    bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
         scene = sequencer_scene(context)

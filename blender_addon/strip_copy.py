@@ -34,8 +34,8 @@ def copy_rna(source, target) -> None:
             _copy_collection(name, value, getattr(target, name))
         elif not prop.is_readonly:
             setattr(target, name, value)
-    if hasattr(target, "update") and type(target).__name__ == "CurveMapping":
-        target.update()
+    if target.bl_rna.identifier == "CurveMapping":
+        target.update()  # recompute the curves' tables from the points just set
 
 
 def _copy_collection(name: str, source, target) -> None:

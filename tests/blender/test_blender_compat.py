@@ -74,3 +74,11 @@ def test_compat_on_this_blender(bpy, addon, project, clip):
     assert adapt.has_sequencer_scene() == (bpy.app.version >= (5, 0, 0))
     adapt.set_sequencer_scene(bpy.context, project)
     assert len(adapt.retiming_keys(strip)) <= 2
+    strip.move_to_meta(meta)
+    assert [s.name for s in adapt.meta_contents(meta)] == [strip.name]
+    assert adapt.animation_curves(project) == []
+    strip.transform.keyframe_insert("offset_x", frame=1)
+    (curve,) = adapt.animation_curves(project)
+    assert curve.data_path == strip.transform.path_from_id("offset_x")
+    adapt.remove_animation_curve(project, curve)
+    assert adapt.animation_curves(project) == []
