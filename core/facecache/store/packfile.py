@@ -38,6 +38,7 @@ MAX_PACK_BYTES = 256 * 1024 * 1024
 MAX_META_BYTES = 16 * 1024 * 1024
 MAX_ARRAYS = 4096
 _NPY_MAX_HEADER = 10_000
+_NPY_PREAMBLE = 12  # magic (6), version (2), header length (2 or 4)
 _ALLOWED_KINDS = "biuf"
 
 
@@ -135,7 +136,7 @@ def _read_arrays(table, region: memoryview) -> dict[str, np.ndarray]:
 
 
 def _read_npy(blob: memoryview) -> np.ndarray:
-    stream = io.BytesIO(blob)
+    stream = io.BytesIO(blob[:_NPY_PREAMBLE + _NPY_MAX_HEADER])  # the header only: BytesIO copies
     try:
         version = np.lib.format.read_magic(stream)
         if version == (1, 0):
@@ -155,13 +156,16 @@ def _read_npy(blob: memoryview) -> np.ndarray:
     count = 1
     for n in shape:
         count *= n
-    start = stream.tell()
+    start = stream.tell()  # within the header part, which is where the data starts
     if count * dtype.itemsize != len(blob) - start:
         raise CorruptPack(".npy data length does not match its header")
     try:
         if count == 0:  # a zero dimension beside huge ones passes the length check
             return np.empty(shape, dtype=dtype)
         array = np.frombuffer(blob, dtype=dtype, count=count, offset=start)
-        return array.reshape(shape, order="F" if fortran else "C").copy()
+        array = array.reshape(shape, order="F" if fortran else "C")
+        # A view of the pack's private buffer (no copy of a ~100 MB swap pack), unless it is
+        # read-only or misaligned (OpenCV and some numpy paths want aligned data).
+        return array if array.flags.writeable and array.flags.aligned else array.copy()
     except (ValueError, TypeError, OverflowError):
         raise CorruptPack(f".npy shape {shape} cannot be built") from None

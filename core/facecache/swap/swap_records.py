@@ -9,6 +9,7 @@ so a frame composited from a fresh result and from the cache is the same.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 
@@ -23,7 +24,30 @@ SWAP_RECORD_FORMAT = "swap/1"
 @dataclass
 class SwapRecord:
     fingerprint: str
-    results: list[SwapResult] = field(default_factory=list)
+    results: Sequence[SwapResult] = field(default_factory=list)
+
+
+class StoredResults(Sequence[SwapResult]):
+    """One frame's swap results as read from a pack, made into SwapResults on first use: a
+    segment of six faces holds 384 of them, a preview step uses six. The arrays were checked
+    when the pack was decoded."""
+
+    def __init__(self, crops: np.ndarray, matrices: np.ndarray, masks: list[np.ndarray | None]):
+        self._arrays = (crops, matrices, masks)
+        self._results: list[SwapResult] | None = None
+
+    def _made(self) -> list[SwapResult]:
+        if self._results is None:
+            crops, matrices, masks = self._arrays
+            self._results = [SwapResult(crop, matrix, None if mask is None else mask.astype(np.float32) / 255)
+                             for crop, matrix, mask in zip(crops, matrices, masks)]
+        return self._results
+
+    def __getitem__(self, index):
+        return self._made()[index]
+
+    def __len__(self) -> int:
+        return len(self._arrays[2])
 
 
 def quantise_mask(result: SwapResult) -> SwapResult:
@@ -77,19 +101,18 @@ class SwapCodec:
                 or mask is None or mask.dtype != np.uint8 or mask.ndim != 3
                 or len(mask) != int(np.count_nonzero(has_mask))):
             raise CorruptPack("swap columns do not match their records")
-        masks = iter(mask)
+        dets = matrix[:, 0, 0].astype(np.float64) * matrix[:, 1, 1] - matrix[:, 0, 1].astype(np.float64) * matrix[:, 1, 0]
+        if not np.all(np.isfinite(matrix)) or np.any(np.abs(dets) < 1e-12) or (count and (crop.shape[1] < 2 or crop.shape[1:] != (
+                crop.shape[1], crop.shape[1], 3))) or (len(mask) and mask.shape[1:] != crop.shape[1:3]):
+            raise CorruptPack("bad swap result arrays")
+        mask_rows = np.cumsum(has_mask.astype(bool)) - 1  # row of each result's mask in `mask`
         group = GroupRecords()
-        i = 0
-        try:
-            for fingerprint, n in rows:
-                results = []
-                for _ in range(n):
-                    m = next(masks).astype(np.float32) / 255 if has_mask[i] else None
-                    results.append(SwapResult(crop[i], matrix[i], m))
-                    i += 1
-                group.records[fingerprint] = SwapRecord(fingerprint, results)
-        except ValueError as exc:  # SwapResult refuses inconsistent arrays
-            raise CorruptPack(f"bad swap result: {exc}") from None
+        start = 0
+        for fingerprint, n in rows:
+            masks = [mask[mask_rows[i]] if has_mask[i] else None for i in range(start, start + n)]
+            group.records[fingerprint] = SwapRecord(fingerprint, StoredResults(crop[start:start + n],
+                                                                               matrix[start:start + n], masks))
+            start += n
         for item in index_rows:
             if not (isinstance(item, list) and len(item) == 2 and all(isinstance(v, int) for v in item)
                     and 0 <= item[0] and 0 <= item[1] < len(rows)):
