@@ -45,3 +45,20 @@ def test_several_patches_side_by_side_and_stacked():
     encoder = SparseOverlayEncoder()
     assert np.array_equal(decode(encoder.encode(400, 200, patches)), full)
     assert np.array_equal(decode(encoder.encode(400, 200, patches[::-1])), full)  # any order
+
+
+def test_a_moving_face_does_not_compress_the_empty_rows_again(monkeypatch):
+    from facecache.swap import sparse_png
+
+    compressed = []
+    original = sparse_png._deflate
+    monkeypatch.setattr(sparse_png, "_deflate", lambda data, final: (compressed.append(len(data)), original(data, final))[1])
+    width, height, patch = 64, 200, np.full((20, 10, 4), 200, np.uint8)
+    encoder = SparseOverlayEncoder()
+    for y in range(0, 180):  # a face moving down one row a frame
+        image = decode(encoder.encode(width, height, [(5, y, patch)]))
+        assert image[y, 5, 3] == 200 and image[..., 3].sum() == 200 * 20 * 10
+    row_bytes = 1 + 4 * width
+    band_bytes = 180 * 20 * row_bytes
+    # Empty runs are made of power-of-two row counts compressed once: fewer than 2 x 256 rows in all.
+    assert sum(compressed) - band_bytes < 2 * 256 * row_bytes
