@@ -4,8 +4,10 @@
 shape and dtype whose outputs are fixed tensors (plus zero times the mean of
 the input, so the input is really consumed and ONNX Runtime checks its
 shape). ``echo_model`` outputs the first values of the flattened input, so a
-test can see exactly what an adapter fed. ``RecordingSession`` is a plain
-Python session that returns fixed outputs and keeps the feeds.
+test can see exactly what an adapter fed. ``batched_landmarker_model`` and
+``echo_model(..., batch="N")`` leave the batch axis open, as graphs that take
+all faces of a frame in one run. ``RecordingSession`` is a plain Python session
+that returns fixed outputs and keeps the feeds.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ def standin_model(path: Path, input_name: str, input_shape: Sequence, outputs: S
     return _write(graph, path)
 
 
-def echo_model(path: Path, input_name: str, input_shape: Sequence, output_name: str, count: int) -> Path:
-    """Output (1, count): the first ``count`` values of the flattened input."""
+def echo_model(path: Path, input_name: str, input_shape: Sequence, output_name: str, count: int,
+               batch: int | str = 1) -> Path:
+    """Output (batch, count): the first ``count`` values of each flattened input."""
     nodes = [
         helper.make_node("Flatten", [input_name], ["flat"], axis=1),
         helper.make_node("Slice", ["flat", "starts", "ends", "axes"], [output_name]),
@@ -66,8 +69,35 @@ def echo_model(path: Path, input_name: str, input_shape: Sequence, output_name: 
     graph = helper.make_graph(
         nodes,
         "echo",
-        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, list(input_shape))],
-        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [1, count])],
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, [batch, *list(input_shape)[1:]])],
+        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [batch, count])],
+        initializers,
+    )
+    return _write(graph, path)
+
+
+def batched_landmarker_model(path: Path, points: np.ndarray) -> Path:
+    """A 2DFAN4 stand-in with an open batch axis: input (N, 3, 256, 256); outputs
+    landmarks_xyscore (N, 68, 3) = ``points`` plus each crop's mean (so every face gets its own
+    answer) and heatmaps (N, 68, 64, 64) of 0.8."""
+    nodes = [
+        helper.make_node("ReduceMean", ["input"], ["mean"], axes=[1, 2, 3], keepdims=1),
+        helper.make_node("Reshape", ["mean", "per_face"], ["mean3"]),
+        helper.make_node("Add", ["points", "mean3"], ["landmarks_xyscore"]),
+        helper.make_node("Mul", ["mean", "zero"], ["nothing"]),
+        helper.make_node("Add", ["heat", "nothing"], ["heatmaps"]),
+    ]
+    initializers = [
+        numpy_helper.from_array(np.asarray(points, np.float32).reshape(1, 68, 3), "points"),
+        numpy_helper.from_array(np.array([-1, 1, 1], np.int64), "per_face"),
+        numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        numpy_helper.from_array(np.full((1, 68, 64, 64), 0.8, np.float32), "heat"),
+    ]
+    graph = helper.make_graph(
+        nodes, "batched_landmarker",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, 256, 256])],
+        [helper.make_tensor_value_info("landmarks_xyscore", TensorProto.FLOAT, ["N", 68, 3]),
+         helper.make_tensor_value_info("heatmaps", TensorProto.FLOAT, ["N", 68, 64, 64])],
         initializers,
     )
     return _write(graph, path)

@@ -78,8 +78,9 @@ class ModelSet:
         return self._builders[role] is not None
 
     def get(self, role: str):
-        """The model for a role ("detector", "landmarker" with .landmarks(frame, box, angle),
-        "recognizer" with .embed(frame, kps5)), built on first use."""
+        """The model for a role, built on first use: "detector" (.detect(frame)), "landmarker"
+        (.landmarks_batch(frame, boxes, angles) -> [Landmarks68]) or "recognizer"
+        (.embed_batch(frame, kps5s) -> [embedding]); the batch calls take all faces of a frame."""
         if role not in self._built:
             self._built[role] = self._builders[role]()
         return self._built[role]
@@ -235,16 +236,20 @@ class FaceAnalyzer:
             faces = [Face(box=d.box, score=d.score, kps5=d.kps5) for d in detections]
             record = FrameRecord(fingerprint, Stage.DETECT, height, width, faces)
         stages = record.stages
+        # The landmarker and the recognizer see all faces of the frame at once (one session run
+        # when the graph has a batch axis): six faces cost about one face's run overhead.
         if needed & Stage.LANDMARK68 and not stages & Stage.LANDMARK68 and self.models.has("landmarker"):
-            for face in record.faces:
-                landmarks = self.models.get("landmarker").landmarks(frame, face.box, face_angle(face.kps5))
+            found = self.models.get("landmarker").landmarks_batch(
+                frame, [face.box for face in record.faces], [face_angle(face.kps5) for face in record.faces])
+            for face, landmarks in zip(record.faces, found):
                 face.landmarks68 = landmarks.points
-                self.inferences.landmark += 1
+            self.inferences.landmark += len(record.faces)
             stages |= Stage.LANDMARK68
         if needed & Stage.EMBED and not stages & Stage.EMBED and self.models.has("recognizer"):
-            for face in record.faces:
-                face.embedding = self.models.get("recognizer").embed(frame, face.kps5)
-                self.inferences.embed += 1
+            embeddings = self.models.get("recognizer").embed_batch(frame, [face.kps5 for face in record.faces])
+            for face, embedding in zip(record.faces, embeddings):
+                face.embedding = embedding
+            self.inferences.embed += len(record.faces)
             stages |= Stage.EMBED
         if needed & Stage.POSE and not stages & Stage.POSE:
             for face in record.faces:

@@ -2,7 +2,8 @@
 
 Contract: the face is aligned to the ``arcface_112_v2`` template at 112 x 112,
 converted to RGB and scaled to ``pixel / 127.5 - 1``; input ``input``
-(1, 3, 112, 112); output (1, 512), the raw identity embedding.
+(1, 3, 112, 112); output (1, 512), the raw identity embedding. A graph whose batch
+axis is open takes all faces of a frame in one run (N, 3, 112, 112).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import numpy as np
 
 from facecache.analysis.align import warp_face
 from facecache.analysis.frames import check_bgr_frame
-from facecache.analysis.session import OnnxSession, contract_error, require_inputs, require_output_count, run_model
+from facecache.analysis.session import (OnnxSession, contract_error, has_batch_axis, require_inputs,
+                                        require_output_count, run_batched)
 
 TEMPLATE = "arcface_112_v2"
 CROP_SIZE = 112
@@ -41,6 +43,7 @@ class ArcFaceRecognizer:
         self.model = model
         require_inputs(session, model, [self.INPUT])
         self._outputs = require_output_count(session, model, 1)
+        self._batched = has_batch_axis(session, self.INPUT)
 
     def describe(self) -> dict:
         """The settings that change this recognizer's results (for cache namespaces)."""
@@ -48,9 +51,16 @@ class ArcFaceRecognizer:
 
     def embed(self, frame: np.ndarray, kps5: np.ndarray) -> np.ndarray:
         """The raw (512,) float32 embedding of the face at ``kps5``; see ``l2_normalised``."""
+        return self.embed_batch(frame, [kps5])[0]
+
+    def embed_batch(self, frame: np.ndarray, kps5s) -> list[np.ndarray]:
+        """The embeddings of every face of a frame, in one session run when the graph allows."""
         frame = check_bgr_frame(frame)
-        crop, _ = warp_face(frame, kps5, TEMPLATE, CROP_SIZE)
-        (output,) = run_model(self._session, self.model, self._outputs, {self.INPUT: face_blob(crop)})
-        if output.size != EMBEDDING_SIZE:
-            raise contract_error(self.model, f"expected a (1, {EMBEDDING_SIZE}) embedding, got shape {tuple(output.shape)}")
-        return output.reshape(EMBEDDING_SIZE).astype(np.float32)
+        if not len(kps5s):
+            return []
+        blobs = np.concatenate([face_blob(warp_face(frame, kps5, TEMPLATE, CROP_SIZE)[0]) for kps5 in kps5s])
+        (output,) = run_batched(self._session, self.model, self._outputs, self.INPUT, blobs, self._batched)
+        if output.size != EMBEDDING_SIZE * len(blobs):
+            raise contract_error(self.model, f"expected a ({len(blobs)}, {EMBEDDING_SIZE}) embedding, "
+                                             f"got shape {tuple(output.shape)}")
+        return list(output.reshape(len(blobs), EMBEDDING_SIZE).astype(np.float32))

@@ -6,7 +6,8 @@ Contract: the face box is scaled so its longer side is 195 px and centred in a
 landmarks (1, 68, 3) in 64 x 64 heatmap units (x, y, -) and heatmaps
 (1, 68, 64, 64). Points are scaled by 256 / 64 and mapped back through the
 inverse crop transform; the score is the mean of the heatmap maxima mapped
-from 0..0.9 onto 0..1.
+from 0..0.9 onto 0..1. A graph whose batch axis is open takes all faces of a
+frame in one run (N, 3, 256, 256).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 
 from facecache.analysis.align import compose_affine, invert_affine, transform_points
 from facecache.analysis.frames import check_bgr_frame
-from facecache.analysis.session import OnnxSession, contract_error, require_inputs, require_output_count, run_model
+from facecache.analysis.session import (OnnxSession, contract_error, has_batch_axis, require_inputs,
+                                        require_output_count, run_batched)
 from facecache.analysis.results import Landmarks68
 
 CROP_SIZE = 256
@@ -84,6 +86,7 @@ class Fan68Landmarker:
         self.model = model
         require_inputs(session, model, [self.INPUT])
         self._outputs = require_output_count(session, model, 2)
+        self._batched = has_batch_axis(session, self.INPUT)
 
     def describe(self) -> dict:
         """The settings that change this landmarker's results (for cache namespaces)."""
@@ -92,15 +95,23 @@ class Fan68Landmarker:
     def landmarks(self, frame: np.ndarray, box: np.ndarray, angle: int = 0) -> Landmarks68:
         """Landmarks of the face in ``box`` (x1, y1, x2, y2); ``angle`` turns the
         crop upright (see ``face_angle``)."""
+        return self.landmarks_batch(frame, [box], [angle])[0]
+
+    def landmarks_batch(self, frame: np.ndarray, boxes, angles) -> list[Landmarks68]:
+        """Landmarks of every face of a frame, in one session run when the graph allows."""
         frame = check_bgr_frame(frame)
-        matrix = crop_matrix(box, angle)
-        crop = cv2.warpAffine(frame, matrix, (CROP_SIZE, CROP_SIZE), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
-        crop = brighten_if_dark(crop)
-        blob = np.ascontiguousarray((crop.astype(np.float32) / np.float32(255.0)).transpose(2, 0, 1)[None])
-        outputs = run_model(self._session, self.model, self._outputs, {self.INPUT: blob})
-        points = [o for o in outputs if o.ndim == 3 and o.shape[-2:] == (68, 3)]
-        heatmaps = [o for o in outputs if o.ndim == 4 and o.shape[1] == 68]
+        if not len(boxes):
+            return []
+        matrices = [crop_matrix(box, angle) for box, angle in zip(boxes, angles)]
+        crops = [brighten_if_dark(cv2.warpAffine(frame, matrix, (CROP_SIZE, CROP_SIZE), flags=cv2.INTER_LINEAR,
+                                                 borderMode=cv2.BORDER_CONSTANT)) for matrix in matrices]
+        blobs = np.ascontiguousarray((np.stack(crops).astype(np.float32) / np.float32(255.0)).transpose(0, 3, 1, 2))
+        outputs = run_batched(self._session, self.model, self._outputs, self.INPUT, blobs, self._batched)
+        points = [o for o in outputs if o.ndim == 3 and o.shape[-2:] == (68, 3) and len(o) == len(blobs)]
+        heatmaps = [o for o in outputs if o.ndim == 4 and o.shape[1] == 68 and len(o) == len(blobs)]
         if len(points) != 1 or len(heatmaps) != 1:
             shapes = [tuple(o.shape) for o in outputs]
-            raise contract_error(self.model, f"expected outputs of shapes (1, 68, 3) and (1, 68, 64, 64), got {shapes}")
-        return Landmarks68(landmarks_to_frame(points[0][0], matrix), heatmap_score(heatmaps[0]))
+            raise contract_error(self.model, f"expected outputs of shapes ({len(blobs)}, 68, 3) and "
+                                             f"({len(blobs)}, 68, 64, 64), got {shapes}")
+        return [Landmarks68(landmarks_to_frame(points[0][i], matrix), heatmap_score(heatmaps[0][i]))
+                for i, matrix in enumerate(matrices)]

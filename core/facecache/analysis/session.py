@@ -81,3 +81,23 @@ def static_input_hw(session: OnnxSession, name: str) -> tuple[int | None, int | 
             if len(shape) == 4:
                 return tuple(dim if isinstance(dim, int) and dim > 0 else None for dim in shape[2:4])  # type: ignore[return-value]
     return None, None
+
+
+def has_batch_axis(session: OnnxSession, name: str) -> bool:
+    """Whether the graph leaves the input's first (batch) dimension open, so several faces can
+    go through one run; a graph fixing it (to 1) takes one face a run."""
+    for item in session.get_inputs():
+        if item.name == name:
+            shape = list(getattr(item, "shape", None) or [])
+            return bool(shape) and not (isinstance(shape[0], int) and shape[0] > 0)
+    return False
+
+
+def run_batched(session: OnnxSession, model: str, outputs: Sequence[str], name: str, blobs: np.ndarray,
+                batched: bool) -> list[np.ndarray]:
+    """`run_model` over (N, ...) inputs: one run when the graph has a batch axis (`has_batch_axis`),
+    else one run per item with the results stacked; outputs are (N, ...) either way."""
+    if batched or len(blobs) == 1:
+        return run_model(session, model, outputs, {name: blobs})
+    runs = [run_model(session, model, outputs, {name: blobs[i:i + 1]}) for i in range(len(blobs))]
+    return [np.concatenate([run[k] for run in runs]) for k in range(len(outputs))]
