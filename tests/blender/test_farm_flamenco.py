@@ -1,0 +1,198 @@
+"""The Flamenco 3 job type (farm/flamenco/faceswap_update.js), compiled and then run for real.
+
+What stands in for what (none of Flamenco's programs can run here: its Manager and Worker are Go
+programs from Blender's own site, on no package registry):
+  - the Manager's job compiler: tests/blender/flamenco_manager.js under `node`, with the documented
+    `author`, `frameChunker`, `path` globals (see its header);
+  - the Flamenco Blender add-on's submission: this test evaluates each setting's `eval` expression in
+    the bpy module with the demo project open (names `bpy`, `C`, `Path`, `abspath`, `settings`), then
+    sets what an editor types in the submit panel;
+  - the Worker: this test expands the Manager's variables (`{blender}`, `{blenderArgs}`, and a two-way
+    variable `{nas}` for the shared storage) and runs each `blender-render` command as
+    `{exe} {exeArgs} {argsBefore} {blendfile} {args}`, tasks after their dependencies;
+  - the `blender` executable: scripts/bpy_blender.py (see farm_helpers.py).
+The job runs in Flamenco's copy mode: the .blend is copied into a job folder first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from blender_helpers import ROOT
+from farm_helpers import blender_exe, make_demo_project, progress_lines, swapped_outputs  # noqa: F401
+
+pytestmark = [pytest.mark.blender, pytest.mark.index]
+
+JOB_TYPE_SCRIPT = ROOT / "farm" / "flamenco" / "faceswap_update.js"
+MANAGER = Path(__file__).with_name("flamenco_manager.js")
+NODE = shutil.which("node")
+
+
+def manager(*args: str) -> dict:
+    if NODE is None:
+        pytest.skip("node (Node.js) is missing: the Flamenco job type is compiled under node; apt-get install nodejs")
+    result = subprocess.run([NODE, str(MANAGER), *args], capture_output=True, text=True, timeout=60)
+    reply = json.loads(result.stdout)
+    assert (result.returncode == 0) == ("error" not in reply), result.stderr
+    return reply
+
+
+def compile_job(tmp_path: Path, settings: dict) -> dict:
+    job = tmp_path / f"job-{len(list(tmp_path.glob('job-*.json')))}.json"
+    job.write_text(json.dumps({"name": "shot 10 face swap", "settings": settings}))
+    return manager("compile", str(JOB_TYPE_SCRIPT), str(job))
+
+
+def submitted_settings(bpy, job_type: dict, **typed) -> dict:
+    """What the Flamenco add-on sends: defaults, `eval` results in the open file, then what the user typed."""
+    settings = {s["key"]: s["default"] for s in job_type["settings"] if "default" in s}
+    names = {"bpy": bpy, "C": bpy.context, "Path": Path, "abspath": lambda p: Path(os.path.abspath(p)),
+             "settings": settings, "jobname": "shot 10 face swap"}
+    for setting in job_type["settings"]:
+        if "eval" in setting:
+            settings[setting["key"]] = eval(setting["eval"], dict(names))  # noqa: S307 - the add-on's contract
+    settings.update(typed)
+    return settings
+
+
+def worker_command(command: dict, variables: dict) -> list[str]:
+    """A Worker's command line for a blender-render command, variables expanded."""
+    def expand(value: str) -> str:
+        return re.sub(r"\{([^}]+)\}", lambda m: variables.get(m.group(1), m.group(0)), value)
+
+    assert command["name"] == "blender-render"
+    p = command["parameters"]
+    return ([expand(p["exe"])] + shlex.split(expand(p["exeArgs"])) + [expand(a) for a in p["argsBefore"]]
+            + [expand(p["blendfile"])] + [expand(a) for a in p["args"]])
+
+
+def run_task(task: dict, variables: dict) -> subprocess.CompletedProcess:
+    (command,) = task["commands"]
+    result = subprocess.run(worker_command(command, variables), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"{task['name']}: {result.stdout[-2000:]}{result.stderr[-3000:]}"
+    return result
+
+
+def detector_runs(stdout: str) -> int:
+    return sum(int(n) for n in re.findall(r"^openjd_status: faceswap update: .*model runs: detect (\d+)", stdout, re.M))
+
+
+def test_the_job_type_declares_the_settings_a_farm_needs():
+    job_type = manager("job-type", str(JOB_TYPE_SCRIPT))
+    assert job_type["name"] == "faceswap-update" and job_type["label"]
+    keys = {s["key"]: s for s in job_type["settings"]}
+    assert {"frames", "chunk_size", "cache_dir", "render", "render_output_path", "blendfile"} <= set(keys)
+    assert keys["chunk_size"]["type"] == "int32" and keys["chunk_size"]["default"] >= 1
+    assert keys["cache_dir"]["required"] and "eval" in keys["frames"]
+
+
+def test_chunks_compile_and_their_union_equals_one_whole_timeline_run(bpy, addon, project, clip, blender_exe,
+                                                                       tmp_path):
+    studio = tmp_path / "project"
+    demo = make_demo_project(bpy, addon, studio, clip)
+    scene = bpy.context.scene
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 320, 240, 100
+    scene.view_settings.view_transform = "Standard"
+    scene.render.image_settings.file_format = "PNG"
+    bpy.ops.wm.save_mainfile()
+    job_type = manager("job-type", str(JOB_TYPE_SCRIPT))
+
+    # The editor submits from the open file: frames and cache folder come from `eval` in Blender.
+    evaluated = submitted_settings(bpy, job_type)
+    assert evaluated["frames"] == "1-36"
+    assert evaluated["cache_dir"] == str(studio / "faceswap_cache") and evaluated["format"] == "PNG"
+    # Copy mode: the Manager works on a copy of the .blend in a job folder.
+    job_folder = tmp_path / "flamenco-jobs" / "shot-10"
+    job_folder.mkdir(parents=True)
+    blendfile = shutil.copy(demo["blend"], job_folder / "edit.flamenco.blend")
+    nas = tmp_path / "nas"
+    settings = submitted_settings(bpy, job_type, chunk_size=12, cache_dir="{nas}/faceswap_cache", render=True,
+                                  render_output_path=str(tmp_path / "render" / "######"), blendfile=str(blendfile))
+    compiled = compile_job(tmp_path, settings)
+
+    tasks = compiled["tasks"]
+    assert [t["name"] for t in tasks] == ["faceswap-1-12", "faceswap-13-24", "faceswap-25-36", "render"]
+    assert all(t["type"] == "blender" and len(t["commands"]) == 1 for t in tasks)
+    assert tasks[-1]["dependencies"] == ["faceswap-1-12", "faceswap-13-24", "faceswap-25-36"]
+    for task in tasks:
+        params = task["commands"][0]["parameters"]
+        assert (params["exe"], params["exeArgs"], params["blendfile"]) == ("{blender}", "{blenderArgs}", str(blendfile))
+        args = params["args"]
+        assert args[:3] == ["--python-exit-code", "1", "--python-expr"]  # before the Python, or it has no effect
+        assert args[-2:] == ["--", "{nas}/faceswap_cache"]  # the path is an argument, never Python source
+    assert "faceswap.update(frame_start=13, frame_end=24)" in tasks[1]["commands"][0]["parameters"]["args"][3]
+    assert tasks[-1]["commands"][0]["parameters"]["args"][4:10] == [
+        "--render-output", str(tmp_path / "render" / "######"), "--render-format", "PNG", "--render-frame", "1..36"]
+
+    # The Worker runs every task; then one whole-timeline run in its own cache for reference.
+    variables = {"blender": str(blender_exe), "blenderArgs": "-b -y", "nas": str(nas)}
+    chunk_runs = [run_task(task, variables) for task in tasks[:-1]]
+    for run in chunk_runs:
+        assert progress_lines(run.stdout)[-1] == 100.0
+    assert detector_runs("".join(r.stdout for r in chunk_runs)) == 24 + 1  # each media frame once, the source once
+    single = subprocess.run([str(blender_exe), "-b", str(demo["blend"]), "--python-exit-code", "1", "--python-expr",
+                             "import bpy; bpy.ops.faceswap.update()"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "FACESWAP_CACHE_DIR": str(tmp_path / "single_cache")})
+    assert single.returncode == 0, single.stderr[-3000:]
+    farm, whole = swapped_outputs(nas / "faceswap_cache"), swapped_outputs(tmp_path / "single_cache")
+    assert len(whole) == 24 and farm == whole
+    assert not (job_folder / "faceswap_cache").exists()  # nothing went to the job folder's copy
+
+    render = run_task(tasks[-1], variables)
+    assert "update: 24 frames, 0 written, 24 from cache" in render.stdout  # the render task computes nothing
+    rendered = sorted((tmp_path / "render").glob("*.png"))
+    assert [p.name for p in rendered] == [f"{f:06d}.png" for f in range(1, 37)]
+    assert_render_shows_the_swap(bpy, addon, tmp_path, rendered[4], frame=5)
+
+
+def assert_render_shows_the_swap(bpy, addon, tmp_path, farm_frame: Path, frame: int):
+    """The farm's render of a timeline frame differs from the same frame without the swapped strips
+    exactly where the farm-made overlay has its face, and there enough to be a face."""
+    scene = bpy.context.scene
+    for strip in addon.timeline.swapped_strips(scene):
+        strip.mute = True
+    scene.frame_set(frame)
+    scene.render.filepath = str(tmp_path / "without.png")
+    bpy.ops.render.render(write_still=True, scene=scene.name)
+    without = cv2.imread(str(tmp_path / "without.png"), cv2.IMREAD_COLOR).astype(np.int16)
+    with_swap = cv2.imread(str(farm_frame), cv2.IMREAD_COLOR).astype(np.int16)
+    overlays = sorted((tmp_path / "nas" / "faceswap_cache" / "swaps").rglob(f"{frame - 1:06d}.png"))
+    alpha = cv2.imread(str(overlays[0]), cv2.IMREAD_UNCHANGED)[..., 3]
+    changed = np.abs(with_swap - without).max(axis=2) > 8
+    assert changed.sum() > 200 and not (changed & (alpha == 0)).any()
+
+
+def test_bad_settings_are_refused_on_submission_with_what_to_do(bpy, tmp_path):
+    base = {"frames": "1-36", "chunk_size": 12, "blendfile": "/p/edit.blend", "render": False}
+    for cache_dir in ("", "faceswap_cache", "//faceswap_cache"):
+        reply = compile_job(tmp_path, {**base, "cache_dir": cache_dir})
+        assert "cache_dir must be an absolute folder" in reply["error"]
+    for cache_dir in ("/mnt/nas/faceswap_cache", "N:\\faceswap_cache", "\\\\nas\\share\\cache", "{nas}/cache"):
+        assert "tasks" in compile_job(tmp_path, {**base, "cache_dir": cache_dir})
+    no_output = compile_job(tmp_path, {**base, "cache_dir": "/c", "render": True})
+    assert "render_output_path is empty" in no_output["error"]
+    assert "invalid chunk size" in compile_job(tmp_path, {**base, "cache_dir": "/c", "chunk_size": 0})["error"]
+
+
+def test_chunks_of_scattered_frames_run_each_run_once():
+    """frameChunker writes two neighbours as "3,4": they are one operator call (one engine start)."""
+    settings = {"frames": "1-5,8,10-11,20", "chunk_size": 4, "cache_dir": "/c", "blendfile": "/p/e.blend"}
+    job = Path(os.environ.get("TMPDIR", "/tmp")) / f"faceswap-scattered-{os.getpid()}.json"
+    job.write_text(json.dumps({"name": "scattered", "settings": settings}))
+    try:
+        tasks = manager("compile", str(JOB_TYPE_SCRIPT), str(job))["tasks"]
+    finally:
+        job.unlink()
+    assert [t["name"] for t in tasks] == ["faceswap-1-4", "faceswap-5,8,10,11", "faceswap-20"]
+    calls = re.findall(r"update\(frame_start=(\d+), frame_end=(\d+)\)", tasks[1]["commands"][0]["parameters"]["args"][3])
+    assert calls == [("5", "5"), ("8", "8"), ("10", "11")]
