@@ -2,7 +2,9 @@
 
 On a terminal a bar is redrawn in place. Anywhere else a carriage return would pile up into one
 endless line, so a plain line is printed every few seconds instead, and one at the end of a step
-that printed any. Steps with no counts to report (a download by pip, building the extension) use
+that printed any; while a step is quiet (waiting for another process's claim on a segment) its last
+line comes again every HEARTBEAT_S, so a render farm never takes the task for a hung one (Flamenco
+cancels a task silent for 10 minutes). Steps with no counts to report (a download by pip, building the extension) use
 ``still_working``, which prints how long the step has run every few seconds.
 
 Hand-written rather than tqdm: tqdm rewrites one line with carriage returns off a terminal too,
@@ -23,6 +25,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, TextIO
 
 INTERVAL_S = 5.0
+HEARTBEAT_S = 30.0
 _BAR_WIDTH = 30
 
 
@@ -30,15 +33,21 @@ class ProgressLine:
     """Counts of a long step (``done`` of ``total`` frames) on ``stream`` (default: stderr)."""
 
     def __init__(self, label: str, stream: TextIO | None = None, interval: float = INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic, terminal: bool | None = None):
+                 clock: Callable[[], float] = time.monotonic, terminal: bool | None = None,
+                 heartbeat: float = HEARTBEAT_S):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = _is_terminal(self.stream) if terminal is None else terminal
         self.interval = interval
+        self.heartbeat = heartbeat
         self.clock = clock
         self._started = clock()
         self._last_line = self._started
         self._printed = False
+        self._counts = ""
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+        self._beating = False
 
     def __call__(self, done: int, total: int, detail: str = "") -> None:
         if total <= 0:
@@ -51,11 +60,30 @@ class ProgressLine:
                               f"{detail}\033[K" + ("\n" if finished else ""))
             self.stream.flush()
             return
-        now = self.clock()
-        if (finished and self._printed) or (not finished and now - self._last_line >= self.interval):
-            self.stream.write(f"{self.label}: {done}/{total} frames{detail} ({now - self._started:.0f} s)\n")
-            self.stream.flush()
-            self._last_line, self._printed = now, True
+        with self._lock:
+            self._counts = f"{done}/{total} frames{detail}"
+            now = self.clock()
+            if (finished and self._printed) or (not finished and now - self._last_line >= self.interval):
+                self._line(now)
+            start_beating = not (finished or self._beating)
+            self._beating = self._beating or start_beating
+        if finished:
+            self._finished.set()
+        elif start_beating:
+            threading.Thread(target=self._beat, name="facecache-progress", daemon=True).start()
+
+    def _line(self, now: float) -> None:
+        self.stream.write(f"{self.label}: {self._counts} ({now - self._started:.0f} s)\n")
+        self.stream.flush()
+        self._last_line, self._printed = now, True
+
+    def _beat(self) -> None:
+        """Repeat the last counts while no call came for HEARTBEAT_S (until the step finishes)."""
+        while not self._finished.wait(self.heartbeat):
+            with self._lock:
+                now = self.clock()
+                if now - self._last_line >= self.heartbeat:
+                    self._line(now)
 
 
 @contextmanager

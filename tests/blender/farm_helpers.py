@@ -10,6 +10,7 @@ preferences this session saves under $BLENDER_USER_RESOURCES, as on a farm node 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,15 +40,28 @@ def progress_lines(stdout: str) -> list[float]:
     return [float(line.split(":", 1)[1]) for line in stdout.splitlines() if line.startswith("openjd_progress:")]
 
 
-def make_demo_project(bpy, addon, folder: Path, clip: Path) -> dict:
+def make_demo_project(bpy, addon, folder: Path, clip: Path, source: Path) -> Path:
     """An edited timeline saved as folder/edit.blend, as an editor hands it to the farm: two strips of
     one clip with a gap between them, marked for swapping (one frame was swapped on the workstation,
-    in its own cache beside the .blend). Frames 1-36:
+    in the cache beside the .blend), rendered small. Frames 1-36:
         1-24   clip, media frames 0-23
         25-28  nothing
-        29-36  clip again, media frames 4-11 (its frames are shared with the first strip)"""
-    from blender_helpers import add_movie, select_only
+        29-36  clip again, media frames 4-11 (frames the first strip shows too)"""
+    from blender_helpers import add_movie, compat, select_only
 
+    bpy.ops.wm.read_homefile(use_empty=True)
+    addon.jobs.reset()
+    addon.prefs.cache_dir_override = ""
+    scene = bpy.context.scene
+    compat().set_sequencer_scene(bpy.context, scene)
+    scene.sequence_editor_create()
+    scene.faceswap.sources.add().filepath = str(source)
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 320, 240, 100
+    scene.view_settings.view_transform = "Standard"
+    scene.render.image_settings.file_format = "PNG"
+    folder.mkdir(parents=True, exist_ok=True)
+    blend = folder / "edit.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     scene = bpy.context.scene
     first = add_movie(scene, clip, frame_start=1, name="shot")
     second = add_movie(scene, clip, frame_start=25, channel=1, name="shot_again")
@@ -56,12 +70,36 @@ def make_demo_project(bpy, addon, folder: Path, clip: Path) -> dict:
     select_only(scene, first, second)
     assert bpy.ops.faceswap.swap(frame_start=1, frame_end=1) == {"FINISHED"}
     assert [(s.frame_final_start, s.frame_final_end) for s in addon.timeline.originals(scene)] == [(1, 25), (29, 37)]
-    blend = folder / "edit.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
-    return {"blend": blend, "frames": range(1, 37), "media_frames": set(range(24))}
+    bpy.ops.wm.save_mainfile()
+    return blend
+
+
+@pytest.fixture(scope="session")
+def farm_demo(bpy, addon, blender_exe, clip, portrait_paths, tmp_path_factory) -> dict:
+    """The demo project, and what ONE background run of the whole timeline makes of it (the reference
+    every chunked run must equal): {"blend", "folder", "reference": {name: bytes}}."""
+    folder = tmp_path_factory.mktemp("farm_demo")
+    blend = make_demo_project(bpy, addon, folder / "project", clip, portrait_paths["astronaut"])
+    single = run_blender(blender_exe, "-b", str(blend), "--python-exit-code", "1", "--python-expr",
+                         "import bpy; bpy.ops.faceswap.update()", env={"FACESWAP_CACHE_DIR": str(folder / "single")})
+    assert single.returncode == 0, single.stderr[-3000:]
+    reference = swapped_outputs(folder / "single")
+    assert sorted(reference) == [f"{clip.stem}/{i:06d}.png" for i in range(24)]
+    return {"blend": blend, "folder": folder, "reference": reference}
+
+
+def model_runs(stdout: str, stage: str = "detect") -> int:
+    """Model runs of one stage, summed over every job summary a task printed."""
+    return sum(int(n) for n in re.findall(rf"openjd_status: faceswap \w+: [^\n]*model runs: [^\n]*\b{stage} (\d+)",
+                                          stdout))
 
 
 def swapped_outputs(cache: Path) -> dict[str, bytes]:
-    """{relative path: bytes} of every swapped frame under a cache's swaps/ folder."""
-    root = cache / "swaps"
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.png"))}
+    """{"<clip stem>/<frame>.png": bytes} of every swapped frame in a cache's swaps/ folder (whatever
+    folder the media path's digest names)."""
+    found = {}
+    for path in sorted((cache / "swaps").glob("*/*/*.png")):
+        name = f"{path.parent.name}/{path.name}"
+        assert name not in found, f"{name} made in two output folders"
+        found[name] = path.read_bytes()
+    return found

@@ -1,0 +1,158 @@
+"""The Open Job Description template farm/openjd/faceswap.yaml, run for real with `openjd run` (openjd-cli,
+installed by ./dev from the `farm` extra): the same runner Deadline Cloud's worker agent is built on,
+running each chunk's command in a local session. The `blender` it runs is the stand-in
+scripts/bpy_blender.py (see farm_helpers.py).
+
+On the NAS (tests/nas/conftest.py: sshfs over an sshd on 127.0.0.1, mounted twice), two runners work
+at once, one per mount, as two render nodes would: their chunks touch the same 64-frame segment, and
+the claims keep each frame analysed once between them. A runner killed in the middle of a chunk, and
+that chunk run again, gives the same frames as one run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from blender_helpers import ROOT
+from farm_helpers import blender_exe, farm_demo, make_demo_project, model_runs, swapped_outputs  # noqa: F401
+
+pytestmark = [pytest.mark.blender, pytest.mark.index]
+
+TEMPLATE = ROOT / "farm" / "openjd" / "faceswap.yaml"
+OPENJD = shutil.which("openjd", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+
+def _load_nas_fixture():
+    """The session's sshfs NAS from tests/nas/conftest.py (a fixture defined there, used here too)."""
+    spec = importlib.util.spec_from_file_location("nas_fixtures_for_farm", ROOT / "tests" / "nas" / "conftest.py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.nas
+
+
+nas = _load_nas_fixture()
+
+
+def openjd_run(blend: Path, cache: Path, blender: Path, *extra: str, frames="1-36", chunk=12, wait=True):
+    if OPENJD is None:
+        pytest.skip("openjd (openjd-cli) is missing: ./dev installs it from the project's `farm` extra")
+    command = [OPENJD, "run", str(TEMPLATE), "-p", f"BlendFile={blend}", "-p", f"Frames={frames}",
+               "-p", f"ChunkSize={chunk}", "-p", f"CacheDir={cache}", "-p", f"BlenderExecutable={blender}", *extra]
+    if not wait:
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+
+
+def chunks_run(log: str) -> list[str]:
+    return re.findall(r"Frames\(CHUNK\[INT\]\) = (\S+)", log)
+
+
+def test_all_chunks_run_and_equal_one_whole_timeline_run(farm_demo, blender_exe, tmp_path):
+    cache = tmp_path / "shared_cache"
+    run = openjd_run(farm_demo["blend"], cache, blender_exe, "--step", "FaceSwap")
+    assert run.returncode == 0, run.stdout[-4000:]
+    assert chunks_run(run.stdout) == ["1-12", "13-24", "25-36"]
+    assert re.search(r"openjd_progress: 100\.0", run.stdout)
+    # Each media frame analysed once in all (frame 0 was analysed on the workstation), the source once.
+    assert model_runs(run.stdout) == 24 + 1
+    assert swapped_outputs(cache) == farm_demo["reference"]
+
+    render = openjd_run(farm_demo["blend"], cache, blender_exe, "--step", "Render",
+                        "-p", f"RenderOutput={tmp_path / 'render' / '####'}")
+    assert render.returncode == 0, render.stdout[-4000:]
+    assert "update: 24 frames: 0 frames written, 24 frames up to date" in render.stdout
+    assert [p.name for p in sorted((tmp_path / "render").glob("*.png"))] == [f"{f:04d}.png" for f in range(1, 37)]
+
+
+def test_a_failing_chunk_fails_the_run(bpy, farm_demo, blender_exe, tmp_path):
+    bpy.ops.wm.open_mainfile(filepath=str(farm_demo["blend"]))
+    bpy.context.scene.faceswap.sources.clear()  # the editor forgot the source face
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "broken.blend"))
+    run = openjd_run(tmp_path / "broken.blend", tmp_path / "cache", blender_exe, "--step", "FaceSwap")
+    assert run.returncode != 0
+    assert "no source face set" in run.stdout
+    assert len(chunks_run(run.stdout)) == 1  # the session stops at the failed task
+
+
+@pytest.fixture
+def nas_project(nas, bpy, addon, clip, portrait_paths, request):
+    """The demo project on the NAS, saved through mount A; its cache folder beside it holds what the
+    editor's workstation made (frame 1, the source photo's analysis)."""
+    name = f"farm-{request.node.name[:50]}"  # one folder per test: the mounts cache listings for a second
+    studio = nas.a / name
+    studio.mkdir()
+    shared_clip = shutil.copy(clip, studio / clip.name)
+    blend = make_demo_project(bpy, addon, studio, Path(shared_clip), portrait_paths["astronaut"])
+    yield {"a": blend, "b": nas.b / name / blend.name, "cache_a": studio / "faceswap_cache",
+           "cache_b": nas.b / name / "faceswap_cache"}
+    shutil.rmtree(nas.export / name, ignore_errors=True)
+
+
+def test_two_runners_on_two_mounts_share_the_analysis(nas_project, farm_demo, blender_exe):
+    """Runner A (mount A) takes chunks 1-12 and 25-36, runner B (mount B) chunk 13-24, at once: 1-12 and
+    13-24 are both in the clip's first 64-frame segment."""
+    runners = [openjd_run(nas_project["a"], nas_project["cache_a"], blender_exe, "--step", "FaceSwap",
+                          "--tasks", json.dumps([{"Frames": "1-12"}, {"Frames": "25-36"}]), wait=False),
+               openjd_run(nas_project["b"], nas_project["cache_b"], blender_exe, "--step", "FaceSwap",
+                          "--tasks", json.dumps([{"Frames": "13-24"}]), wait=False)]
+    logs = [runner.communicate(timeout=600)[0] for runner in runners]
+    assert all(runner.returncode == 0 for runner in runners), [log[-3000:] for log in logs]
+    assert chunks_run(logs[0]) == ["1-12", "25-36"] and chunks_run(logs[1]) == ["13-24"]
+    # Media frames 1-23 analysed once between the two nodes (frame 0 and the source were analysed on
+    # the workstation, in this same cache); without the claims both would analyse the whole segment.
+    assert model_runs("".join(logs)) == 23
+    assert swapped_outputs(nas_project["cache_a"]) == farm_demo["reference"]
+    claims = nas_project["cache_b"] / "locks" / "claims"
+    assert not [p for p in claims.iterdir() if p.name.endswith(".claim")]
+
+
+def processes_with(variable: str, value: str) -> list[int]:
+    """Pids of this machine's processes whose environment holds variable=value (the runner's tasks)."""
+    wanted = f"{variable}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_chunk_killed_midway_and_run_again_gives_the_same_frames(nas_project, farm_demo, blender_exe):
+    victim = openjd_run(nas_project["a"], nas_project["cache_a"], blender_exe, "--step", "FaceSwap",
+                        "--tasks", json.dumps([{"Frames": "1-24"}]), wait=False)
+    outputs = nas_project["cache_b"] / "swaps"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and len(list(outputs.glob("*/*/*.png"))) < 6 and victim.poll() is None:
+        time.sleep(0.1)
+    # The node dies: Blender and its engine process are killed at once, mid-chunk.
+    pids = processes_with("FACESWAP_CACHE_DIR", str(nas_project["cache_a"]))
+    assert pids and victim.poll() is None, "the chunk finished before it could be killed"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    log = victim.communicate(timeout=120)[0]
+    assert victim.returncode != 0, log[-3000:]
+    made = len(list(outputs.glob("*/*/*.png")))
+    assert 1 < made < 24
+
+    again = openjd_run(nas_project["b"], nas_project["cache_b"], blender_exe, "--step", "FaceSwap",
+                       "--tasks", json.dumps([{"Frames": "1-24"}]))
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert swapped_outputs(nas_project["cache_b"]) == farm_demo["reference"]
+    from facecache.store.cache import FaceCache
+
+    assert FaceCache(nas_project["cache_b"]).verify(temp_grace_seconds=0).clean  # nothing corrupt left behind
