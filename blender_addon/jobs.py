@@ -12,6 +12,7 @@ from . import coverage_overlay, engine_client, paths, progress_lines
 
 _state = {"job": None, "scene": None, "on_done": None}
 
+MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own name for it (facecache.models.locations)
 MODELS_HINT = ("face models are not installed: open Edit > Preferences > Add-ons > VSE Face Swap and click "
                "Install Default Models (or import a FaceFusion models folder)")
 
@@ -34,10 +35,18 @@ def running() -> bool:
 def engine_settings(scene) -> dict:
     p = prefs()
     settings = scene.faceswap.engine_settings()
-    settings.update({"cache_dir": paths.cache_dir(scene), "max_bytes": paths.max_bytes(),
-                     "models_dir": bpy.path.abspath(p.models_dir) if p and p.models_dir else default_models_dir(),
+    settings.update({"cache_dir": paths.cache_dir(scene), "max_bytes": paths.max_bytes(), "models_dir": models_dir(),
                      "providers": p.execution_provider if p else "auto"})
     return settings
+
+
+def models_dir() -> str:
+    """The preferences' Models Folder, else $FACECACHE_MODELS (the engine CLI's variable: a farm node's
+    models folder on the NAS), else the extension's user folder."""
+    p = prefs()
+    if p and p.models_dir:
+        return bpy.path.abspath(p.models_dir)
+    return os.path.abspath(os.environ[MODELS_DIR_ENV]) if os.environ.get(MODELS_DIR_ENV) else default_models_dir()
 
 
 def default_models_dir() -> str:

@@ -13,7 +13,7 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
     bl_idname = __package__
 
     models_dir: StringProperty(name="Models Folder", subtype="DIR_PATH", default="",
-                               description="Where face models are installed (empty: the extension's user folder)")
+                               description="Where face models are installed (empty: $FACECACHE_MODELS, else the extension's user folder)")
     execution_provider: enum_property("Execution Provider", choices.PROVIDERS, "providers")
     cache_dir_override: StringProperty(name="Cache Location", subtype="DIR_PATH", default="",
                                        description="Use this cache folder for every project "
@@ -22,13 +22,13 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
     cache_max_gb: FloatProperty(name="Cache Size Cap (GB)", min=0.1, default=10.0)
 
     def draw(self, context):
-        from .jobs import default_models_dir
+        from .jobs import models_dir
 
         layout = self.layout
         col = layout.column()
         col.prop(self, "models_dir")
         if not self.models_dir:
-            col.label(text=f"Using {default_models_dir()}", icon="INFO")
+            col.label(text=f"Using {models_dir()}", icon="INFO")
         row = col.row()
         row.operator("faceswap.install_models", icon="IMPORT")
         row.operator("faceswap.import_models", icon="FILE_FOLDER")

@@ -1,4 +1,4 @@
-"""The Open Job Description template farm/openjd/faceswap.yaml, run for real with `openjd run` (openjd-cli,
+"""The Open Job Description template farm/openjd/faceswap/template.yaml, run for real with `openjd run` (openjd-cli,
 installed by ./dev from the `farm` extra): the same runner Deadline Cloud's worker agent is built on,
 running each chunk's command in a local session. The `blender` it runs is the stand-in
 scripts/bpy_blender.py (see farm_helpers.py).
@@ -29,7 +29,7 @@ from farm_helpers import blender_exe, farm_demo, make_demo_project, model_runs, 
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
-TEMPLATE = ROOT / "farm" / "openjd" / "faceswap.yaml"
+TEMPLATE = ROOT / "farm" / "openjd" / "faceswap" / "template.yaml"
 OPENJD = shutil.which("openjd", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 
 
@@ -69,9 +69,17 @@ def test_all_chunks_run_and_equal_one_whole_timeline_run(farm_demo, blender_exe,
     assert model_runs(run.stdout) == 24 + 1
     assert swapped_outputs(cache) == farm_demo["reference"]
 
-    render = openjd_run(farm_demo["blend"], cache, blender_exe, "--step", "Render",
-                        "-p", f"RenderOutput={tmp_path / 'render' / '####'}")
+    # The render step, submitted with the studio's paths and mapped on this worker (as Deadline Cloud
+    # does from its storage profiles): the .blend and the cache are found through the rules.
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"version": "pathmapping-1.0", "path_mapping_rules": [
+        {"source_path_format": "POSIX", "source_path": "/studio-nas/shot10", "destination_path": str(farm_demo["blend"].parent)},
+        {"source_path_format": "POSIX", "source_path": "/studio-nas/cache", "destination_path": str(cache)}]}))
+    render = openjd_run(Path("/studio-nas/shot10") / farm_demo["blend"].name, Path("/studio-nas/cache"), blender_exe,
+                        "--step", "Render", "-p", f"RenderOutput={tmp_path / 'render' / '####'}",
+                        "--path-mapping-rules", f"file://{rules}")
     assert render.returncode == 0, render.stdout[-4000:]
+    assert f"FACESWAP_CACHE_DIR={cache}" in render.stdout
     assert "update: 24 frames: 0 frames written, 24 frames up to date" in render.stdout
     assert [p.name for p in sorted((tmp_path / "render").glob("*.png"))] == [f"{f:04d}.png" for f in range(1, 37)]
 

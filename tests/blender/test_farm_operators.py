@@ -78,6 +78,22 @@ def test_the_cache_folder_from_the_environment(bpy, addon, project, clip, tmp_pa
         bpy.ops.faceswap.update()
 
 
+def test_the_models_folder_from_the_environment(bpy, addon, project, clip, models_dir, tmp_path, monkeypatch):
+    strip = add_movie(project, clip)
+    select_only(project, strip)
+    saved = addon.prefs.models_dir
+    monkeypatch.setenv("FACECACHE_MODELS", str(models_dir))
+    try:
+        addon.prefs.models_dir = ""  # a farm node: no preference, the variable names the NAS's models folder
+        assert addon.jobs.models_dir() == str(models_dir)
+        assert bpy.ops.faceswap.swap(frame_start=1, frame_end=1) == {"FINISHED"}
+        addon.prefs.models_dir = str(tmp_path / "no_models")  # a preference set by hand wins
+        with pytest.raises(RuntimeError, match="Install Default Models"):
+            bpy.ops.faceswap.update(frame_start=2, frame_end=2)
+    finally:
+        addon.prefs.models_dir = saved
+
+
 def test_progress_lines_are_printed_and_parseable(bpy, project, clip, capsys):
     strip = add_movie(project, clip)
     select_only(project, strip)

@@ -1,4 +1,4 @@
-"""farm/openjd/facecache_swap.yaml, run for real with `openjd run` (openjd-cli, from the project's `farm`
+"""farm/openjd/facecache_swap/template.yaml, run for real with `openjd run` (openjd-cli, from the project's `farm`
 extra): the engine's `facecache swap --frames A-B` per chunk, for footage that is not in a .blend. Its
 chunks together make exactly what one `facecache swap` of the whole clip makes, each frame analysed once."""
 
@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.index  # real weights and portraits come from the package index
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "farm" / "openjd" / "facecache_swap.yaml"
+TEMPLATE = Path(__file__).resolve().parents[2] / "farm" / "openjd" / "facecache_swap" / "template.yaml"
 BIN = Path(sys.executable).parent
 OPENJD = shutil.which("openjd", path=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
 FACECACHE = shutil.which("facecache", path=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
