@@ -111,14 +111,18 @@ class _FrameRange:
                     "give a range with start <= end")
         return None
 
-    def launch_range(self, scene, kind, strips, on_done=None):
-        """Launch on the strips' frames in the range, or say that it holds none (a farm chunk over a gap)."""
+    def launch_range(self, scene, kind, strips, on_done=None, synced: dict | None = None):
+        """Launch on the strips' frames in the range, or say that it holds none (a farm chunk over a gap,
+        or strips whose timing cannot be followed)."""
         items = timeline.work_items(scene, strips, self.timeline_frames())
         if items:
             return self.launch(scene, kind, items, on_done)
         scene.faceswap.last_report = json.dumps({"kind": kind, "frames": 0, "written": 0, "skipped": 0,
-                                                 "inferences": {}})
-        self.report({"INFO"}, f"{kind}: the strips have no frames in {self.frame_start}-{self.frame_end}")
+                                                 "inferences": {}, **sync_summary(synced)})
+        if self.timeline_frames() is None:
+            self.report({"INFO"}, f"{kind}: no frame to compute")
+        else:
+            self.report({"INFO"}, f"{kind}: the strips have no frames in {self.frame_start}-{self.frame_end}")
         return {"FINISHED"}
 
 
@@ -129,8 +133,7 @@ def _after_swap(keyed_uids, synced: dict):
         if job.result is None:
             return
         report = scene.faceswap.report()
-        report.update(resynced=synced["created_or_moved"], removed=synced["removed"],
-                      not_followed=synced["not_followed"])
+        report.update(sync_summary(synced))
         scene.faceswap.last_report = json.dumps(report, sort_keys=True)
         key = scene.faceswap.settings_key()
         for strip in timeline.swapped_strips(scene):
@@ -138,6 +141,14 @@ def _after_swap(keyed_uids, synced: dict):
                 strip.faceswap.settings_key = key
         refresh_images(scene)
     return done
+
+
+def sync_summary(synced: dict | None) -> dict:
+    """What re-syncing the swapped strips did, for the job's report."""
+    if synced is None:
+        return {}
+    return {"resynced": synced["created_or_moved"], "removed": synced["removed"],
+            "not_followed": synced["not_followed"]}
 
 
 def refresh_images(scene) -> None:
@@ -191,7 +202,8 @@ class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
         synced = timeline.sync_all(scene, only=names)
         report_not_followed(self, synced)
         chosen = [s for s in timeline.originals(scene) if s.name in names]
-        return self.launch_range(scene, "swap", chosen, _after_swap({s.faceswap.uid for s in chosen}, synced))
+        return self.launch_range(scene, "swap", chosen, _after_swap({s.faceswap.uid for s in chosen}, synced),
+                                 synced)
 
 
 class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
@@ -221,7 +233,8 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
             self.report({"INFO"}, "nothing to update: no swapped strips")
             return {"FINISHED"}
         originals = timeline.originals(scene)
-        return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}, synced))
+        return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}, synced),
+                                 synced)
 
 
 def report_not_followed(operator, synced: dict) -> None:
