@@ -50,6 +50,12 @@ def test_each_run_pays_only_for_its_own_stage(result):
     assert partial["inferences"]["detect"] == extension
 
 
+def test_identity_models_cost_is_reported_with_the_models_used(result):
+    assert result["identity_models"] == []  # the default pack here: MTCNN alone
+    assert result["cold_analysis_ms_per_frame"] > 0 and result["cold_analysis_ms_per_frame_detector_only"] > 0
+    assert result["identity_models_cost_ratio"] > 0
+
+
 def test_preview_renders_each_frame_from_the_cache(result):
     assert result["preview_frames"] == 5 and result["preview_jumps"] == 1
     assert result["preview_written"] == result["preview_frames"] + result["preview_jumps"]

@@ -24,6 +24,10 @@ to one output folder, on one cache folder:
                      each, timed from the call to the written output
   preview jumps      params 3: frames at random (seeded) that the steps did not touch
   profile            params 4: a few preview steps under cProfile, reported per frame
+  analysis cost      every analysis stage of the first frames, on empty caches, with the
+                     model set above and with the detector alone: the cold per-frame cost of
+                     the 68-point landmarker and the recognizer (when installed), which take
+                     all faces of a frame in one session run
 
 Each measured run is instrumented (`cache_timer.instrument`) so the time spent
 fingerprinting, resolving the media identity, opening and decoding groups,
@@ -40,7 +44,7 @@ import statistics
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -59,6 +63,7 @@ from facecache.media.sample_clip import write_group_clip
 from facecache.models.runtime import SessionFactory
 from facecache.pipeline import Parts, Settings, build_pipeline
 from facecache.samples import sample_image
+from facecache.store.cache import FaceCache
 from facecache.swap.composite import CompositeParams
 
 DEFAULT_FRAMES = 66  # 60 in the first range + 6 in the extension: a few minutes on 2 cores
@@ -66,6 +71,7 @@ FULL_HD = (1920, 1080)
 PREVIEW_STEPS = 30
 PREVIEW_JUMPS = 10
 PROFILED_FRAMES = 10
+ANALYSIS_FRAMES = 24
 GOALS = {
     "warm_new_source_ratio": 0.15,
     "param_only_ratio": 0.10,
@@ -207,6 +213,9 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         jumped = pipeline.preview(source_b, PREVIEW_PARAMS, jumps)
         say(f"preview profile: {min(PROFILED_FRAMES, len(steps))} steps under cProfile")
         profiled = pipeline.profiled_preview(source_b, PROFILED_PARAMS, steps[:PROFILED_FRAMES])
+        analysed = range(min(base, ANALYSIS_FRAMES))
+        say(f"analysis cost: {len(analysed)} frames with and without the landmarker and recognizer")
+        result.update(_identity_model_cost(pipeline, work, analysed))
 
     result.update(_figures(runs, stepped, jumped))
     result["preview_profile"] = profiled
@@ -230,6 +239,27 @@ def _set_up(work: Path, cache_root: Path, frames: int, faces: int, models_dir: P
     say(f"clip: {frames} frames at {size[0]}x{size[1]}, {faces} face(s) from {', '.join(p.name for p in portraits)}")
     clip = write_group_clip(portraits, work / "bench_clip.mp4", faces, frames=frames, size=size)
     return Bench(clip, work / "out", cache_root, models_dir, providers, parts), source_a, source_b
+
+
+def _identity_model_cost(bench: Bench, work: Path, frames: range) -> dict:
+    """Cold analysis per frame (every stage the model set offers) with the bench's models and
+    with the detector alone, each on an empty cache; models are loaded before timing."""
+    costs, used = {}, []
+    for name, ids in (("full", {}), ("detector_only", {"landmarker": "none", "recognizer": "none"})):
+        model_set = bench.parts.model_set(replace(bench.settings(), **ids))
+        loaded = [role for role in ("detector", "landmarker", "recognizer") if model_set.has(role)]
+        for role in loaded:
+            model_set.get(role)
+        if name == "full":
+            used = [model_set.settings[role] for role in loaded if role != "detector"]
+        analyzer = FaceAnalyzer(FaceCache(work / f"analysis-{name}"), model_set)
+        start = time.perf_counter()
+        analyzer.analyze_media(bench.clip, frames, needed=analyzer.stages())
+        costs[name] = (time.perf_counter() - start) * 1000 / max(len(frames), 1)
+    return {"identity_models": used,
+            "cold_analysis_ms_per_frame": round(costs["full"], 2),
+            "cold_analysis_ms_per_frame_detector_only": round(costs["detector_only"], 2),
+            "identity_models_cost_ratio": _ratio(costs["full"], costs["detector_only"])}
 
 
 def _digest_costs(clip: Path) -> dict:
