@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Playback of swapped strips in Blender's sequencer (the `bpy` 5.0.1 module): what the overlays
+cost where the editor feels it, and what they cost to write.
+
+    ./dev bench-playback [--frames 24] [--faces 6] [--size 1920x1080] [--rounds 5] [--one-core] [--json]
+
+Set-up (not timed): a clip with `faces` real faces (`facecache.media.sample_clip`), swapped by the
+engine's swap job (every face, the classic swapper) into one overlay a frame, as the extension
+does. Each overlay encoding under test is written from the same overlays into its own folder
+(the encode time and bytes per frame are the write side of the trade). Then a scene is built as
+the extension builds it: the movie strip, and above it an image strip of the overlays blended
+with ALPHA_OVER. For each encoding, sequencer frames 1..frames are rendered (`render.render`,
+timed per frame, the render pipeline's own cost included) three ways:
+
+  muted       the swapped strip muted (the movie alone), Blender's sequencer cache emptied
+  first_pass  the swapped strip on, the cache emptied: every overlay is read from disk
+  cached      the same frames again, the overlays now in Blender's raw cache
+
+The encodings: the engine's sparse PNGs (as shipped), OpenCV's PNG writer (a conventional
+full-frame encoder: the other side of the write-speed trade) and fully transparent PNGs (the floor
+of any full-frame overlay). `added_first_pass_ms` = first_pass - muted (wall, median per frame)
+is the figure with a goal (<= 10 ms at 1080p with six faces); under load from other processes
+read the CPU figures (`--one-core` makes them count work on one core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+GOAL_ADDED_MS = 10.0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=24)
+    parser.add_argument("--faces", type=int, default=6)
+    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep the clip and overlays here")
+    parser.add_argument("--rounds", type=int, default=5, help="passes of each kind (default 5)")
+    parser.add_argument("--one-core", action="store_true",
+                        help="run on one core (CPU figures then count work, little disturbed by other processes)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if args.one_core:  # before bpy starts its thread pool
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    with tempfile.TemporaryDirectory(prefix="facecache-playback-") as temp:
+        work = (args.workdir or Path(temp)).absolute()
+        os.environ.setdefault("BLENDER_USER_RESOURCES", str(work / "blender_user"))  # before bpy is imported
+        result = run(work, args.frames, args.faces, (width, height), args.rounds,
+                     say=lambda m: print(f"bench: {m}", file=sys.stderr))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"muted (the movie alone): {result['muted_ms']} ms, {result['muted_cpu_ms']} ms CPU a frame")
+        for name, figures in result["encodings"].items():
+            print(f"{name}:")
+            for key, value in figures.items():
+                print(f"  {key:<28} {value}")
+        print(f"machine: {result['machine']}")
+    return 0
+
+
+def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int, say) -> dict:
+    overlays = make_overlays(work, frames, faces, size, say)
+    encodings = write_encodings(work, overlays, say)
+    say(f"playback: {rounds} rounds of muted / first pass / cached over {len(encodings)} encodings")
+    played = measure_playback(work / "clip.mp4", {name: folder for name, (folder, _) in encodings.items()},
+                              frames, size, rounds)
+    results = {}
+    for name, (_, write) in encodings.items():
+        figures = {**write, **played[name]}
+        for what in ("first_pass", "cached"):
+            figures[f"added_{what}_ms"] = round(figures[f"{what}_ms"] - played["muted"]["muted_ms"], 2)
+            figures[f"added_{what}_cpu_ms"] = round(figures[f"{what}_cpu_ms"] - played["muted"]["muted_cpu_ms"], 2)
+        figures["goal_met"] = figures["added_first_pass_ms"] <= GOAL_ADDED_MS
+        results[name] = figures
+    return {"frames": frames, "faces": faces, "size": f"{size[0]}x{size[1]}", "rounds": rounds,
+            **played["muted"], "encodings": results, "goal_added_first_pass_ms": GOAL_ADDED_MS,
+            "machine": machine()}
+
+
+def make_overlays(work: Path, frames: int, faces: int, size: tuple[int, int], say) -> Path:
+    """The engine's own overlays of the clip (a swap job, every face)."""
+    from facecache.analysis.analyzer import FaceAnalyzer
+    from facecache.analysis.factory import build_model_set
+    from facecache.analysis.selection import Selector
+    from facecache.jobs.swap_job import SwapJob
+    from facecache.media.sample_clip import write_group_clip
+    from facecache.models.runtime import SessionFactory
+    from facecache.models.store import ModelStore
+    from facecache.samples import sample_image
+    from facecache.store.cache import FaceCache
+    from facecache.swap.factory import build_swapper
+    from facecache.swap.sources import SourceSet
+
+    models = ModelStore()
+    models.install(["default"])
+    portraits = [sample_image("grace_hopper"), sample_image("astronaut")]
+    clip = write_group_clip(portraits[:1] if faces == 1 else portraits, work / "clip.mp4", faces, frames, size)
+    say(f"swapping {frames} frames with {faces} faces (not timed)")
+    sessions = SessionFactory("cpu")
+    analyzer = FaceAnalyzer(FaceCache(work / "cache"), build_model_set(models, sessions))
+    sources = SourceSet.load([portraits[1]], analyzer)
+    job = SwapJob(analyzer, build_swapper("classic", sources, models, sessions), sources, selector=Selector("many"))
+    report = job.run(clip, work / "out")
+    if report.written != frames:
+        raise SystemExit(f"the swap job wrote {report.written} of {frames} overlays")
+    return work / "out" / clip.stem
+
+
+def write_encodings(work: Path, overlays: Path, say) -> dict[str, tuple[Path, dict]]:
+    """{name: (folder of 000000.png..., write-side figures)}: the engine's sparse PNGs (the files
+    the swap job wrote, re-encoded from their face patches for the timing), OpenCV's PNG writer
+    (a conventional full-frame encoder) and, for reference, fully transparent PNGs (what any
+    full-frame overlay costs Blender whatever it holds)."""
+    from facecache.swap.sparse_png import SparseOverlayEncoder
+
+    images = [cv2.imread(str(path), cv2.IMREAD_UNCHANGED) for path in sorted(overlays.glob("*.png"))]
+    sparse = SparseOverlayEncoder()
+    encoders = {
+        "sparse_png": lambda image: sparse.encode(image.shape[1], image.shape[0], _patches(image)),
+        "opencv_png": lambda image: _imencode(".png", image, []),
+        "transparent_png": lambda image: sparse.encode(image.shape[1], image.shape[0], []),
+    }
+    out = {}
+    for name, encode in encoders.items():
+        folder = overlays if name == "sparse_png" else work / "encodings" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        times, sizes = [], []
+        for index, image in enumerate(images):
+            start = time.thread_time()
+            data = encode(image)
+            times.append((time.thread_time() - start) * 1000)
+            if name == "sparse_png":
+                sizes.append((folder / f"{index:06d}.png").stat().st_size)
+            else:
+                sizes.append(len(data))
+                (folder / f"{index:06d}.png").write_bytes(data)
+        if name != "transparent_png":
+            decoded = cv2.imread(str(folder / "000000.png"), cv2.IMREAD_UNCHANGED)
+            if not np.array_equal(decoded, images[0]):
+                raise SystemExit(f"the {name} encoding does not give the overlay's pixels back")
+        out[name] = (folder, {"encode_cpu_ms": round(statistics.median(times), 2),
+                              "bytes_per_frame": int(statistics.mean(sizes))})
+        say(f"{name}: encode {out[name][1]['encode_cpu_ms']} ms CPU, {out[name][1]['bytes_per_frame']} bytes a frame")
+    return out
+
+
+def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tuple[int, int],
+                     rounds: int) -> dict:
+    """Per encoding: wall ms a frame (median over rounds of each pass's median) and CPU ms a frame
+    (all threads; the least over rounds, the figure least disturbed by other processes) of the
+    first and the cached pass; and the same for the movie alone ("muted")."""
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.resolution_x, scene.render.resolution_y = size
+    scene.render.resolution_percentage = 100
+    scene.frame_start, scene.frame_end = 1, frames
+    editor = scene.sequence_editor_create()
+    editor.strips.new_movie("clip", str(clip), 1, 1)
+    strips = {}
+    for channel, (name, folder) in enumerate(folders.items(), start=2):
+        files = sorted(folder.glob("*.png"))[:frames]
+        strip = editor.strips.new_image(f"clip.{name}", str(files[0]), channel, 1)
+        for path in files[1:]:
+            strip.elements.append(path.name)
+        strip.blend_type = "ALPHA_OVER"  # as the extension's timeline.sync_swapped
+        strips[name] = strip
+
+    def one_pass(empty_cache: bool) -> tuple[float, float]:
+        if empty_cache:  # changing the cache settings frees Blender's sequencer cache
+            editor.use_cache_raw = editor.use_cache_final = False
+            editor.use_cache_raw = True
+        wall, cpu = [], []
+        for frame in range(1, frames + 1):
+            scene.frame_set(frame)
+            start, cpu_start = time.perf_counter(), time.process_time()
+            bpy.ops.render.render(scene=scene.name)
+            wall.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - cpu_start) * 1000)
+        return statistics.median(wall), statistics.mean(cpu)
+
+    def show(only: str | None) -> None:
+        for name, strip in strips.items():
+            strip.mute = name != only
+
+    show(None)
+    one_pass(True)  # warms the render pipeline and the file system cache
+    passes: dict[str, dict[str, list]] = {name: {"first_pass": [], "cached": []} for name in strips}
+    muted = []
+    for _ in range(rounds):
+        show(None)
+        muted.append(one_pass(True))
+        for name in strips:
+            show(name)
+            passes[name]["first_pass"].append(one_pass(True))
+            passes[name]["cached"].append(one_pass(False))
+
+    def summary(samples: list, key: str) -> dict:
+        return {f"{key}_ms": round(statistics.median(w for w, _ in samples), 2),
+                f"{key}_cpu_ms": round(min(c for _, c in samples), 2)}
+
+    result = {"muted": summary(muted, "muted")}
+    for name, kinds in passes.items():
+        result[name] = {**summary(kinds["first_pass"], "first_pass"), **summary(kinds["cached"], "cached")}
+    return result
+
+
+def _patches(image: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """The overlay's faces as non-overlapping (x, y, bgra) boxes, as the engine hands them over."""
+    count, _, stats, _ = cv2.connectedComponentsWithStats((image[..., 3] > 0).astype(np.uint8))
+    boxes = [[int(x), int(y), int(x + w), int(y + h)] for x, y, w, h, _ in stats[1:count]]
+    merged = True
+    while merged:  # boxes of separate blobs may still overlap: join them
+        merged = False
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                a, b = boxes[i], boxes[j]
+                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                    boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+                    del boxes[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return [(x0, y0, image[y0:y1, x0:x1]) for x0, y0, x1, y1 in boxes]
+
+
+def _imencode(suffix: str, image: np.ndarray, params: list[int]) -> bytes:
+    ok, data = cv2.imencode(suffix, image, params)
+    if not ok:
+        raise RuntimeError(f"OpenCV could not encode {suffix}")
+    return data.tobytes()
+
+
+def machine() -> dict:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(terse=True), "python": platform.python_version(),
+            "numpy": np.__version__, "opencv": cv2.__version__, "loadavg_1min": round(os.getloadavg()[0], 2)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
