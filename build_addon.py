@@ -151,7 +151,9 @@ def validator_command(path: Path) -> list[str]:
     scripts = sorted(glob.glob(str(base / "*" / "scripts" / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py")))
     if not scripts:
         raise BuildError(f"the bpy module at {base} has no blender_ext.py validator")
-    return [sys.executable, scripts[-1], "validate", str(path)]
+    # `blender --command extension validate` checks the tags against Blender's own list: do the same
+    tags = Path(scripts[-1]).parents[3] / "modules" / "_bpy_internal" / "extensions" / "tags.py"
+    return [sys.executable, scripts[-1], "validate", str(path), *(["--valid-tags", str(tags)] if tags.is_file() else [])]
 
 
 def validate(path: Path) -> None:

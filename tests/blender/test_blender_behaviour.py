@@ -85,7 +85,8 @@ def test_cache_stays_put_after_save_as(bpy, addon, project, clip, tmp_path):
     assert "model runs: detect 0, landmark 0, embed 0, swap 0" in scene.faceswap.status
 
 
-def test_unsaved_file_uses_a_temporary_cache_moved_on_first_save(bpy, addon, clip, portrait_paths, tmp_path):
+@pytest.mark.every_blender
+def test_unsaved_file_uses_a_temporary_cache_moved_on_first_save(bpy, addon, clip, portrait_paths, tmp_path, capfd):
     bpy.ops.wm.read_homefile(use_empty=True)
     addon.jobs.reset()
     scene = bpy.context.scene
@@ -109,6 +110,18 @@ def test_unsaved_file_uses_a_temporary_cache_moved_on_first_save(bpy, addon, cli
     assert os.path.isfile(os.path.join(directory, swapped.elements[0].filename))
     assert bpy.ops.faceswap.update() == {"FINISHED"}
     assert (report(scene)["written"], report(scene)["skipped"]) == (0, 4)
+    bpy.ops.wm.save_mainfile()
+
+    bpy.ops.wm.read_homefile(use_empty=True)  # reopen: the saved file finds its swapped frames beside it
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "first.blend"))
+    scene = bpy.context.scene
+    (swapped,) = addon.timeline.swapped_strips(scene)
+    assert bpy.path.abspath(swapped.directory).startswith(str(tmp_path / "faceswap_cache"))
+    assert addon.timeline.is_up_to_date(scene, addon.timeline.original_for(scene, swapped))
+    assert bpy.ops.faceswap.update() == {"FINISHED"}
+    assert (report(scene)["written"], report(scene)["skipped"]) == (0, 4)
+    output = capfd.readouterr()
+    assert "Error in bpy.app.handlers" not in output.out + output.err  # Blender prints handler errors, never raises
 
 
 def test_preview_computes_the_missing_frame_under_the_playhead(bpy, addon, project, clip):

@@ -36,21 +36,47 @@ def test_zip_holds_manifest_wheels_and_engine(addon_zip):
     assert "bl_info" not in init
 
 
-def test_validator_rejects_a_broken_manifest(tmp_path, bpy):
+def load_build_addon():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
     build_addon = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build_addon)
+    return build_addon
 
+
+@pytest.mark.every_blender
+def test_this_blenders_validator_accepts_every_platform_zip(bpy, extension_zip):
+    build_addon = load_build_addon()
+    command = build_addon.validator_command(extension_zip("linux-x64"))
+    series = "{}.{}".format(*bpy.app.version[:2])
+    assert f"/bpy/{series}/scripts/" in command[1], command  # this Blender's own validator, with its tag list
+    assert command[-2] == "--valid-tags" and f"/bpy/{series}/" in command[-1]
+    for platform in build_addon.PLATFORMS:
+        build_addon.validate(extension_zip(platform))
+
+
+@pytest.mark.every_blender
+def test_validator_rejects_a_broken_manifest_or_an_unknown_tag(tmp_path, bpy, addon_zip):
+    build_addon = load_build_addon()
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(broken, "w") as archive:
         archive.writestr("blender_manifest.toml", 'schema_version = "1.0.0"\nid = "x"\n')
         archive.writestr("__init__.py", "")
     with pytest.raises(build_addon.BuildError, match="rejected"):
         build_addon.validate(broken)
+    with zipfile.ZipFile(addon_zip) as archive:
+        manifest = archive.read("blender_manifest.toml").decode()
+    assert 'tags = ["Sequencer"]' in manifest
+    tagged = tmp_path / "tagged.zip"
+    with zipfile.ZipFile(tagged, "w") as archive:
+        archive.writestr("blender_manifest.toml", manifest.replace('tags = ["Sequencer"]', 'tags = ["Face Swap"]'))
+        archive.writestr("__init__.py", "")
+    with pytest.raises(build_addon.BuildError, match="Face Swap"):
+        build_addon.validate(tagged)
 
 
+@pytest.mark.every_blender
 def test_registered_the_blender_way(bpy, addon):
     assert MODULE in bpy.context.preferences.addons
     for op in ("analyze", "swap", "update", "cancel", "cache_prune", "cache_clear"):

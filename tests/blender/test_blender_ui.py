@@ -1,0 +1,124 @@
+"""The sidebar panels' and the preferences' draw code runs in each Blender, in the states an editor sees.
+
+A real `UILayout` exists only inside a window, and the bpy module has none, so the panels draw into
+`CheckedLayout`, a stand-in held to the real contract: every call is checked against this Blender's own
+`UILayout` RNA (the function exists, its arguments are its parameters, required ones are given, icons
+and enum values are this Blender's, `prop` names a property of its data, `operator` a registered operator).
+A panel that calls something this Blender lacks fails here on that Blender."""
+
+import importlib
+from types import SimpleNamespace
+
+import pytest
+
+from blender_helpers import MODULE, add_movie, select_only
+
+pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.every_blender]
+
+PROPERTY_OF = {"property": "data", "propname": "dataptr", "active_propname": "active_dataptr"}
+
+
+class CheckedLayout:
+    def __init__(self, bpy, calls: list):
+        object.__setattr__(self, "_bpy", bpy)
+        object.__setattr__(self, "_calls", calls)
+
+    def __setattr__(self, name, value):  # layout.enabled, .alert, .use_property_split, ...
+        assert name in self._bpy.types.UILayout.bl_rna.properties, f"UILayout has no property {name!r}"
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        functions = self._bpy.types.UILayout.bl_rna.functions
+        assert name in functions, f"UILayout has no {name}() in Blender {self._bpy.app.version_string}"
+        function = functions[name]
+
+        def call(*args, **kwargs):
+            inputs = [p for p in function.parameters if not p.is_output]
+            assert len(args) <= len(inputs), f"{name}() takes {len(inputs)} arguments"
+            bound = dict(zip((p.identifier for p in inputs), args))
+            unknown = set(kwargs) - {p.identifier for p in inputs}
+            assert not unknown, f"{name}() has no parameter {unknown}"
+            bound.update(kwargs)
+            missing = [p.identifier for p in inputs if p.is_required and p.identifier not in bound]
+            assert not missing, f"{name}() needs {missing}"
+            for key, value in bound.items():
+                parameter = function.parameters[key]
+                if parameter.type == "ENUM" and isinstance(value, str) and len(parameter.enum_items):
+                    assert value in parameter.enum_items.keys(), f"{name}({key}={value!r}): not in this Blender"
+                if key in PROPERTY_OF and value:
+                    data = bound[PROPERTY_OF[key]]
+                    assert value in data.bl_rna.properties, f"{name}(): {type(data).__name__} has no {value!r}"
+            if name == "operator":
+                family, op = bound["operator"].split(".")
+                assert getattr(getattr(self._bpy.ops, family), op).get_rna_type(), bound["operator"]
+            self._calls.append((name, bound))
+            outputs = [p for p in function.parameters if p.is_output]
+            if outputs and getattr(getattr(outputs[0], "fixed_type", None), "identifier", "") == "UILayout":
+                return CheckedLayout(self._bpy, self._calls)
+            return None
+
+        return call
+
+
+def draw(bpy, panel, context=None) -> list:
+    """Run the panel's poll and draw; returns the layout calls."""
+    context = context or bpy.context
+    assert panel.poll(context)
+    calls = []
+    panel.draw(SimpleNamespace(layout=CheckedLayout(bpy, calls)), context)
+    return calls
+
+
+def texts(calls) -> list[str]:
+    return [bound.get("text", "") for name, bound in calls if name == "label"]
+
+
+def test_panels_draw_in_every_state(bpy, addon, project, clip):
+    ui = importlib.import_module(f"{MODULE}.ui")
+    main, strip_panel, cache = ui.FACESWAP_PT_main, ui.FACESWAP_PT_strip, ui.FACESWAP_PT_cache
+    editor = project.sequence_editor
+
+    calls = draw(bpy, main)
+    assert {"template_list", "operator", "prop", "column", "row"} <= {name for name, _ in calls}
+    assert texts(draw(bpy, strip_panel)) == ["No active movie strip"]
+    assert any(text.startswith("Size ") for text in texts(draw(bpy, cache)))
+
+    strip = add_movie(project, clip)
+    strip.frame_offset_end = 20
+    select_only(project, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    editor.active_strip = strip
+    assert texts(draw(bpy, strip_panel))[-1] == "Swapped strip up to date"
+    editor.active_strip = addon.timeline.swapped_strips(project)[0]
+    assert "Analysed 4 / 4 frames" in texts(draw(bpy, strip_panel))
+    strip.frame_offset_end = 19  # a trim the swapped strip does not follow yet
+    editor.active_strip = strip
+    assert texts(draw(bpy, strip_panel))[-1] == "Swapped strip out of date: press Update"
+
+    project.faceswap.running, project.faceswap.progress, project.faceswap.status = True, 0.5, "swap: 2/4"
+    try:
+        calls = draw(bpy, main)
+    finally:
+        project.faceswap.running = False
+    assert ("progress", {"factor": 0.5, "text": "swap: 2/4"}) in calls
+    assert ("operator", {"operator": "faceswap.cancel", "icon": "CANCEL"}) in calls
+
+
+def test_unsaved_file_and_preferences_draw(bpy, addon):
+    bpy.ops.wm.read_homefile(use_empty=True)
+    addon.jobs.reset()
+    ui = importlib.import_module(f"{MODULE}.ui")
+    assert "Unsaved file: temporary cache, moved on first save" in texts(draw(bpy, ui.FACESWAP_PT_cache))
+
+    prefs = addon.prefs
+    saved = prefs.models_dir
+    prefs.models_dir = ""
+    try:
+        calls = []
+        view = SimpleNamespace(layout=CheckedLayout(bpy, calls), bl_rna=prefs.bl_rna,
+                               **{name: getattr(prefs, name) for name in prefs.bl_rna.properties.keys()})
+        type(prefs).draw(view, bpy.context)
+    finally:
+        prefs.models_dir = saved
+    assert any(text.startswith("Using ") for text in texts(calls))
+    assert ("operator", {"operator": "faceswap.install_models", "icon": "IMPORT"}) in calls
