@@ -26,6 +26,7 @@ def test_zip_holds_manifest_wheels_and_engine(addon_zip):
         init = archive.read("__init__.py").decode()
     assert manifest["id"] == "vse_faceswap" and manifest["schema_version"] == "1.0.0"
     assert manifest["blender_version_min"] == "4.2.0" and manifest["tags"] == ["Sequencer"]
+    assert manifest["blender_version_max"] == "5.1.0"  # exclusive: the tested 4.2, 4.5 and 5.0 ship Python 3.11
     assert set(manifest["permissions"]) == {"files", "network"}
     assert manifest["platforms"] == ["linux-x64"]
     wheels = manifest["wheels"]
@@ -34,6 +35,20 @@ def test_zip_holds_manifest_wheels_and_engine(addon_zip):
     assert any("onnxruntime" in w for w in wheels) and any("opencv_python_headless" in w for w in wheels)
     assert "facecache/worker.py" in names and "facecache/coverage.py" in names
     assert "bl_info" not in init
+
+
+def test_the_manifest_claims_the_blenders_that_are_tested():
+    import re
+
+    manifest = tomllib.loads((ROOT / "blender_addon" / "blender_manifest.toml").read_text(encoding="utf-8"))
+    lts = re.search(r'^BLENDER_LTS="([^"]+)"', (ROOT / "dev").read_text(), re.M).group(1).split()
+    (latest,) = re.findall(r'"bpy==([0-9.]+);', (ROOT / "pyproject.toml").read_text())
+    tested = sorted(tuple(map(int, v.split("."))) for v in [*lts, latest])
+    low = tuple(map(int, manifest["blender_version_min"].split(".")))
+    high = tuple(map(int, manifest["blender_version_max"].split(".")))  # exclusive
+    assert all(low <= v < high for v in tested)
+    assert tested[0][:2] == low[:2], "the oldest Blender the manifest claims is tested"
+    assert tested[-1][:2] == (high[0], high[1] - 1), "the newest series the manifest claims is tested"
 
 
 def load_build_addon():
