@@ -1,7 +1,7 @@
 """compat.py is the one place that adapts Blender's API across 4.2, 4.5 and 5.0.
 
-The source scan needs no bpy: it fails when any add-on module other than compat.py, the Blender tests
-or the demo touch a name Blender renamed between those versions. The rest runs in each Blender."""
+The source scan needs no bpy: it fails when any add-on module other than compat.py, a Blender test or
+a script touches a name Blender renamed between those versions. The rest runs in each Blender."""
 
 import ast
 from pathlib import Path
@@ -21,7 +21,7 @@ def compat_renamed() -> set:
 
 RENAMED = compat_renamed()
 SCANNED = [*sorted((ROOT / "blender_addon").glob("*.py")), *sorted((ROOT / "tests" / "blender").glob("*.py")),
-           ROOT / "scripts" / "blender_demo.py"]
+           *sorted((ROOT / "scripts").glob("*.py"))]
 EXEMPT = {ROOT / "blender_addon" / "compat.py", Path(__file__).resolve()}
 
 
