@@ -48,16 +48,30 @@ class CheckedLayout:
                 if key in PROPERTY_OF and value:
                     data = bound[PROPERTY_OF[key]]
                     assert value in data.bl_rna.properties, f"{name}(): {type(data).__name__} has no {value!r}"
+            self._calls.append((name, bound))
             if name == "operator":
                 family, op = bound["operator"].split(".")
-                assert getattr(getattr(self._bpy.ops, family), op).get_rna_type(), bound["operator"]
-            self._calls.append((name, bound))
+                return CheckedOperatorProperties(getattr(getattr(self._bpy.ops, family), op).get_rna_type())
             outputs = [p for p in function.parameters if p.is_output]
             if outputs and getattr(getattr(outputs[0], "fixed_type", None), "identifier", "") == "UILayout":
                 return CheckedLayout(self._bpy, self._calls)
             return None
 
         return call
+
+
+class CheckedOperatorProperties:
+    """What `layout.operator()` returns: the button's operator settings, checked against the operator's RNA."""
+
+    def __init__(self, rna):
+        object.__setattr__(self, "_rna", rna)
+
+    def __setattr__(self, name, value):
+        assert name in self._rna.properties, f"{self._rna.identifier} has no property {name!r}"
+        prop = self._rna.properties[name]
+        if prop.type == "ENUM" and len(prop.enum_items):
+            assert value in prop.enum_items.keys(), f"{self._rna.identifier}.{name} = {value!r}"
+        object.__setattr__(self, name, value)
 
 
 def draw(bpy, panel, context=None) -> list:
