@@ -26,6 +26,7 @@ read the CPU figures (`--one-core` makes them count work on one core).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -39,6 +40,15 @@ import cv2
 import numpy as np
 
 GOAL_ADDED_MS = 10.0
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_compat():
+    """The extension's compat module (Blender's API across 4.2-5.0), loaded from the source tree."""
+    spec = importlib.util.spec_from_file_location("vse_faceswap_compat", ROOT / "blender_addon" / "compat.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv=None) -> int:
@@ -172,11 +182,12 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
     scene.render.resolution_percentage = 100
     scene.frame_start, scene.frame_end = 1, frames
     editor = scene.sequence_editor_create()
-    editor.strips.new_movie("clip", str(clip), 1, 1)
+    top_strips = load_compat().top_strips(editor)
+    top_strips.new_movie("clip", str(clip), 1, 1)
     strips = {}
     for channel, (name, folder) in enumerate(folders.items(), start=2):
         files = sorted(folder.glob("*.png"))[:frames]
-        strip = editor.strips.new_image(f"clip.{name}", str(files[0]), channel, 1)
+        strip = top_strips.new_image(f"clip.{name}", str(files[0]), channel, 1)
         for path in files[1:]:
             strip.elements.append(path.name)
         strip.blend_type = "ALPHA_OVER"  # as the extension's timeline.sync_swapped
