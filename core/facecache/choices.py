@@ -75,10 +75,14 @@ OUTPUT_FORMS = (
 # Blend settings: changing them re-runs the composite stage only.
 COMPOSITE = (
     Number("mask_blur", "Mask Blur", "Fade of the face mask's edges, as a fraction of the face size", 0.0, 1.0, 0.3),
-    Number("color_match", "Color Match", "How far the swapped face's colours move towards the original's",
-           0.0, 1.0, 0.0),
+    Number("color_match", "Color Match", "How much the swapped face takes the original face's colours, for "
+           "every swapper (0 = the swapper's own colours)", 0.0, 1.0, 1.0),
     Number("opacity", "Opacity", "How much of the swapped face shows", 0.0, 1.0, 1.0),
 )
+# The classic swapper leaves faces turned further than this (degrees of yaw, from the cached head
+# pose) as they are: it warps a frontal source, which on a profile shows one eye squeezed.
+MAX_YAW = Number("max_yaw", "Yaw Limit", "Faces turned further than this (degrees, from the head pose) are left "
+                 "as they are by the classic swapper", 1.0, 90.0, 50.0)
 REFERENCE_THRESHOLD = Number("reference_threshold", "Reference Threshold",
                              "Identity distance under which a face counts as the reference person "
                              "(0 = identical, 1 = opposite)", 0.0, 1.0, 0.3)

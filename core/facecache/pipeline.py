@@ -54,6 +54,8 @@ class Settings:
     color_match: float = choices.COMPOSITE[1].default
     opacity: float = choices.COMPOSITE[2].default
     output_form: str = choices.DEFAULTS["output_form"]
+    limit_yaw: bool = True  # the classic swapper leaves faces turned past max_yaw as they are
+    max_yaw: float = choices.MAX_YAW.default
 
     def __post_init__(self) -> None:
         for field, options in (("providers", choices.PROVIDERS), ("detector", choices.DETECTORS),
@@ -64,7 +66,7 @@ class Settings:
             if value not in choices.names(options):
                 raise SettingsError(f"unknown {field.replace('_', ' ')} {value!r}: choose one of "
                                     f"{', '.join(choices.names(options))}")
-        for number in (*choices.COMPOSITE, choices.REFERENCE_THRESHOLD, choices.SOURCE_FACE):
+        for number in (*choices.COMPOSITE, choices.REFERENCE_THRESHOLD, choices.SOURCE_FACE, choices.MAX_YAW):
             _check_range(number, getattr(self, number.name))
         if self.position is not None:
             if len(self.position) != 2 or not all(0.0 <= float(v) <= 1.0 for v in self.position):
@@ -177,10 +179,11 @@ class Parts:
     def swapper(self, settings: Settings, sources):
         from facecache.swap.factory import build_swapper
 
-        key = (settings.swapper, sources.digest, settings.models_dir, settings.providers)
+        max_yaw = float(settings.max_yaw) if settings.limit_yaw else None
+        key = (settings.swapper, sources.digest, settings.models_dir, settings.providers, max_yaw)
         if key not in self._swappers:
             self._swappers[key] = build_swapper(settings.swapper, sources, self.model_store(settings.models_dir),
-                                                self.sessions(settings.providers))
+                                                self.sessions(settings.providers), max_yaw)
         return self._swappers[key]
 
 

@@ -4,6 +4,8 @@ Python package index and kept in a data folder so later calls do not download ag
     from facecache.samples import sample_image
     path = sample_image("grace_hopper")      # a JPEG, 512x600, one face
     path = sample_image("astronaut")         # a PNG, 512x512, one face
+    path = sample_image("group")             # a JPEG, 1280x886, six people around a table
+    path = sample_image("portrait_112")      # a PNG, 112x112, one aligned face (a small source)
 
 The folder is `data_dir`, else $FACECACHE_DATA, else the per-user data folder
 (`~/.local/share/facecache/samples` on Linux). Files lie directly in it.
@@ -30,6 +32,12 @@ SCIKIT_IMAGE = PinnedPackage(
     "scikit-image", "0.25.2", "wheel",
     sha256="24cc986e1f4187a12aa319f777b36008764e856e5013666a4a83f8df083c2641", select_args=_WHEEL_SELECT)
 
+# Pure-Python wheel (one for every platform): its sample pictures are a group photo with six faces,
+# one turned three-quarters, and a 112-pixel aligned portrait (a small source).
+INSIGHTFACE = PinnedPackage(
+    "insightface", "2.1", "wheel",
+    sha256="dcd58ee79d99d689572477315f3149353afd65a36dc575f597cbb217a7bde399")
+
 SAMPLES: dict[str, PackagedFile] = {
     "grace_hopper": PackagedFile(
         MATPLOTLIB, "matplotlib/mpl-data/sample_data/grace_hopper.jpg",
@@ -37,6 +45,12 @@ SAMPLES: dict[str, PackagedFile] = {
     "astronaut": PackagedFile(
         SCIKIT_IMAGE, "skimage/data/astronaut.png",
         sha256="88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5"),
+    "group": PackagedFile(
+        INSIGHTFACE, "insightface/data/images/t1.jpg", filename="group.jpg",
+        sha256="47f682e945b659f93a9e490b9c9c4a2a864abe64dace9e1a2893845ddfd69489"),
+    "portrait_112": PackagedFile(
+        INSIGHTFACE, "insightface/data/images/Tom_Hanks_54745.png", filename="portrait_112.png",
+        sha256="8545da294e8c7c79911169c3915fed8528f1960cd0ed99b92453788ca4275083"),
 }
 
 

@@ -131,16 +131,22 @@ def _swap(engine: Engine, settings: Settings, items: list[dict], emit: Emit, can
     job = pipeline.swap_job()
     total = sum(len(_range(item)) for item in items)
     done = 0
+    turned_away: dict[str, list[int]] = {}  # media -> frames with faces left as they were (yaw limit)
     for item in items:
         media = Path(item["media"])
         if cancel.is_set():
             break
+        already = len(job.report.turned_away_frames)
         job.run(media, Path(item["out"]), _range(item), progress=_progress(emit, media.name, done, total),
                 cancel=cancel)
+        turned_away.setdefault(str(media), []).extend(job.report.turned_away_frames[already:])
         done += len(_range(item))
     targets = ", ".join(sorted({Path(item["media"]).name for item in items}))
-    return {**pipeline.summary(job.report, targets), "cancelled": cancel.is_set(),
-            "analysed": _analysed(pipeline.analyzer, items), "swapped": _swapped(items)}
+    summary = {**pipeline.summary(job.report, targets), "cancelled": cancel.is_set(),
+               "analysed": _analysed(pipeline.analyzer, items), "swapped": _swapped(items),
+               "turned_away": {media: sorted(set(frames)) for media, frames in turned_away.items() if frames}}
+    del summary["turned_away_frames"]  # by media in "turned_away"
+    return summary
 
 
 def _preview(engine: Engine, settings: Settings, items: list[dict]) -> dict:

@@ -45,13 +45,34 @@ def similarity(a, b):
 @pytest.mark.parametrize("source, target", PAIRS)
 def test_result_is_an_aligned_crop_with_a_soft_face_mask(portraits, source, target):
     result = swap(portraits, source, target)
-    assert result.crop.shape == (256, 256, 3) and result.mask.shape == (256, 256)
-    assert np.allclose(result.matrix, alignment_matrix(portrait_face(target).kps5, "arcface_128", 256), atol=1e-4)
+    side = result.size
+    assert result.crop.shape == (side, side, 3) and result.mask.shape == (side, side)
+    assert np.allclose(result.matrix, alignment_matrix(portrait_face(target).kps5, "arcface_128", side), atol=1e-4)
     mask = result.mask
     assert 0.15 < (mask > 0).mean() < 0.4  # the face, not the whole crop
     assert (mask == 1.0).mean() > 0.08
-    assert ((mask > 0) & (mask < 1)).mean() > 0.05  # a real fade, ~20 px wide
-    assert mask[:, :20].max() == 0 and mask[:, -20:].max() == 0 and mask[-10:].max() == 0  # no ears, no neck
+    assert ((mask > 0) & (mask < 1)).mean() > 0.05  # a real fade, ~8 % of the crop wide
+    edge = side // 12
+    assert mask[:, :edge].max() == 0 and mask[:, -edge:].max() == 0 and mask[-edge // 2:].max() == 0  # no ears, no neck
+
+
+def test_the_crop_is_as_large_as_the_target_face_but_no_larger_than_the_source(portraits):
+    swapper = ClassicSwapper()
+    hopper = swapper.prepare_source(portraits["grace_hopper"], portrait_face("grace_hopper"))
+    # the astronaut's face (43 px between the eyes) is smaller than Grace Hopper's (85 px): its own size
+    small = swapper.crop_side(portrait_face("astronaut").kps5, hopper)
+    assert small == 160  # 128 * 43.4 / 35.2 (the template's eye distance), rounded up to 16
+    # enlarged three times, the target outgrows the source: the crop stops at the source's size
+    big = swapper.crop_side(portrait_face("astronaut").kps5 * 3, hopper)
+    assert big == swapper.crop_side(portrait_face("grace_hopper").kps5, hopper) == 288  # 287.4 rounded up
+    # and a huge source onto a huge face is capped (bytes in the cache)
+    huge = swapper.prepare_source(cv2.resize(portraits["grace_hopper"], None, fx=4, fy=4),
+                                  Face(box=portrait_face("grace_hopper").box * 4, score=1.0,
+                                       kps5=portrait_face("grace_hopper").kps5 * 4))
+    assert swapper.crop_side(portrait_face("grace_hopper").kps5 * 4, huge) == ClassicSettings().max_crop == 512
+    result = swapper.swap(cv2.resize(portraits["astronaut"], None, fx=3, fy=3), Face(
+        box=portrait_face("astronaut").box * 3, score=1.0, kps5=portrait_face("astronaut").kps5 * 3), hopper)
+    assert result.size == 288
 
 
 @pytest.mark.parametrize("source, target", PAIRS)
@@ -94,18 +115,20 @@ def test_the_new_face_is_the_sources_and_not_a_pasted_rectangle(portraits, sourc
     assert np.count_nonzero((alpha > 0) & (alpha < 255)) > 0.2 * np.count_nonzero(alpha == 255)
 
 
-def test_skin_tone_is_matched_to_the_target(portraits):
+def test_skin_tone_is_matched_to_the_target_by_the_one_colour_setting(portraits):
     frame = portraits["astronaut"]
-    matched = swap(portraits, "grace_hopper", "astronaut")
-    raw = swap(portraits, "grace_hopper", "astronaut", ClassicSettings(color_match=0.0))
-    target_crop, _ = warp_face(frame, portrait_face("astronaut").kps5, "arcface_128", 256)
-    weights = matched.mask > 0.5
+    result = swap(portraits, "grace_hopper", "astronaut")
+    inside = cv2.warpAffine((result.mask > 0.5).astype(np.uint8), result.matrix.astype(np.float64),
+                            (frame.shape[1], frame.shape[0]), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP) > 0
 
     def mean_lab(image):
-        return cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[weights].astype(float).mean(axis=0)
+        return cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[inside].astype(float).mean(axis=0)
 
-    assert np.abs(mean_lab(matched.crop) - mean_lab(target_crop)).max() < 3
-    assert np.abs(mean_lab(raw.crop) - mean_lab(target_crop)).max() > 5
+    matched = paste_back(frame, [result], CompositeParams(color_match=1.0))
+    raw = paste_back(frame, [result], CompositeParams(color_match=0.0))
+    assert np.abs(mean_lab(matched) - mean_lab(frame)).max() < 3
+    assert np.abs(mean_lab(raw) - mean_lab(frame)).max() > 5
+    assert np.array_equal(raw[inside], np.clip(paste_back(frame, [result], CompositeParams(color_match=0.0))[inside], 0, 255))
 
 
 def test_seamless_blending_also_keeps_the_outside(portraits):
@@ -136,7 +159,7 @@ def test_68_landmarks_shape_the_mask_when_present(portraits):
     result = swap(portraits, "grace_hopper", "astronaut", target_face=with_68)
     plain = swap(portraits, "grace_hopper", "astronaut")
     hull = transform_points(with_68.landmarks68, result.matrix)
-    inside = np.zeros((256, 256), np.uint8)
+    inside = np.zeros((result.size, result.size), np.uint8)
     cv2.fillConvexPoly(inside, cv2.convexHull(np.round(hull).astype(np.int32)), 1)
     grown = cv2.dilate(inside, np.ones((3, 3), np.uint8))
     assert result.mask[grown == 0].max() == 0
@@ -145,21 +168,22 @@ def test_68_landmarks_shape_the_mask_when_present(portraits):
 
 def test_settings_describe_and_validate():
     described = ClassicSwapper().describe()
-    assert described["swapper"] == "classic" and described["crop_size"] == 256 and described["template"] == "arcface_128"
+    assert described["swapper"] == "classic" and described["version"] == 2 and described["template"] == "arcface_128"
+    assert (described["min_crop"], described["max_crop"]) == (128, 512) and "color_match" not in described
     assert json.loads(json.dumps(described)) == described
     assert ClassicSwapper(ClassicSettings(seamless=True)).describe() != described
-    for bad in (dict(crop_size=8), dict(template="nope"), dict(feather=0.9), dict(color_match=2.0)):
+    for bad in (dict(min_crop=8), dict(min_crop=256, max_crop=128), dict(template="nope"), dict(feather=0.9)):
         with pytest.raises(ValueError):
             ClassicSettings(**bad)
 
 
-def test_faces_without_key_points_and_mismatched_sources(portraits):
+def test_faces_without_key_points(portraits):
     swapper = ClassicSwapper()
     with pytest.raises(SwapInputError, match="kps5"):
         swapper.prepare_source(portraits["grace_hopper"], object())
-    prepared = ClassicSwapper(ClassicSettings(crop_size=128)).prepare_source(portraits["grace_hopper"], portrait_face("grace_hopper"))
-    with pytest.raises(ValueError, match="prepare it again"):
-        swapper.swap(portraits["astronaut"], portrait_face("astronaut"), prepared)
+    prepared = swapper.prepare_source(portraits["grace_hopper"], portrait_face("grace_hopper"))
+    with pytest.raises(SwapInputError, match="kps5"):
+        swapper.swap(portraits["astronaut"], object(), prepared)
 
 
 @pytest.mark.parametrize("seamless", [False, True])
@@ -168,7 +192,8 @@ def test_swapping_a_face_onto_itself_changes_almost_nothing(portraits, seamless)
     face = portrait_face("astronaut")
     swapper = ClassicSwapper(ClassicSettings(seamless=seamless))
     result = swapper.swap(frame, face, swapper.prepare_source(frame, face))
-    target_crop, _ = warp_face(frame, face.kps5, "arcface_128", 256)
+    target_crop = cv2.warpAffine(frame, result.matrix.astype(np.float64), (result.size, result.size),
+                                 flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)  # as the swap samples
     inside = result.mask > 0
     assert np.abs(result.crop[inside].astype(int) - target_crop[inside]).mean() < 1.5
     out = paste_back(frame, [result], CompositeParams())

@@ -11,6 +11,11 @@ S = 128
 COLOUR = (30, 200, 90)
 
 
+def plain(**settings):
+    """Blend settings without the colour match, so the crop's own colours show."""
+    return CompositeParams(**{"color_match": 0.0, **settings})
+
+
 def similarity(scale, angle_deg, tx, ty):
     a = np.deg2rad(angle_deg)
     return np.array([[scale * np.cos(a), -scale * np.sin(a), tx], [scale * np.sin(a), scale * np.cos(a), ty]])
@@ -40,7 +45,7 @@ MATRICES = {
 @pytest.mark.parametrize("name", MATRICES)
 def test_pixels_outside_the_mask_are_exactly_the_original(noise_frame, name):
     result = flat_result(MATRICES[name])
-    params = CompositeParams()
+    params = plain()
     before = noise_frame.copy()
     out = paste_back(noise_frame, [result], params)
     assert np.array_equal(noise_frame, before)  # the input frame is never written
@@ -60,19 +65,19 @@ def test_pixels_outside_the_mask_are_exactly_the_original(noise_frame, name):
 
 def test_the_edge_is_feathered_not_a_hard_rectangle(noise_frame):
     result = flat_result(MATRICES["upright"])
-    bgra = overlay(noise_frame, [result], CompositeParams(mask_blur=0.3))
+    bgra = overlay(noise_frame, [result], plain(mask_blur=0.3))
     alpha = bgra[..., 3]
     row = alpha[228, 150:330]  # a row through the face's middle, crossing its left edge
     rising = row[row > 0][:40]
     assert np.all(np.diff(rising.astype(int)) >= 0)
     assert np.count_nonzero((row > 0) & (row < 255)) >= 15  # ~19 px of fade at 0.5 px per crop px
-    hard = overlay(noise_frame, [result], CompositeParams(mask_blur=0.0))[..., 3]
+    hard = overlay(noise_frame, [result], plain(mask_blur=0.0))[..., 3]
     assert np.count_nonzero((hard > 0) & (hard < 255)) < np.count_nonzero((alpha > 0) & (alpha < 255)) / 10
 
 
 def test_overlay_laid_over_the_frame_gives_paste_back(noise_frame):
     results = [flat_result(MATRICES["upright"]), flat_result(MATRICES["turned"], colour=(250, 10, 10))]
-    params = CompositeParams(mask_blur=0.4, opacity=0.8)
+    params = plain(mask_blur=0.4, opacity=0.8)
     out = paste_back(noise_frame, results, params)
     bgra = overlay(noise_frame, results, params)
     assert bgra.shape == (480, 640, 4) and bgra.dtype == np.uint8
@@ -85,8 +90,8 @@ def test_overlay_laid_over_the_frame_gives_paste_back(noise_frame):
 
 def test_overlay_patch_is_the_overlay_cut_to_the_faces(noise_frame):
     results = [flat_result(MATRICES["upright"])]
-    ((x, y, patch),) = overlay_patches(noise_frame, results, CompositeParams())
-    full = overlay(noise_frame, results, CompositeParams())
+    ((x, y, patch),) = overlay_patches(noise_frame, results, plain())
+    full = overlay(noise_frame, results, plain())
     assert np.array_equal(full[y:y + patch.shape[0], x:x + patch.shape[1]], patch)
     rest = full.copy()
     rest[y:y + patch.shape[0], x:x + patch.shape[1]] = 0
@@ -97,7 +102,7 @@ def test_overlay_patch_is_the_overlay_cut_to_the_faces(noise_frame):
 def test_separate_faces_give_separate_patches_and_overlapping_ones_one(noise_frame):
     left, right = flat_result(similarity(0.8, 0, -10, -60)), flat_result(similarity(0.8, 0, -420, -200))
     overlapping = flat_result(similarity(0.8, 10, -360, -180), colour=(250, 10, 10))
-    params = CompositeParams(mask_blur=0.4, opacity=0.9)
+    params = plain(mask_blur=0.4, opacity=0.9)
     patches = overlay_patches(noise_frame, [left, right], params)
     assert len(patches) == 2  # 160 x 160 px each, 400 px apart: nothing between them is encoded
     assert sum(p.shape[0] * p.shape[1] for _, _, p in patches) < 0.3 * noise_frame.shape[0] * noise_frame.shape[1]
@@ -114,21 +119,21 @@ def test_separate_faces_give_separate_patches_and_overlapping_ones_one(noise_fra
 
 
 def test_later_faces_are_laid_over_earlier_ones(noise_frame):
-    red, blue = flat_result(MATRICES["upright"], (0, 0, 255)), flat_result(MATRICES["upright"], (255, 0, 0))
-    out = paste_back(noise_frame, [red, blue], CompositeParams())
-    assert np.array_equal(out[228, 328], [255, 0, 0])
-    assert np.array_equal(paste_back(noise_frame, [blue, red], CompositeParams())[228, 328], [0, 0, 255])
+    red, blue = flat_result(MATRICES["upright"], (1, 1, 254)), flat_result(MATRICES["upright"], (254, 1, 1))
+    out = paste_back(noise_frame, [red, blue], plain())
+    assert np.array_equal(out[228, 328], [254, 1, 1])
+    assert np.array_equal(paste_back(noise_frame, [blue, red], plain())[228, 328], [1, 1, 254])
 
 
 def test_opacity_and_padding(noise_frame):
     result = flat_result(MATRICES["upright"])
-    assert np.array_equal(paste_back(noise_frame, [result], CompositeParams(opacity=0.0)), noise_frame)
-    assert overlay_patches(noise_frame, [result], CompositeParams(opacity=0.0)) == []
-    half = paste_back(noise_frame, [result], CompositeParams(opacity=0.5))
+    assert np.array_equal(paste_back(noise_frame, [result], plain(opacity=0.0)), noise_frame)
+    assert overlay_patches(noise_frame, [result], plain(opacity=0.0)) == []
+    half = paste_back(noise_frame, [result], plain(opacity=0.5))
     centre = np.rint((noise_frame[228, 328].astype(float) + COLOUR) / 2)
     assert np.abs(half[228, 328] - centre).max() <= 1
     # top 50 % padded away: the upper half of the face region keeps the frame
-    padded = paste_back(noise_frame, [result], CompositeParams(mask_padding=(50, 0, 0, 0)))
+    padded = paste_back(noise_frame, [result], plain(mask_padding=(50, 0, 0, 0)))
     assert np.array_equal(padded[:228], noise_frame[:228]) and not np.array_equal(padded[240:], noise_frame[240:])
 
 
@@ -136,19 +141,19 @@ def test_the_swappers_own_mask_combines_with_the_box_by_minimum(noise_frame):
     own = np.zeros((S, S), np.float32)
     own[:, : S // 2] = 1.0  # the swapper keeps only the crop's left half
     result = flat_result(MATRICES["upright"], mask=own)
-    out = paste_back(noise_frame, [result], CompositeParams())
+    out = paste_back(noise_frame, [result], plain())
     assert np.all(out[228, 260:320] == COLOUR)
     assert np.array_equal(out[:, 330:], noise_frame[:, 330:])
 
 
 def test_faces_cut_by_the_frame_edge(noise_frame):
     result = flat_result(similarity(0.5, 0, 30, -50))  # crop starts 60 px left of the frame
-    out = paste_back(noise_frame, [result], CompositeParams())
+    out = paste_back(noise_frame, [result], plain())
     assert np.all(out[228, 5:150] == COLOUR)
     assert np.array_equal(out[:, 260:], noise_frame[:, 260:])
     off = flat_result(similarity(0.5, 0, 500, 500))  # entirely outside
-    assert np.array_equal(paste_back(noise_frame, [off], CompositeParams()), noise_frame)
-    assert not overlay(noise_frame, [off], CompositeParams()).any()
+    assert np.array_equal(paste_back(noise_frame, [off], plain()), noise_frame)
+    assert not overlay(noise_frame, [off], plain()).any()
 
 
 def test_color_match_moves_the_face_towards_the_frames_colours():
@@ -165,10 +170,10 @@ def test_params_validate_and_describe_stably():
     same = CompositeParams(mask_blur=0.3, mask_padding=(1.0, 2.0, 3.0, 4.0), color_match=0.5)
     assert params.describe() == same.describe()
     assert json.loads(json.dumps(params.describe())) == params.describe()
-    assert params.describe()["format"] == "composite/1"
+    assert params.describe()["format"] == "composite/2"
     assert CompositeParams(opacity=0.9).describe() != CompositeParams().describe()
-    assert CompositeParams().describe() == {"format": "composite/1", "mask_blur": 0.3, "mask_padding": [0.0] * 4,
-                                            "color_match": 0.0, "opacity": 1.0}
+    assert CompositeParams().describe() == {"format": "composite/2", "mask_blur": 0.3, "mask_padding": [0.0] * 4,
+                                            "color_match": 1.0, "opacity": 1.0}
     for bad in (dict(mask_blur=2), dict(opacity=-0.1), dict(color_match=1.1), dict(mask_padding=(0, 0, 0))):
         with pytest.raises(ValueError):
             CompositeParams(**bad)

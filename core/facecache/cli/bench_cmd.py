@@ -1,7 +1,8 @@
 """`facecache bench [SUITE] [--json]`: measured figures for the README.
 
 Suites: `pipeline` (the default: what the cache saves on the main job, real
-models and photographs) and `cache` (what the cache itself costs).
+models and photographs), `cache` (what the cache itself costs) and `quality`
+(how good the default swap looks, on real photographs).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from facecache.bench import cache_bench, pipeline_bench
+from facecache.bench import cache_bench, pipeline_bench, quality_bench
 from facecache.cli.common import add_command, print_json
 
 CACHE_DEFAULT_FRAMES = 300
@@ -28,11 +29,16 @@ def _run_cache(args: argparse.Namespace) -> dict:
                            compare_dir=args.compare_dir)
 
 
-SUITES = {"pipeline": _run_pipeline, "cache": _run_cache}
+def _run_quality(args: argparse.Namespace) -> dict:
+    say = (lambda message: print(f"bench quality: {message}", file=sys.stderr, flush=True))
+    return quality_bench.run(out_dir=args.out, models_dir=args.models_dir, providers=args.providers, say=say)
+
+
+SUITES = {"pipeline": _run_pipeline, "cache": _run_cache, "quality": _run_quality}
 
 
 def register(commands) -> None:
-    parser = add_command(commands, "bench", "measure what the cache saves and costs")
+    parser = add_command(commands, "bench", "measure what the cache saves and costs, and the swap's quality")
     parser.add_argument("suite", nargs="?", choices=sorted(SUITES), default="pipeline",
                         help="which benchmark to run (default: pipeline)")
     parser.add_argument("--frames", type=int, default=None,
@@ -53,6 +59,8 @@ def register(commands) -> None:
     parser.add_argument("--faces", type=_positive, default=1,
                         help="pipeline suite: faces in every frame of the clip, tiled from the sample portraits "
                              "(default 1)")
+    parser.add_argument("--out", type=Path, default=Path("bench-quality"),
+                        help="quality suite: folder for the side-by-side pictures (default ./bench-quality)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run_bench)
 
@@ -76,7 +84,10 @@ def print_table(result: dict) -> None:
     for key, value in result.items():
         if key in nested or key in ("goals", "goals_met"):
             continue
-        mark = "" if key not in goals else f"   (goal <= {goals[key]}: {'met' if met[key] else 'MISSED'})"
+        goal = goals.get(key)
+        goal = goal if isinstance(goal, str) else f"<= {goal}"  # a bare number is an upper bound
+        verdict = {True: "met", False: "MISSED", None: "not measured"}.get(met.get(key))
+        mark = "" if key not in goals else f"   (goal {goal}: {verdict})"
         shown = f"{value:.4g}" if isinstance(value, float) else str(value)
         print(f"{key:<36} {shown}{mark}")
     for key, value in nested.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -32,11 +33,24 @@ def register(commands) -> None:
     add_number(parser, choices.REFERENCE_THRESHOLD)
     for number in choices.COMPOSITE:
         add_number(parser, number)
+    parser.add_argument("--max-yaw", type=_yaw_limit, default=choices.MAX_YAW.default, metavar="DEG|off",
+                        help=f"{choices.MAX_YAW.description}, and counted (default {choices.MAX_YAW.default:g}; "
+                             "off: swap every face; the model swappers always swap every face)")
     add_choice(parser, "--output-form", choices.OUTPUT_FORMS, "what each output holds")
     add_cache_options(parser)
     add_model_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run_swap)
+
+
+def _yaw_limit(text: str) -> float | None:
+    """Degrees, or None for "off"."""
+    if text.strip().lower() == "off":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a yaw limit: {text!r} (degrees, e.g. 50, or off)") from None
 
 
 def _fractions(text: str) -> tuple[float, float]:
@@ -49,7 +63,10 @@ def _fractions(text: str) -> tuple[float, float]:
 
 def run_swap(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    pipeline = build_pipeline(Settings.from_args(args))
+    settings = Settings.from_args(args)
+    if args.max_yaw is None:  # --max-yaw off
+        settings = dataclasses.replace(settings, limit_yaw=False, max_yaw=choices.MAX_YAW.default)
+    pipeline = build_pipeline(settings)
     job = pipeline.swap_job()
     bar = ProgressLine(args.target.name)
     report = job.run(args.target, args.out, args.frames, progress=lambda p: bar(

@@ -1,5 +1,5 @@
 """One sentence for a job's summary, in the one vocabulary every front end prints: frames written,
-frames up to date, analyses from cache, model runs.
+frames up to date, analyses from cache, model runs (and faces left as they were, and why).
 
 The CLI, the worker (so the Blender add-on's status line), `facecache demo` and `./dev demo` all
 print this sentence, so one step never reads "0 from cache" in one place and "48 from cache" in
@@ -23,6 +23,8 @@ def describe_run(summary: dict) -> str:
     text = "; ".join(parts + [f"analyses from cache {analysis.get('hits', 0)}",
                               "model runs: " + (", ".join(f"{stage} {count}" for stage, count in
                                                           (summary.get("inferences") or {}).items()) or "none")])
+    if summary.get("faces_turned_away"):
+        text += f"; {summary['faces_turned_away']} faces turned past the yaw limit left as they were"
     if "seconds" in summary:
         text += f"; {summary['seconds']:.2f} s"
     return text
@@ -35,5 +37,9 @@ def no_face_warning(summary: dict, target: str) -> str | None:
     if summary.get("faces_found", 0) == 0:
         return (f"no face found in {target}: nothing was swapped and the output equals the original. "
                 "Check that the target shows a face (large and bright enough), or try another --detector")
+    if summary.get("faces_turned_away", 0):
+        return (f"every face in {target} is turned further than the swapper's yaw limit, so nothing was "
+                "swapped (a frontal source on a profile looks wrong). Raise the limit with --max-yaw, "
+                "or use a model swapper")
     return (f"no face in {target} matched the selector: nothing was swapped. Check --selector, --position "
             "or the --reference photos")

@@ -46,7 +46,7 @@ from facecache.swap.sparse_png import SparseOverlayEncoder
 from facecache.swap.sources import SourceSet
 from facecache.swap.swap_records import SWAP_CODEC, SwapRecord, quantise_mask
 
-SWAP_FORMAT_VERSION = 1
+SWAP_FORMAT_VERSION = 2  # 2: crops of several sizes and fitted colour transfers in a pack
 OUTPUT_FORMS = choices.names(choices.OUTPUT_FORMS)
 
 
@@ -59,11 +59,15 @@ class SwapReport:
     swap_stats: RunStats = field(default_factory=RunStats)
     faces_found: int = 0     # faces detected in the frames this run made
     faces_swapped: int = 0   # of those, the faces swapped
+    faces_turned_away: int = 0  # and the faces left untouched, turned past the swapper's yaw limit
+    turned_away_frames: list[int] = field(default_factory=list)  # media frames holding such faces
 
     def as_dict(self) -> dict:
         """The CLI's and the worker's summary keys for this report."""
         return {"frames": self.frames, "written": self.written, "skipped": self.skipped,
                 "faces_found": self.faces_found, "faces_swapped": self.faces_swapped,
+                "faces_turned_away": self.faces_turned_away,
+                "turned_away_frames": sorted(set(self.turned_away_frames))[:10000],
                 "swap_cache": self.swap_stats.as_dict()}
 
 
@@ -243,12 +247,16 @@ class SwapJob:
             record = self.analyzer.ensure(analysis, index, frame, self.needed)
         cached = swaps.lookup(record.fingerprint)
         if cached is None:
-            faces = self.selector.select(record.faces, record.width, record.height)
+            faces, turned = self.swapper.split_turned(self.selector.select(record.faces, record.width,
+                                                                            record.height))
             results = [quantise_mask(self.swapper.swap(frame, face)) for face in faces]
             self.analyzer.inferences.swap += len(faces)
-            cached = SwapRecord(record.fingerprint, results)
+            cached = SwapRecord(record.fingerprint, results, len(turned))
         self.report.faces_found += len(record.faces)
         self.report.faces_swapped += len(cached.results)
+        self.report.faces_turned_away += cached.turned_away
+        if cached.turned_away:
+            self.report.turned_away_frames.append(index)
         if swaps.fingerprint_at(index) != record.fingerprint or cached.fingerprint not in swaps.content.records:
             swaps.put(cached, index)
         return cached.results

@@ -2,12 +2,19 @@
 
 The source face is aligned onto the target face through a common crop: both
 faces' five key points are fitted (similarity: rotation, uniform scale,
-translation) to one template at one crop size, so the source's aligned crop
-already sits where the target's face is in *its* aligned crop. The swap
-result is that crop (colour-matched to the target, optionally Poisson-blended
-into it) with the target's frame-to-crop matrix and a feathered mask of the
-face region both faces share (the hull of their 68 landmarks when known, else
-a key-point outline of brows, eyes, nose, mouth, cheeks and chin).
+translation) to one template, so the source's aligned crop already sits where
+the target's face is in *its* aligned crop. The swap result is that crop
+(optionally Poisson-blended into the target), the target's frame-to-crop matrix
+and a feathered mask of the face region both faces share (the hull of their 68
+landmarks when known, else a key-point outline of brows, eyes, nose, mouth,
+cheeks and chin). Colour is left to the composite stage (``swap.color``), so
+the blend setting ``color_match`` is the one colour setting.
+
+Detail: each crop is as large as the target face is in the frame (so the
+composite places it about one to one), but no larger than the source face
+itself (more pixels would hold no more detail), within ``min_crop..max_crop``.
+The source is resampled once, from the level of its image pyramid nearest the
+crop's scale, bicubic.
 
     swapper = ClassicSwapper()
     source = swapper.prepare_source(source_image, source_face)   # once per source
@@ -17,6 +24,7 @@ a key-point outline of brows, eyes, nose, mouth, cheeks and chin).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import cv2
@@ -24,52 +32,53 @@ import numpy as np
 
 from facecache.analysis.align import TEMPLATES, alignment_matrix, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
-from facecache.swap.color import match_color
 from facecache.swap.face_region import face_mask, outline
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 1
+CLASSIC_VERSION = 2  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite
+_SIZE_STEP = 16
+# The template crop side the face sizes are measured at.
+_REFERENCE_SIDE = 128
 
 
 @dataclass(frozen=True)
 class ClassicSettings:
     """Everything that changes the classic swap's result (so, part of its cache key).
 
-    crop_size:   side of the aligned crop in pixels.
-    template:    5-point alignment template both faces are fitted to.
-    feather:     width of the mask's inward fade, as a fraction of the crop size.
-    color_match: strength (0..1) of the L*a*b* mean/spread transfer towards the
-                 target's skin done here; 0 leaves colour to the composite
-                 stage's ``color_match``.
-    seamless:    Poisson-blend the source into the target inside the mask
-                 (gradient-domain: keeps the source's detail, takes the
-                 target's lighting at the face's edge).
+    template:  5-point alignment template both faces are fitted to.
+    min_crop:  smallest crop side in pixels (small faces).
+    max_crop:  largest crop side in pixels (bounds the cache's bytes per face).
+    feather:   width of the mask's inward fade, as a fraction of the crop size.
+    seamless:  Poisson-blend the source into the target inside the mask
+               (gradient-domain: keeps the source's detail, takes the
+               target's lighting at the face's edge).
     """
 
-    crop_size: int = 256
     template: str = "arcface_128"
+    min_crop: int = 128
+    max_crop: int = 512
     feather: float = 0.08
-    color_match: float = 1.0
     seamless: bool = False
 
     def __post_init__(self) -> None:
-        if not 32 <= int(self.crop_size) <= 2048:
-            raise ValueError(f"classic swap crop_size must be 32..2048 pixels, got {self.crop_size}")
+        if not 32 <= int(self.min_crop) <= int(self.max_crop) <= 2048:
+            raise ValueError(f"classic swap crop sides must satisfy 32 <= min_crop <= max_crop <= 2048, "
+                             f"got {self.min_crop} and {self.max_crop}")
         if self.template not in TEMPLATES:
             raise ValueError(f"unknown alignment template {self.template!r}; choose one of {sorted(TEMPLATES)}")
         if not 0.0 <= float(self.feather) <= 0.5:
             raise ValueError(f"classic swap feather is a fraction of the crop size in 0..0.5, got {self.feather}")
-        if not 0.0 <= float(self.color_match) <= 1.0:
-            raise ValueError(f"classic swap color_match must be in 0..1, got {self.color_match}")
 
 
 @dataclass(frozen=True, eq=False)
 class ClassicSource:
-    """A source face prepared once: its aligned crop and its outline in crop pixels."""
+    """A source face prepared once: its image pyramid, key points and outline (source pixels)."""
 
-    crop: np.ndarray
+    pyramid: tuple[np.ndarray, ...]  # the image, then each level half the size of the one before
+    kps5: np.ndarray
     outline: np.ndarray
+    side: float  # the crop side at which the source face is one to one
 
 
 class ClassicSwapper:
@@ -83,36 +92,62 @@ class ClassicSwapper:
         return {"swapper": "classic", "version": CLASSIC_VERSION, **asdict(self.settings)}
 
     def prepare_source(self, image: np.ndarray, face) -> ClassicSource:
-        """Align the source face (a ``Face`` or ``Detection``: kps5, optional landmarks68) in ``image``."""
+        """Prepare the source face (a ``Face`` or ``Detection``: kps5, optional landmarks68) in ``image``."""
         image = check_bgr_frame(image)
-        size, template = self.settings.crop_size, self.settings.template
         kps5 = face_kps5(face, "source face")
-        matrix = alignment_matrix(kps5, template, size)
-        crop = warp(image, matrix, size)
-        points = transform_points(outline(kps5, face_landmarks68(face)), matrix)
-        crop.setflags(write=False)
+        levels = [image]
+        while min(levels[-1].shape[:2]) >= 2 * _REFERENCE_SIDE:
+            levels.append(cv2.pyrDown(levels[-1]))
+        for level in levels:
+            level.setflags(write=False)
+        points = outline(kps5, face_landmarks68(face))
         points.setflags(write=False)
-        return ClassicSource(crop=crop, outline=points)
+        kps5.setflags(write=False)
+        return ClassicSource(pyramid=tuple(levels), kps5=kps5, outline=points, side=self._side_of(kps5))
+
+    def crop_side(self, target_kps5: np.ndarray, source: ClassicSource) -> int:
+        """The crop side for a target face: its size in the frame, at most the source's own,
+        rounded up to a multiple of 16 within min_crop..max_crop."""
+        s = self.settings
+        side = min(self._side_of(target_kps5), source.side)
+        return int(min(max(math.ceil(side / _SIZE_STEP) * _SIZE_STEP, s.min_crop), s.max_crop))
 
     def swap(self, frame: np.ndarray, target_face, source: ClassicSource) -> SwapResult:
         """The swapped crop of ``target_face`` in ``frame``, with its matrix and feathered mask."""
         frame = check_bgr_frame(frame)
         s = self.settings
-        if source.crop.shape != (s.crop_size, s.crop_size, 3):
-            raise ValueError(f"the source was prepared at {source.crop.shape[:2]}, this swapper uses "
-                             f"{s.crop_size} px crops; prepare it again with this swapper")
         kps5 = face_kps5(target_face, "target face")
-        matrix = alignment_matrix(kps5, s.template, s.crop_size)
-        target_crop = warp(frame, matrix, s.crop_size)
+        size = self.crop_side(kps5, source)
+        matrix = alignment_matrix(kps5, s.template, size)
+        target_crop = warp(frame, matrix, size)
         target_outline = transform_points(outline(kps5, face_landmarks68(target_face)), matrix)
-        feather = s.feather * s.crop_size
+        source_matrix = alignment_matrix(source.kps5, s.template, size)
+        crop = _resample(source.pyramid, source_matrix, size)
+        feather = s.feather * size
         # The region both faces cover: the source's skin, over the target's.
-        mask = np.minimum(face_mask(source.outline, s.crop_size, feather),
-                          face_mask(target_outline, s.crop_size, feather))
-        crop = match_color(source.crop, target_crop, mask, s.color_match)
+        mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
+                          face_mask(target_outline, size, feather))
         if s.seamless:
             crop = _poisson_blend(crop, target_crop, mask)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
+
+    def _side_of(self, kps5: np.ndarray) -> float:
+        """The crop side at which a face with these key points is one to one (pixel for pixel)."""
+        matrix = alignment_matrix(kps5, self.settings.template, _REFERENCE_SIDE)
+        return _REFERENCE_SIDE / math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
+
+
+def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int) -> np.ndarray:
+    """Warp the source by ``matrix`` into a ``size`` crop, bicubic, from the pyramid level that
+    needs the least shrinking beyond a half (so detail is averaged, not aliased)."""
+    scale = math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
+    level = 0
+    while level + 1 < len(pyramid) and scale * 2 ** (level + 1) <= 1.0:
+        level += 1
+    matrix = np.asarray(matrix, np.float64).copy()
+    matrix[:, :2] *= 2 ** level  # level pixels are 2**level source pixels
+    return cv2.warpAffine(pyramid[level], matrix, (size, size), flags=cv2.INTER_CUBIC,
+                          borderMode=cv2.BORDER_REPLICATE)
 
 
 def _poisson_blend(source: np.ndarray, target: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -22,13 +22,17 @@ from typing import Sequence
 import cv2
 import numpy as np
 
+from facecache import choices
 from facecache.analysis.align import warp
 from facecache.analysis.frames import check_bgr_frame
-from facecache.swap.color import match_color
+from facecache.swap.color import ColorTransfer
 from facecache.swap.masks import box_mask, check_padding, combine_masks
 from facecache.swap.result import SwapResult
 
-COMPOSITE_FORMAT = "composite/1"
+COMPOSITE_FORMAT = "composite/2"  # 2: colour match by the fitted transfer, detail and range kept
+# Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
+FIT_MASK_BLUR = 0.3
+DEFAULT_COLOR_MATCH = next(number.default for number in choices.COMPOSITE if number.name == "color_match")
 
 
 @dataclass(frozen=True)
@@ -37,14 +41,15 @@ class CompositeParams:
 
     mask_blur:    fade of the box mask's edges, as a fraction of the crop size (0..1).
     mask_padding: (top, right, bottom, left) cut from the box mask, in percent of the crop.
-    color_match:  strength (0..1) of the L*a*b* mean/spread transfer of the swapped
-                  face towards the original face's colours.
+    color_match:  strength (0..1) of the transfer of the original face's colours onto the
+                  swapped face (``swap.color``), for every swapper: 1 = the original's
+                  skin tone and lighting, 0 = the swapper's own colours.
     opacity:      0..1, how much of the swapped face shows.
     """
 
     mask_blur: float = 0.3
     mask_padding: tuple[float, float, float, float] = (0, 0, 0, 0)
-    color_match: float = 0.0
+    color_match: float = DEFAULT_COLOR_MATCH
     opacity: float = 1.0
 
     def __post_init__(self) -> None:
@@ -65,6 +70,21 @@ class CompositeParams:
             "color_match": rounded(self.color_match),
             "opacity": rounded(self.opacity),
         }
+
+
+def color_transfer(result: SwapResult, frame: np.ndarray) -> ColorTransfer | None:
+    """The transfer giving the result's crop the original face's colours: the one the swap stage
+    fitted, else fitted now from the frame under the swapper's mask (or a box mask)."""
+    if result.color is not None:
+        return ColorTransfer.from_array(result.color)
+    weights = result.mask if result.mask is not None else box_mask(result.size, FIT_MASK_BLUR)
+    return ColorTransfer.fit(result.crop, warp(frame, result.matrix, result.size), weights)
+
+
+def with_color_transfer(result: SwapResult, frame: np.ndarray) -> SwapResult:
+    """The result with its colour transfer fitted (done once, in the swap stage, and cached)."""
+    transfer = color_transfer(result, frame)
+    return result if transfer is None else result.with_color(transfer.as_array())
 
 
 def crop_mask(result: SwapResult, params: CompositeParams, box: np.ndarray | None = None) -> np.ndarray:
@@ -196,17 +216,32 @@ def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[
     """The face (uint8 BGR) and its blend mask (float32 0..1) warped onto the frame box."""
     crop = result.crop
     if params.color_match > 0.0:
-        reference = warp(frame, result.matrix, result.size)
-        crop = match_color(crop, reference, mask, params.color_match)
+        transfer = color_transfer(result, frame)
+        if transfer is not None:  # only where the face shows
+            crop = transfer.apply(crop, params.color_match, _mask_box(mask))
     bx0, by0, bx1, by1 = box
     # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
     to_crop = result.matrix.astype(np.float64).copy()
     to_crop[:, 2] += to_crop[:, :2] @ np.array([bx0, by0], dtype=np.float64)
-    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
     size = (bx1 - bx0, by1 - by0)
-    face = cv2.warpAffine(crop, to_crop, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
-    m = cv2.warpAffine(mask, to_crop, size, flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    # Bicubic for the face: bilinear at a fractional offset averages neighbours and softens detail
+    # even one to one; the smooth mask needs no more than bilinear.
+    face = cv2.warpAffine(crop, to_crop, size, flags=cv2.INTER_CUBIC | cv2.WARP_INVERSE_MAP,
+                          borderMode=cv2.BORDER_REPLICATE)
+    # Bicubic overshoots at a highlight or a black rim; a swapped pixel stays off the limits
+    # (0 and 255 read as clipped; one level less is invisible).
+    np.clip(face, 1, 254, out=face)
+    m = cv2.warpAffine(mask, to_crop, size, flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                       borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
     return face, np.clip(m, 0.0, 1.0), box
+
+
+def _mask_box(mask: np.ndarray) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1) of the mask's non-zero part, two pixels wider for bicubic sampling."""
+    ys, xs = np.nonzero(mask > 0)
+    height, width = mask.shape
+    return (max(int(xs.min()) - 2, 0), max(int(ys.min()) - 2, 0),
+            min(int(xs.max()) + 3, width), min(int(ys.max()) + 3, height))
 
 
 def _frame_region(matrix: np.ndarray, mask: np.ndarray, width: int, height: int) -> tuple[int, int, int, int] | None:

@@ -33,13 +33,19 @@ class SwapResult:
     matrix: (2, 3) float32 affine taking frame pixels onto crop pixels.
     mask:   (S, S) float32 in 0..1 (1 = use the crop), or None when the swapper
             has no mask of its own (the composite's box mask then decides alone).
+    color:  (2, 3) float32 gain and offset of the L*a*b* transfer that gives the crop
+            the original face's colours (``swap.color.ColorTransfer``), fitted once in
+            the swap stage; the composite applies it at its ``color_match`` strength.
+            None: not fitted (the composite then fits it from the frame when it needs it).
 
-    The arrays are private read-only copies.
+    The arrays are private read-only copies. S may differ between results: a swapper
+    may size each crop by its face.
     """
 
     crop: np.ndarray
     matrix: np.ndarray
     mask: np.ndarray | None = None
+    color: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         crop = np.asarray(self.crop)
@@ -64,9 +70,21 @@ class SwapResult:
             if not np.all(np.isfinite(mask)) or float(mask.min(initial=0.0)) < 0.0 or float(mask.max(initial=0.0)) > 1.0:
                 raise SwapResultError("a swap result's mask must hold values in 0..1; clip it with numpy.clip(mask, 0, 1)")
             mask = _frozen(mask)
+        color = None
+        if self.color is not None:
+            color = np.asarray(self.color)
+            if color.shape != (2, 3) or color.dtype.kind != "f" or not np.all(np.isfinite(color)):
+                raise SwapResultError(f"a swap result's colour transfer must be a finite float (2, 3) array "
+                                      f"(gain, offset), got {color.dtype} {color.shape}")
+            color = _frozen(color.astype(np.float32))
         object.__setattr__(self, "crop", _frozen(crop))
         object.__setattr__(self, "matrix", _frozen(matrix.astype(np.float32)))
         object.__setattr__(self, "mask", mask)
+        object.__setattr__(self, "color", color)
+
+    def with_color(self, color: np.ndarray | None) -> "SwapResult":
+        """The same result with a colour transfer (see ``color``)."""
+        return SwapResult(self.crop, self.matrix, self.mask, color)
 
     @property
     def size(self) -> int:
@@ -74,10 +92,11 @@ class SwapResult:
         return int(self.crop.shape[0])
 
     def as_arrays(self) -> dict[str, np.ndarray]:
-        """Plain arrays for storage: ``crop``, ``matrix`` and (when present) ``mask``."""
+        """Plain arrays for storage: ``crop``, ``matrix`` and (when present) ``mask`` and ``color``."""
         arrays = {"crop": self.crop, "matrix": self.matrix}
-        if self.mask is not None:
-            arrays["mask"] = self.mask
+        for name in ("mask", "color"):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
         return arrays
 
     @classmethod
@@ -87,4 +106,4 @@ class SwapResult:
             crop, matrix = arrays["crop"], arrays["matrix"]
         except KeyError as missing:
             raise SwapResultError(f"stored swap result lacks the array {missing}; discard it and swap the frame again") from None
-        return cls(crop, matrix, arrays.get("mask"))
+        return cls(crop, matrix, arrays.get("mask"), arrays.get("color"))

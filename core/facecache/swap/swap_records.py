@@ -1,9 +1,13 @@
 """Cached swap-stage records: per frame, the swap results of its selected faces.
 
-In a pack the results are stored column by column: crops (N, S, S, 3) uint8,
-matrices (N, 2, 3) float32, and the swapper masks that exist (M, S, S) as uint8
-(0..255). Masks are quantised by `quantise_mask` before the first composite too,
-so a frame composited from a fresh result and from the cache is the same.
+In a pack the results are stored column by column: each crop's side (N,), the
+crops flattened into one uint8 column (sides differ: a swapper may size each crop
+by its face), matrices (N, 2, 3) float32, the swapper masks that exist flattened
+as uint8 (0..255), and the colour transfers that were fitted (K, 2, 3) float32.
+Each frame also records how many of its faces the swapper left untouched (turned
+past its yaw limit). Masks are quantised by `quantise_mask` before the first
+composite too, so a frame composited from a fresh result and from the cache is
+the same.
 """
 
 from __future__ import annotations
@@ -18,36 +22,38 @@ from facecache.fingerprint import is_digest
 from facecache.store.records import GroupRecords
 from facecache.swap.result import SwapResult
 
-SWAP_RECORD_FORMAT = "swap/1"
+SWAP_RECORD_FORMAT = "swap/2"
+MAX_CROP_SIDE = 4096
 
 
 @dataclass
 class SwapRecord:
     fingerprint: str
     results: Sequence[SwapResult] = field(default_factory=list)
+    turned_away: int = 0  # faces the swapper left untouched (turned past its yaw limit)
 
 
 class StoredResults(Sequence[SwapResult]):
     """One frame's swap results as read from a pack, made into SwapResults on first use: a
     segment of six faces holds 384 of them, a preview step uses six. The arrays were checked
-    when the pack was decoded."""
+    when the pack was decoded; ``arrays`` holds (crop, matrix, mask or None, colour or None)
+    per result."""
 
-    def __init__(self, crops: np.ndarray, matrices: np.ndarray, masks: list[np.ndarray | None]):
-        self._arrays = (crops, matrices, masks)
+    def __init__(self, arrays: list[tuple]):
+        self._arrays = arrays
         self._results: list[SwapResult] | None = None
 
     def _made(self) -> list[SwapResult]:
         if self._results is None:
-            crops, matrices, masks = self._arrays
-            self._results = [SwapResult(crop, matrix, None if mask is None else mask.astype(np.float32) / 255)
-                             for crop, matrix, mask in zip(crops, matrices, masks)]
+            self._results = [SwapResult(crop, matrix, None if mask is None else mask.astype(np.float32) / 255, color)
+                             for crop, matrix, mask, color in self._arrays]
         return self._results
 
     def __getitem__(self, index):
         return self._made()[index]
 
     def __len__(self) -> int:
-        return len(self._arrays[2])
+        return len(self._arrays)
 
 
 def quantise_mask(result: SwapResult) -> SwapResult:
@@ -55,7 +61,12 @@ def quantise_mask(result: SwapResult) -> SwapResult:
     if result.mask is None:
         return result
     mask = np.round(np.asarray(result.mask, np.float32) * 255).astype(np.float32) / 255
-    return SwapResult(result.crop, result.matrix, mask)
+    return SwapResult(result.crop, result.matrix, mask, result.color)
+
+
+def _flat(arrays: list[np.ndarray]) -> np.ndarray:
+    """Arrays of different shapes as one flat uint8 column (their shapes are stored beside it)."""
+    return np.concatenate([a.reshape(-1) for a in arrays]).astype(np.uint8) if arrays else np.zeros(0, np.uint8)
 
 
 class SwapCodec:
@@ -64,21 +75,21 @@ class SwapCodec:
         order = list(group.records)
         position = {fp: i for i, fp in enumerate(order)}
         results = [r for fp in order for r in group.records[fp].results]
-        size = results[0].size if results else 0
-        if any(r.size != size for r in results):
-            raise ValueError("all swap results of one namespace have one crop size")
-        masks = [np.round(r.mask * 255).astype(np.uint8) for r in results if r.mask is not None]
+        colors = [r.color for r in results if r.color is not None]
         meta = {
             "format": SWAP_RECORD_FORMAT,
-            "records": [[fp, len(group.records[fp].results)] for fp in order],
+            "records": [[fp, len(group.records[fp].results), group.records[fp].turned_away] for fp in order],
             "index": [[int(i), position[fp]] for i, fp in sorted(group.index.items()) if fp in position],
         }
         arrays = {
-            "crop": np.stack([r.crop for r in results]) if results else np.zeros((0, 0, 0, 3), np.uint8),
+            "size": np.array([r.size for r in results], dtype=np.int32),
+            "crop": _flat([r.crop for r in results]),
             "matrix": np.stack([r.matrix for r in results]).astype(np.float32) if results
             else np.zeros((0, 2, 3), np.float32),
             "has_mask": np.array([r.mask is not None for r in results], dtype=np.uint8),
-            "mask": np.stack(masks) if masks else np.zeros((0, size, size), np.uint8),
+            "mask": _flat([np.round(r.mask * 255).astype(np.uint8) for r in results if r.mask is not None]),
+            "has_color": np.array([r.color is not None for r in results], dtype=np.uint8),
+            "color": np.stack(colors).astype(np.float32) if colors else np.zeros((0, 2, 3), np.float32),
         }
         return meta, arrays, len(order)
 
@@ -90,28 +101,38 @@ class SwapCodec:
         if not isinstance(rows, list) or not isinstance(index_rows, list):
             raise CorruptPack("records or index missing")
         for row in rows:
-            if not (isinstance(row, list) and len(row) == 2 and is_digest(row[0])
-                    and isinstance(row[1], int) and not isinstance(row[1], bool) and 0 <= row[1] < 2**20):
+            if not (isinstance(row, list) and len(row) == 3 and is_digest(row[0])
+                    and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**20 for v in row[1:])):
                 raise CorruptPack("bad swap record row")
         count = sum(row[1] for row in rows)
-        crop, matrix, has_mask, mask = (arrays.get(k) for k in ("crop", "matrix", "has_mask", "mask"))
-        if (crop is None or crop.dtype != np.uint8 or crop.ndim != 4 or len(crop) != count
+        size, crop, matrix, has_mask, mask, has_color, color = (
+            arrays.get(k) for k in ("size", "crop", "matrix", "has_mask", "mask", "has_color", "color"))
+        if (size is None or size.shape != (count,) or size.dtype.kind not in "iu"
+                or np.any(size < 2) or np.any(size > MAX_CROP_SIDE)
+                or has_mask is None or has_mask.shape != (count,) or has_color is None or has_color.shape != (count,)):
+            raise CorruptPack("swap columns do not match their records")
+        area = size.astype(np.int64) ** 2
+        if (crop is None or crop.dtype != np.uint8 or crop.shape != (int(area.sum() * 3),)
                 or matrix is None or matrix.shape != (count, 2, 3) or matrix.dtype.kind != "f"
-                or has_mask is None or has_mask.shape != (count,)
-                or mask is None or mask.dtype != np.uint8 or mask.ndim != 3
-                or len(mask) != int(np.count_nonzero(has_mask))):
+                or mask is None or mask.dtype != np.uint8 or mask.shape != (int(area[has_mask > 0].sum()),)
+                or color is None or color.dtype.kind != "f" or color.shape != (int(np.count_nonzero(has_color)), 2, 3)):
             raise CorruptPack("swap columns do not match their records")
         dets = matrix[:, 0, 0].astype(np.float64) * matrix[:, 1, 1] - matrix[:, 0, 1].astype(np.float64) * matrix[:, 1, 0]
-        if not np.all(np.isfinite(matrix)) or np.any(np.abs(dets) < 1e-12) or (count and (crop.shape[1] < 2 or crop.shape[1:] != (
-                crop.shape[1], crop.shape[1], 3))) or (len(mask) and mask.shape[1:] != crop.shape[1:3]):
+        if not np.all(np.isfinite(matrix)) or np.any(np.abs(dets) < 1e-12) or not np.all(np.isfinite(color)):
             raise CorruptPack("bad swap result arrays")
-        mask_rows = np.cumsum(has_mask.astype(bool)) - 1  # row of each result's mask in `mask`
+        crop_ends = np.cumsum(area * 3)
+        mask_ends = np.cumsum(np.where(has_mask > 0, area, 0))
+        color_rows = np.cumsum(has_color > 0) - 1  # row of each result's colour in `color`
         group = GroupRecords()
         start = 0
-        for fingerprint, n in rows:
-            masks = [mask[mask_rows[i]] if has_mask[i] else None for i in range(start, start + n)]
-            group.records[fingerprint] = SwapRecord(fingerprint, StoredResults(crop[start:start + n],
-                                                                               matrix[start:start + n], masks))
+        for fingerprint, n, turned_away in rows:
+            stored = []
+            for i in range(start, start + n):
+                side = int(size[i])
+                pixels = crop[crop_ends[i] - area[i] * 3:crop_ends[i]].reshape(side, side, 3)
+                own_mask = mask[mask_ends[i] - area[i]:mask_ends[i]].reshape(side, side) if has_mask[i] else None
+                stored.append((pixels, matrix[i], own_mask, color[color_rows[i]] if has_color[i] else None))
+            group.records[fingerprint] = SwapRecord(fingerprint, StoredResults(stored), turned_away)
             start += n
         for item in index_rows:
             if not (isinstance(item, list) and len(item) == 2 and all(isinstance(v, int) for v in item)
