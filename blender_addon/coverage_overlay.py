@@ -1,6 +1,8 @@
 """Coverage under each movie strip: which frames are analysed (from the engine's cache, reported with
 every job and refreshed by `coverage_watch` when the shared cache changes) and which are swapped (files in the output folder). Drawn as a thin two-row bar along the
-bottom of each movie strip by a sequencer draw handler; `strip_coverage` is the testable data part."""
+bottom of each movie strip by a sequencer draw handler; `strip_coverage` is the testable data part.
+Swapped frames where a face was left as it was (turned past the swapper's yaw limit, as the swap
+jobs of this session reported) show orange instead of green."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import bpy
 from . import compat, frame_mapping, paths, timeline
 
 _analysed: dict[str, set[int]] = {}
+_turned_away: dict[str, set[int]] = {}  # frames with a face left as it was (turned past the yaw limit)
 _swapped_memo: dict[str, tuple[float, set[int]]] = {}
 _handle = None
 
 ANALYSED_COLOR = (0.35, 0.6, 1.0, 0.9)
 SWAPPED_COLOR = (0.3, 0.9, 0.4, 0.9)
+TURNED_AWAY_COLOR = (1.0, 0.6, 0.15, 0.95)  # drawn over the swapped row
 
 
 def remember_analysed(analysed: dict) -> None:
@@ -30,8 +34,15 @@ def replace_analysed(media: str, asked, found) -> None:
     frames.update(int(f) for f in found)
 
 
+def remember_turned_away(turned_away: dict) -> None:
+    """Frames a swap job reported with faces left untouched (turned past the swapper's yaw limit)."""
+    for media, frames in turned_away.items():
+        _turned_away.setdefault(media, set()).update(int(f) for f in frames)
+
+
 def forget_analysed() -> None:
     _analysed.clear()
+    _turned_away.clear()
 
 
 def invalidate() -> None:
@@ -58,16 +69,19 @@ def strip_coverage(scene, strip) -> dict:
     try:
         shown = frame_mapping.shown_media_frames(strip)
     except frame_mapping.UnsupportedStrip:
-        return {"frames": 0, "analysed": 0, "swapped": 0, "analysed_runs": [], "swapped_runs": []}
+        return {"frames": 0, "analysed": 0, "swapped": 0, "turned_away": 0, "analysed_runs": [],
+                "swapped_runs": [], "turned_away_runs": []}
     media = paths.media_path(strip)
     used = set(shown.values())
     analysed, swapped = analysed_frames(media) & used, swapped_frames(scene, media) & used
+    turned_away = _turned_away.get(media, set()) & swapped
 
     def to_timeline(done):
         return list(timeline.runs(sorted(t for t, m in shown.items() if m in done)))
 
-    return {"frames": len(used), "analysed": len(analysed), "swapped": len(swapped),
-            "analysed_runs": to_timeline(analysed), "swapped_runs": to_timeline(swapped)}
+    return {"frames": len(used), "analysed": len(analysed), "swapped": len(swapped), "turned_away": len(turned_away),
+            "analysed_runs": to_timeline(analysed), "swapped_runs": to_timeline(swapped),
+            "turned_away_runs": to_timeline(turned_away)}
 
 
 def drawn_at(scene, strip):
@@ -95,7 +109,8 @@ def _draw():
         data = strip_coverage(scene, strip)
         base = shown.channel + 0.04
         for runs, offset, color in ((data["analysed_runs"], 0.0, ANALYSED_COLOR),
-                                    (data["swapped_runs"], 0.05, SWAPPED_COLOR)):
+                                    (data["swapped_runs"], 0.05, SWAPPED_COLOR),
+                                    (data["turned_away_runs"], 0.05, TURNED_AWAY_COLOR)):
             if not runs:
                 continue
             vertices, indices = [], []

@@ -114,6 +114,7 @@ def _finish(job) -> None:
     if job.result is not None:
         summary = dict(job.result)
         coverage_overlay.remember_analysed(summary.pop("analysed", {}) or {})
+        coverage_overlay.remember_turned_away(summary.pop("turned_away", {}) or {})
         props.last_report = json.dumps(summary, sort_keys=True)
         props.status = ("cancelled; finished frames kept: " if summary.get("cancelled") else "") + describe(summary)
     else:

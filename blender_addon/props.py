@@ -101,6 +101,10 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
     mask_blur: number_property(choices.COMPOSITE[0])
     color_match: number_property(choices.COMPOSITE[1])
     opacity: number_property(choices.COMPOSITE[2])
+    limit_yaw: BoolProperty(name="Skip Turned Faces", default=True,
+                            description="Classic swapper: leave faces turned further than its yaw limit "
+                                        f"({choices.MAX_YAW.default:g} degrees) as they are (a frontal source on a "
+                                        "profile looks wrong); they show orange in the coverage bar")
     cache_dir: StringProperty(name="Cache", subtype="DIR_PATH", default=DEFAULT_CACHE_DIR, options=PATH_OPTIONS,
                               description="Cache folder (// = beside the .blend file)")
     show_coverage: BoolProperty(name="Coverage Bars", default=True, update=_redraw,
@@ -130,7 +134,7 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
                 "swapper": self.swapper,
                 "detector": self.detector, "landmarker": self.landmarker, "recognizer": self.recognizer,
                 **{number.name: round(getattr(self, number.name), 6) for number in choices.COMPOSITE},
-                "output_form": OUTPUT_FORM}
+                "output_form": OUTPUT_FORM, "limit_yaw": self.limit_yaw}
 
     def settings_key(self) -> str:
         return json.dumps(self.engine_settings(), sort_keys=True)

@@ -49,6 +49,8 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         col.prop(props, "mask_blur", slider=True)
         col.prop(props, "color_match", slider=True)
         col.prop(props, "opacity", slider=True)
+        if props.swapper == "classic":
+            col.prop(props, "limit_yaw")
         row = layout.row(align=True)
         row.operator("faceswap.analyze", icon="VIEWZOOM")
         row.operator("faceswap.swap", icon="UV_SYNC_SELECT")

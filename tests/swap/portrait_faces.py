@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from facecache.store.records import Face
+from facecache.swap.piecewise import layout_68
 
 # Faces of the sample portraits as the engine's MTCNN finds them (rounded to 0.01 px).
 PORTRAIT_FACES = {
@@ -19,3 +20,10 @@ def portrait_face(name: str) -> Face:
     spec = PORTRAIT_FACES[name]
     return Face(box=np.array(spec["box"], dtype=np.float32), score=spec["score"],
                 kps5=np.array(spec["kps5"], dtype=np.float32))
+
+
+
+def synthetic_68(kps5, mouth_open: float = 0.0) -> np.ndarray:
+    """68 points laid out like the iBUG landmarks around five key points, for tests that need a
+    68-point face where no landmarker runs (the layout the warp's mesh is cut on)."""
+    return layout_68(kps5, mouth_open).astype(np.float32)

@@ -3,11 +3,14 @@
 The source face is aligned onto the target face through a common crop: both
 faces' five key points are fitted (similarity: rotation, uniform scale,
 translation) to one template, so the source's aligned crop already sits where
-the target's face is in *its* aligned crop. The swap result is that crop
-(optionally Poisson-blended into the target), the target's frame-to-crop matrix
-and a feathered mask of the face region both faces share (the hull of their 68
-landmarks when known, else a key-point outline of brows, eyes, nose, mouth,
-cheeks and chin). Colour is left to the composite stage (``swap.color``), so
+the target's face is in *its* aligned crop. When both faces have 68 landmarks,
+the source is then warped piecewise onto the target's landmarks
+(``swap.piecewise``), so the target's expression (an open mouth, a turn of the
+jaw) survives, and the mask is the target's face to the jaw (the hull of its 68
+points) less an open mouth. Otherwise the mask is the region both faces share
+(a key-point outline of brows, eyes, nose, mouth, cheeks and chin). The swap
+result is that crop (optionally Poisson-blended into the target), the target's
+frame-to-crop matrix and the feathered mask. Colour is left to the composite stage (``swap.color``), so
 the blend setting ``color_match`` is the one colour setting.
 
 Detail: each crop is as large as the target face is in the frame (so the
@@ -30,16 +33,20 @@ from dataclasses import asdict, dataclass
 import cv2
 import numpy as np
 
-from facecache.analysis.align import TEMPLATES, alignment_matrix, transform_points, warp
+from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.face_region import face_mask, outline
 from facecache.swap.faces import face_kps5, face_landmarks68
+from facecache.swap.piecewise import TRIANGLES, inner_mouth, piecewise_map
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 2  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite
+CLASSIC_VERSION = 2  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+#                        a piecewise warp over 68 landmarks
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
+# An inner-lip gap wider than this share of the eye distance is an open mouth (the target's shows).
+_OPEN_MOUTH = 0.06
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ class ClassicSource:
     kps5: np.ndarray
     outline: np.ndarray
     side: float  # the crop side at which the source face is one to one
+    landmarks68: np.ndarray | None = None  # with them, the face is warped piecewise onto the target's
 
 
 class ClassicSwapper:
@@ -100,10 +108,13 @@ class ClassicSwapper:
             levels.append(cv2.pyrDown(levels[-1]))
         for level in levels:
             level.setflags(write=False)
-        points = outline(kps5, face_landmarks68(face))
-        points.setflags(write=False)
-        kps5.setflags(write=False)
-        return ClassicSource(pyramid=tuple(levels), kps5=kps5, outline=points, side=self._side_of(kps5))
+        landmarks68 = face_landmarks68(face)
+        points = outline(kps5, landmarks68)
+        for array in (points, kps5, landmarks68):
+            if array is not None:
+                array.setflags(write=False)
+        return ClassicSource(pyramid=tuple(levels), kps5=kps5, outline=points, side=self._side_of(kps5),
+                             landmarks68=landmarks68)
 
     def crop_side(self, target_kps5: np.ndarray, source: ClassicSource) -> int:
         """The crop side for a target face: its size in the frame, at most the source's own,
@@ -120,13 +131,23 @@ class ClassicSwapper:
         size = self.crop_side(kps5, source)
         matrix = alignment_matrix(kps5, s.template, size)
         target_crop = warp(frame, matrix, size)
-        target_outline = transform_points(outline(kps5, face_landmarks68(target_face)), matrix)
+        target68 = face_landmarks68(target_face)
+        target_outline = transform_points(outline(kps5, target68), matrix)
         source_matrix = alignment_matrix(source.kps5, s.template, size)
-        crop = _resample(source.pyramid, source_matrix, size)
         feather = s.feather * size
-        # The region both faces cover: the source's skin, over the target's.
-        mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
-                          face_mask(target_outline, size, feather))
+        if source.landmarks68 is not None and target68 is not None:
+            # The source takes the target's shape and expression; the mask is the target's face to
+            # the jaw, less an open mouth (the target's own mouth shows through it).
+            target_points = transform_points(target68, matrix)
+            map_x, map_y = piecewise_map(transform_points(source.landmarks68, source_matrix), target_points,
+                                         TRIANGLES, size)
+            crop = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
+            mask = face_mask(target_outline, size, feather) * (1.0 - _open_mouth(target_points, size))
+        else:
+            crop = _resample(source.pyramid, source_matrix, size)
+            # The region both faces cover: the source's skin, over the target's.
+            mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
+                              face_mask(target_outline, size, feather))
         if s.seamless:
             crop = _poisson_blend(crop, target_crop, mask)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
@@ -137,17 +158,37 @@ class ClassicSwapper:
         return _REFERENCE_SIDE / math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
 
 
-def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int) -> np.ndarray:
-    """Warp the source by ``matrix`` into a ``size`` crop, bicubic, from the pyramid level that
-    needs the least shrinking beyond a half (so detail is averaged, not aliased)."""
+def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
+              crop_map: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """The source in a ``size`` crop: warped by ``matrix`` (source to crop), then, when given,
+    by ``crop_map`` (for each crop pixel, the crop position to read), in one bicubic resampling
+    from the pyramid level that needs the least shrinking beyond a half (so detail is averaged,
+    not aliased)."""
     scale = math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
     level = 0
     while level + 1 < len(pyramid) and scale * 2 ** (level + 1) <= 1.0:
         level += 1
     matrix = np.asarray(matrix, np.float64).copy()
     matrix[:, :2] *= 2 ** level  # level pixels are 2**level source pixels
-    return cv2.warpAffine(pyramid[level], matrix, (size, size), flags=cv2.INTER_CUBIC,
-                          borderMode=cv2.BORDER_REPLICATE)
+    if crop_map is None:
+        return cv2.warpAffine(pyramid[level], matrix, (size, size), flags=cv2.INTER_CUBIC,
+                              borderMode=cv2.BORDER_REPLICATE)
+    back = invert_affine(matrix)  # crop position -> level pixel
+    map_x, map_y = crop_map
+    level_x = (back[0, 0] * map_x + back[0, 1] * map_y + back[0, 2]).astype(np.float32)
+    level_y = (back[1, 0] * map_x + back[1, 1] * map_y + back[1, 2]).astype(np.float32)
+    return cv2.remap(pyramid[level], level_x, level_y, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+
+
+def _open_mouth(points68: np.ndarray, size: int) -> np.ndarray:
+    """A soft (size, size) mask of the inner-lip opening when the mouth is open, else zeros."""
+    opening = np.linalg.norm(points68[66] - points68[62])
+    eyes = np.linalg.norm(points68[42:48].mean(axis=0) - points68[36:42].mean(axis=0))
+    mouth = np.zeros((size, size), np.float32)
+    if opening < _OPEN_MOUTH * eyes:
+        return mouth
+    cv2.fillPoly(mouth, [np.round(inner_mouth(points68) * 4).astype(np.int32)], 1.0, lineType=cv2.LINE_AA, shift=2)
+    return cv2.GaussianBlur(mouth, (0, 0), max(1.0, 0.006 * size))
 
 
 def _poisson_blend(source: np.ndarray, target: np.ndarray, mask: np.ndarray) -> np.ndarray:

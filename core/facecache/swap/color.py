@@ -37,6 +37,11 @@ _LOW, _HIGH = 0.6 / 255.0, 254.4 / 255.0
 _CHROMA_STEPS = (0.75, 0.5, 0.25, 0.0)
 # Lighting is L* blurred with this sigma, as a fraction of the crop's side.
 _LIGHTING_SIGMA = 1.0 / 48.0
+_L8 = np.float32(255.0 / 100.0)  # 8-bit L* units per L* unit
+# The share of the chroma change each 8-bit lightness keeps (smoothstep up to DARK_LIGHTNESS).
+_DARK_FADE = np.clip(np.arange(256, dtype=np.float32) / _L8 / np.float32(DARK_LIGHTNESS), 0.0, 1.0)
+_DARK_FADE = (_DARK_FADE * _DARK_FADE * (3.0 - 2.0 * _DARK_FADE)).astype(np.float32)
+_DARK_FADE.setflags(write=False)
 
 
 def _lab(image_bgr: np.ndarray) -> np.ndarray:
@@ -102,76 +107,88 @@ class ColorTransfer:
             raise ValueError(f"a colour transfer is a finite (2, 3) array (gain, offset), got {array.shape}")
         return cls(array[0].copy(), array[1].copy())
 
-    def apply(self, image: np.ndarray, strength: float = 1.0) -> np.ndarray:
-        """``image`` (BGR uint8) with the transfer applied at ``strength`` (0..1); a new image."""
+    def apply(self, image: np.ndarray, strength: float = 1.0,
+              box: tuple[int, int, int, int] | None = None) -> np.ndarray:
+        """``image`` (BGR uint8) with the transfer applied at ``strength`` (0..1); a new image.
+        ``box`` (x0, y0, x1, y1): change only that part (the rest is copied as it is)."""
         if not 0.0 <= float(strength) <= 1.0:
             raise ValueError(f"colour match strength must be in 0..1, got {strength}")
         if strength == 0.0:
             return image
-        s = np.float32(strength)
-        lab = _lab(image)
-        lightness = lab[..., 0]
-        sigma = max(1.0, _LIGHTING_SIGMA * max(image.shape[:2]))
-        lighting = cv2.GaussianBlur(lightness, (0, 0), sigma)
-        new_l = lightness + s * ((self.gain[0] - 1.0) * lighting + self.offset[0])
-        chroma = lab[..., 1:]
-        change = chroma * (self.gain[1:] - 1.0) + self.offset[1:]
-        # Dark pixels keep their own hue: fade the chroma change out below DARK_LIGHTNESS.
-        t = np.clip(np.minimum(lightness, new_l) / np.float32(DARK_LIGHTNESS), 0.0, 1.0)
-        change *= (s * t * t * (3.0 - 2.0 * t))[..., None]
-        out = np.empty_like(lab)
-        out[..., 0] = _soft_range(new_l)
-        out[..., 1:] = chroma + change
-        bgr = cv2.cvtColor(out, cv2.COLOR_Lab2BGR)
-        outside = np.any((bgr <= _LOW) | (bgr >= _HIGH), axis=2) & _was_inside(image)
-        if outside.any():
-            _bring_into_range(bgr, out, chroma, change, outside)
-        return np.clip(np.rint(bgr * 255.0), 0, 255).astype(np.uint8)
+        if box is not None:
+            x0, y0, x1, y1 = box
+            out = image.copy()
+            if x1 > x0 and y1 > y0:
+                out[y0:y1, x0:x1] = self.apply(image[y0:y1, x0:x1], strength)
+            return out
+        s = float(strength)
+        # OpenCV's 8-bit L*a*b* (L scaled to 0..255, a and b offset by 128) goes through lookup tables:
+        # several times faster than its float conversions, which only the few pixels near a limit need.
+        lab8 = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)
+        lab = lab8.astype(np.float32)
+        # The chroma change (a, b affine), faded out on dark pixels: they keep their own hue.
+        change = cv2.transform(lab, self._chroma_change(s))
+        change *= cv2.LUT(lab8[..., 0], _DARK_FADE)[..., None]
+        moved = lab + change
+        moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + self.offset[0] * _L8)
+        lightness = moved[..., 0]
+        near_limits = (lightness < _KNEE * _L8) | (lightness > (100.0 - _KNEE) * _L8)
+        if near_limits.any():
+            lightness[near_limits] = _soft_range(lightness[near_limits] / _L8) * _L8
+        np.clip(moved, 0.0, 255.0, out=moved)
+        bgr = cv2.cvtColor(cv2.convertScaleAbs(moved), cv2.COLOR_LAB2BGR)  # rounded, in 0..255
+        # Pixels at a limit now that were not before: their colour left sRGB (OpenCV cut a channel).
+        suspects = (cv2.inRange(bgr, (1, 1, 1), (254, 254, 254)) == 0) & (cv2.inRange(image, (1, 1, 1), (254, 254, 254)) > 0)
+        if suspects.any():
+            bgr[suspects] = _into_range(lightness[suspects] / _L8, lab[suspects][:, 1:] - 128.0, change[suspects][:, 1:])
+        return bgr
+
+    def _chroma_change(self, strength: float) -> np.ndarray:
+        """(3, 4) matrix for cv2.transform: from 8-bit L*a*b* to the change of a* and b* at ``strength``
+        (none for L*): ``strength * ((gain - 1) * (x - 128) + offset)``."""
+        matrix = np.zeros((3, 4), np.float32)
+        for channel in (1, 2):
+            matrix[channel, channel] = strength * (self.gain[channel] - 1.0)
+            matrix[channel, 3] = strength * (self.offset[channel] - 128.0 * (self.gain[channel] - 1.0))
+        return matrix
 
 
-def _was_inside(image: np.ndarray) -> np.ndarray:
-    """Pixels with no channel at 0 or 255 (those at a limit may stay there)."""
-    return np.all((image > 0) & (image < 255), axis=2)
+def _lighting(lightness: np.ndarray) -> np.ndarray:
+    """The slow part of L*: blurred with sigma _LIGHTING_SIGMA of the side, on a quarter-size copy."""
+    height, width = lightness.shape
+    small = cv2.resize(lightness, (max(1, width // 4), max(1, height // 4)), interpolation=cv2.INTER_AREA)
+    sigma = max(0.5, _LIGHTING_SIGMA * max(height, width) / 4.0)
+    return cv2.resize(cv2.GaussianBlur(small, (0, 0), sigma), (width, height), interpolation=cv2.INTER_LINEAR)
 
 
 def _soft_range(lightness: np.ndarray) -> np.ndarray:
-    """L* bent smoothly into (0, 100) within _KNEE of either end (identity in between)."""
-    low = _KNEE * np.exp((lightness - _KNEE) / _KNEE)
-    high = 100.0 - _KNEE * np.exp((100.0 - _KNEE - lightness) / _KNEE)
+    """L* (0..100) bent smoothly into (0, 100) within _KNEE of either end (identity in between)."""
+    low = _KNEE * np.exp((np.minimum(lightness, _KNEE) - _KNEE) / _KNEE)
+    high = 100.0 - _KNEE * np.exp((100.0 - _KNEE - np.maximum(lightness, 100.0 - _KNEE)) / _KNEE)
     return np.where(lightness < _KNEE, low, np.where(lightness > 100.0 - _KNEE, high, lightness)).astype(np.float32)
 
 
-def _bring_into_range(bgr: np.ndarray, lab: np.ndarray, chroma: np.ndarray, change: np.ndarray,
-                      outside: np.ndarray) -> None:
-    """For pixels whose new colour leaves sRGB, keep less of the chroma change until it fits; in place."""
-    ys, xs = np.nonzero(outside)
-    lightness = lab[ys, xs, 0]
-    base, delta = chroma[ys, xs], change[ys, xs]
-    pending = np.ones(len(ys), dtype=bool)
-    for fraction in _CHROMA_STEPS:
-        trial = np.empty((len(ys), 1, 3), np.float32)
-        trial[:, 0, 0] = lightness
-        trial[:, 0, 1:] = base + fraction * delta
-        converted = cv2.cvtColor(trial, cv2.COLOR_Lab2BGR)[:, 0]
-        fits = np.all((converted > _LOW) & (converted < _HIGH), axis=1) & pending
-        bgr[ys[fits], xs[fits]] = converted[fits]
-        pending &= ~fits
-        if not pending.any():
-            return
-    # Still outside with none of the change: the source pixel's own chroma at the new lightness
-    # leaves sRGB; take the nearest colour inside (grey at that lightness is always inside).
-    for fraction in (0.5, 0.0):
-        trial = np.empty((int(pending.sum()), 1, 3), np.float32)
-        trial[:, 0, 0] = lightness[pending]
-        trial[:, 0, 1:] = fraction * base[pending]
-        converted = cv2.cvtColor(trial, cv2.COLOR_Lab2BGR)[:, 0]
-        fits = np.all((converted > _LOW) & (converted < _HIGH), axis=1)
-        idx = np.nonzero(pending)[0]
-        bgr[ys[idx[fits]], xs[idx[fits]]] = converted[fits]
-        pending[idx[fits]] = False
-        if not pending.any():
-            return
-    bgr[ys[pending], xs[pending]] = np.clip(bgr[ys[pending], xs[pending]], _LOW + 1e-4, _HIGH - 1e-4)
+def _into_range(lightness: np.ndarray, chroma: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """BGR uint8 (N, 3) for N pixels whose new colour left sRGB: the largest share of the chroma
+    change (then of their own chroma) that stays strictly inside, at the new lightness."""
+    result = np.empty((len(lightness), 3), np.uint8)
+    pending = np.ones(len(lightness), dtype=bool)
+    for base, delta in ((chroma, change), (np.zeros_like(chroma), chroma)):
+        for fraction in _CHROMA_STEPS:
+            trial = np.empty((int(pending.sum()), 1, 3), np.float32)
+            trial[:, 0, 0] = lightness[pending]
+            trial[:, 0, 1:] = base[pending] + fraction * delta[pending]
+            converted = cv2.cvtColor(trial, cv2.COLOR_Lab2BGR)[:, 0]
+            fits = np.all((converted > _LOW) & (converted < _HIGH), axis=1)
+            rows = np.nonzero(pending)[0][fits]
+            result[rows] = np.rint(converted[fits] * 255.0).astype(np.uint8)
+            pending[rows] = False
+            if not pending.any():
+                return result
+    # Grey at a soft-ranged lightness is always inside; this only guards against rounding.
+    grey = np.clip(np.rint(lightness[pending] * 2.55), 1, 254).astype(np.uint8)
+    result[pending] = grey[:, None]
+    return result
 
 
 def match_color(image: np.ndarray, reference: np.ndarray, mask: np.ndarray, strength: float = 1.0) -> np.ndarray:

@@ -1,0 +1,122 @@
+"""A piecewise-affine warp over 68 landmarks: the source face moved onto the target's shape.
+
+One similarity from five points keeps the source's expression: its closed mouth and its gaze
+land on a target that speaks. Here the 68 landmarks of both faces (in one aligned crop) and
+eight points on the crop's border are joined into one fixed mesh of triangles (``TRIANGLES``:
+Delaunay on a face laid out with its mouth open, so the topology is the same for every face
+and frame: it cannot flicker, and a mouth that opens or closes stretches triangles without
+folding them), and each triangle is mapped onto the target's triangle by its own affine map.
+The result is one map from target-crop pixels to source pixels, so the source is resampled once.
+
+    map_x, map_y = piecewise_map(source_points, target_points, TRIANGLES, size)
+    warped = cv2.remap(source_crop, map_x, map_y, cv2.INTER_CUBIC)
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+INNER_MOUTH = tuple(range(60, 68))  # iBUG inner-lip points
+_LAYOUT_SIDE = 256
+
+
+def layout_68(kps5: np.ndarray, mouth_open: float = 0.0) -> np.ndarray:
+    """68 points laid out like the iBUG landmarks (jaw, brows, nose, eyes, outer and inner lips)
+    around five key points; ``mouth_open`` is the inner lips' gap in eye distances. The mesh's
+    triangles are cut on this layout with the mouth open, so that opening or closing a real
+    mouth only stretches or flattens triangles, never folds one over another."""
+    k = np.asarray(kps5, np.float64).reshape(5, 2)
+    left, right, _, mouth_left, mouth_right = k
+    eyes, mouth = (left + right) / 2, (mouth_left + mouth_right) / 2
+    eye_distance = float(np.linalg.norm(right - left))
+    x_axis = (right - left) / eye_distance
+    y_axis = np.array([-x_axis[1], x_axis[0]])
+    drop = float(np.dot(mouth - eyes, y_axis)) / eye_distance
+
+    def at(u, v, origin=eyes):  # u across, v down, in eye distances
+        return origin + eye_distance * (np.multiply.outer(u, x_axis) + np.multiply.outer(v, y_axis))
+
+    turn = np.linspace(np.pi, 0.0, 17)
+    jaw = at(0.95 * np.cos(turn), 0.2 + (drop + 0.45) * np.sin(turn))
+    brow_x = np.concatenate([np.linspace(-0.85, -0.15, 5), np.linspace(0.15, 0.85, 5)])
+    brows = at(brow_x, -0.35 - 0.08 * np.cos(2 * brow_x))
+    nose = np.vstack([at(np.zeros(4), np.linspace(0.1, 0.55, 4)), at(np.linspace(-0.2, 0.2, 5), np.full(5, 0.7))])
+    lid = np.radians([180, 240, 300, 0, 60, 120])
+    eye_ring = np.stack([0.18 * np.cos(lid), 0.07 * np.sin(lid)], axis=1)
+    eyes_68 = np.vstack([at(eye_ring[:, 0], eye_ring[:, 1], left), at(eye_ring[:, 0], eye_ring[:, 1], right)])
+    half_width = float(np.linalg.norm(mouth_right - mouth_left)) / eye_distance / 2
+    outer = np.radians([180, 210, 240, 270, 300, 330, 0, 30, 60, 90, 120, 150])
+    inner = np.radians([180, 240, 270, 300, 0, 60, 90, 120])
+    gap = max(mouth_open, 0.004) / 2  # the lips part around the mouth's centre line
+    lips = np.vstack([at(half_width * np.cos(outer), (0.18 + gap) * np.sin(outer), mouth),
+                      at(0.7 * half_width * np.cos(inner), gap * np.sin(inner), mouth)])
+    return np.vstack([jaw, brows, nose, eyes_68, lips])
+
+
+def border_points(size: int) -> np.ndarray:
+    """Corners and edge midpoints of a crop of ``size`` (they map onto themselves)."""
+    last, middle = size - 1.0, (size - 1.0) / 2.0
+    return np.array([[0, 0], [middle, 0], [last, 0], [last, middle], [last, last], [middle, last],
+                     [0, last], [0, middle]], dtype=np.float64)
+
+
+def triangulate(points: np.ndarray, size: int) -> np.ndarray:
+    """(T, 3) indices into ``points`` followed by the crop's eight border points: a Delaunay
+    triangulation of them (points outside the crop are clamped into it for this)."""
+    every = np.vstack([np.clip(np.asarray(points, np.float64), 0, size - 1), border_points(size)])
+    subdivision = cv2.Subdiv2D((-1, -1, size + 2, size + 2))
+    for x, y in every:
+        subdivision.insert((float(x), float(y)))
+    triangles = []
+    for corners in subdivision.getTriangleList().reshape(-1, 3, 2):
+        if np.any(corners < -1) or np.any(corners > size + 1):
+            continue  # a triangle of Subdiv2D's outer frame
+        distances = np.linalg.norm(every[None, :, :] - corners[:, None, :], axis=2)
+        indices = distances.argmin(axis=1)
+        if len(set(indices.tolist())) == 3:
+            triangles.append(indices)
+    return np.array(triangles, dtype=np.int32).reshape(-1, 3)
+
+
+def _canonical_triangles() -> np.ndarray:
+    from facecache.analysis.align import template_points  # a face in the aligned crop
+
+    points = layout_68(template_points("arcface_128", _LAYOUT_SIDE), mouth_open=0.35)
+    triangles = triangulate(points, _LAYOUT_SIDE)
+    triangles.setflags(write=False)
+    return triangles
+
+
+def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
+                  size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(map_x, map_y), float32 (size, size): for each pixel of the target crop, where it lies in
+    the source crop. ``source`` and ``target`` are matching (N, 2) points in crop pixels; the
+    border points are added to both. Pixels no triangle covers map onto themselves."""
+    src = np.vstack([np.asarray(source, np.float64), border_points(size)])
+    dst = np.vstack([np.asarray(target, np.float64), border_points(size)])
+    # Per triangle, the affine map taking its target corners onto its source corners.
+    corners = np.concatenate([dst[triangles], np.ones((len(triangles), 3, 1))], axis=2)  # (T, 3, 3)
+    usable = np.abs(np.linalg.det(corners)) > 1e-6  # a triangle squashed flat in the target maps nothing
+    affine = np.zeros((len(triangles), 3, 2))
+    affine[usable] = np.linalg.solve(corners[usable], src[triangles[usable]])
+    ids = np.full((size, size), -1, np.int32)
+    for number in np.nonzero(usable)[0]:
+        cv2.fillConvexPoly(ids, np.round(dst[triangles[number]] * 16).astype(np.int32), int(number),
+                           lineType=cv2.LINE_8, shift=4)
+    ys, xs = np.mgrid[0:size, 0:size].astype(np.float32)
+    coefficients = affine.astype(np.float32)[np.maximum(ids, 0)]  # (size, size, 3, 2)
+    map_x = xs * coefficients[..., 0, 0] + ys * coefficients[..., 1, 0] + coefficients[..., 2, 0]
+    map_y = xs * coefficients[..., 0, 1] + ys * coefficients[..., 1, 1] + coefficients[..., 2, 1]
+    uncovered = ids < 0
+    map_x[uncovered], map_y[uncovered] = xs[uncovered], ys[uncovered]
+    return map_x, map_y
+
+
+# The mesh every 68-point warp uses (indices into 68 landmarks + 8 border points).
+TRIANGLES = _canonical_triangles()
+
+
+def inner_mouth(points68: np.ndarray) -> np.ndarray:
+    """The (8, 2) inner-lip polygon of 68 landmarks (the mouth's opening)."""
+    return np.asarray(points68, np.float64)[list(INNER_MOUTH)]

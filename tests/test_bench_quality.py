@@ -1,0 +1,96 @@
+"""`facecache bench quality`: the measures on pictures whose answer is known, and one real run on
+the group photo (six faces, one turned past the classic swapper's yaw limit)."""
+
+import cv2
+import numpy as np
+import pytest
+
+from facecache.bench import quality_metrics as qm
+from facecache.bench.quality_bench import GOALS, Pair, run, summarise
+from facecache.cli.bench_cmd import print_table
+
+
+def textured(seed=0, shape=(120, 160)):
+    rng = np.random.default_rng(seed)
+    grey = cv2.GaussianBlur(rng.integers(0, 256, shape).astype(np.float32), (0, 0), 1.0)
+    grey = 60 + (grey - grey.min()) / (grey.max() - grey.min()) * 140
+    return cv2.merge([grey * 0.8, grey * 0.9, grey]).astype(np.uint8)
+
+
+def disk_alpha(shape=(120, 160), radius=40, fade=8):
+    alpha = np.zeros(shape, np.float32)
+    cv2.circle(alpha, (shape[1] // 2, shape[0] // 2), radius, 1.0, -1)
+    distance = cv2.distanceTransform((alpha > 0).astype(np.uint8), cv2.DIST_L2, 3)
+    return np.clip(distance / fade, 0, 1).astype(np.float32)
+
+
+def test_newly_clipped_counts_only_clips_neither_input_had():
+    region = np.ones((2, 3), bool)
+    source = np.array([[[10, 10, 10], [255, 9, 9], [40, 40, 40]], [[50, 50, 50]] * 3], np.uint8)
+    target = np.array([[[20, 20, 20], [30, 30, 30], [0, 40, 40]], [[60, 60, 60]] * 3], np.uint8)
+    output = np.array([[[0, 10, 10], [255, 9, 9], [0, 40, 40]], [[50, 50, 255], [50, 50, 50], [9, 9, 9]]], np.uint8)
+    # (0,0) newly clipped; (0,1) clipped in the source; (0,2) clipped in the target; (1,0) newly clipped
+    assert qm.newly_clipped(output, source, target, region) == (2, 6)
+
+
+def test_sharpness_ratio_falls_when_the_face_is_blurred():
+    sharp = textured()
+    alpha = disk_alpha()
+    assert qm.sharpness_ratio(sharp, sharp, alpha) == pytest.approx(1.0)
+    assert qm.sharpness_ratio(cv2.GaussianBlur(sharp, (0, 0), 1.2), sharp, alpha) < 0.5
+
+
+def test_seam_ratio_sees_a_pasted_patch_of_another_colour():
+    target = textured(1)
+    alpha = disk_alpha()
+    same = target.copy()
+    assert qm.seam_ratio(same, target, alpha) == pytest.approx(1.0)
+    patch = np.clip(target.astype(int) + [40, -30, -40], 0, 255).astype(np.uint8)
+    pasted = (target * (1 - alpha[..., None]) + patch * alpha[..., None]).astype(np.uint8)
+    assert qm.seam_ratio(pasted, target, alpha) > 3
+
+
+def test_landmarks_mouth_and_identity_measures():
+    eyes = np.zeros((68, 2))
+    eyes[36:42] = [0.0, 0.0]
+    eyes[42:48] = [10.0, 0.0]
+    assert qm.eye_distance(eyes) == 10.0
+    moved = eyes + [0.5, 0.0]
+    assert qm.landmark_error(moved, eyes) == pytest.approx(0.05)
+    eyes[62], eyes[66] = [5, 20], [5, 22]
+    assert qm.mouth_opening(eyes) == pytest.approx(0.2)
+    source, target = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    assert qm.identity_margin(np.array([0.9, 0.1]), source, target) > 0
+    assert qm.identity_margin(np.array([0.1, 0.9]), source, target) < 0
+
+
+def test_summary_and_goals():
+    faces = [dict(clipped_pixels=1, face_pixels=1000, sharpness_ratio=0.9, seam_ratio=1.2, ms=4.0,
+                  identity_margin=0.1),
+             dict(clipped_pixels=0, face_pixels=1000, sharpness_ratio=0.7, seam_ratio=1.0, ms=6.0,
+                  identity_margin=-0.05)]
+    result = summarise(faces)
+    assert result["clipped_fraction"] == 0.0005 and result["sharpness_ratio"] == 0.8
+    assert result["identity_closer_share"] == 0.5 and result["ms_per_face"] == 5.0
+    assert result["expression_error"] is None and result["goals_met"]["expression_error"] is None
+    assert result["goals_met"]["identity_closer_share"] is False and result["goals_met"]["clipped_fraction"] is True
+    assert set(result["goals"]) == set(GOALS)
+
+
+@pytest.mark.index
+def test_a_real_run_on_the_group_photo(tmp_path, models_dir, capsys):
+    result = run(tmp_path / "pictures", models_dir=models_dir, providers="cpu",
+                 pairs=(Pair("grace_hopper", "group"),))
+    for key in ("identity_closer_share", "identity_margin_mean", "clipped_fraction", "sharpness_ratio",
+                "expression_error", "seam_ratio", "ms_per_face"):
+        assert key in result
+    # six people: five faces swapped, the one turned three-quarters (57 degrees) left and listed
+    assert result["faces"] == 5 and len(result["faces_turned_away"]) == 1
+    assert abs(result["faces_turned_away"][0]["yaw"]) > 50
+    assert result["clipped_fraction"] <= 0.001
+    assert result["sharpness_ratio"] >= 0.8 and result["seam_ratio"] <= 1.5
+    picture = cv2.imread(str(tmp_path / "pictures" / "grace_hopper_on_group.png"))
+    assert picture is not None and picture.shape[0] == 256 and picture.shape[1] > 3 * 200  # three panels
+    print_table(result)
+    shown = capsys.readouterr().out
+    assert "clipped_fraction" in shown and "(goal <= 0.001: met)" in shown and "not measured" in shown
