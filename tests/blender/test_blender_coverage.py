@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from blender_helpers import MODULE, add_movie
+from blender_helpers import MODULE, add_movie, report, select_only
 
 pytestmark = [pytest.mark.blender]
 
@@ -88,3 +88,32 @@ def test_watcher_failure_degrades_to_manual_refresh(bpy, addon, project, clip, m
     teammate_analyses(cache, models_dir, clip, range(4, 10))
     assert bpy.ops.faceswap.refresh_coverage() == {"FINISHED"}
     assert addon.coverage_overlay.strip_coverage(project, strip)["analysed"] == 6
+
+
+def test_faces_turned_past_the_yaw_limit_are_left_and_shown_in_the_coverage(bpy, addon, project, portrait_paths,
+                                                                            tmp_path):
+    """The group photo as a 3-frame clip: one of its six people is turned three-quarters (yaw about -57
+    degrees by the 5-point pose), past the classic swapper's 50-degree limit."""
+    import cv2
+
+    from facecache.samples import sample_image
+
+    group = cv2.imread(str(sample_image("group", portrait_paths["grace_hopper"].parent)))
+    clip = tmp_path / "group.mp4"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 25, (group.shape[1], group.shape[0]))
+    for _ in range(3):
+        writer.write(group)
+    writer.release()
+    strip = add_movie(project, clip)
+    select_only(project, strip)
+    project.faceswap.selector = "many"
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    summary = report(project)
+    assert summary["faces_turned_away"] == 3 and summary["faces_swapped"] == 15
+    assert "3 faces turned past the yaw limit left as they were" in project.faceswap.status
+    data = addon.coverage_overlay.strip_coverage(project, strip)
+    assert data["swapped"] == 3 and data["turned_away"] == 3 and data["turned_away_runs"]
+    # with the option off, every face is swapped
+    project.faceswap.limit_yaw = False
+    assert bpy.ops.faceswap.update() == {"FINISHED"}
+    assert report(project)["faces_swapped"] == 18 and report(project)["faces_turned_away"] == 0
