@@ -102,9 +102,10 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
     color_match: number_property(choices.COMPOSITE[1])
     opacity: number_property(choices.COMPOSITE[2])
     limit_yaw: BoolProperty(name="Skip Turned Faces", default=True,
-                            description="Classic swapper: leave faces turned further than its yaw limit "
-                                        f"({choices.MAX_YAW.default:g} degrees) as they are (a frontal source on a "
-                                        "profile looks wrong); they show orange in the coverage bar")
+                            description="Classic swapper: leave faces turned further than the yaw limit as they "
+                                        "are (a frontal source on a profile looks wrong); they show orange in "
+                                        "the coverage bar")
+    max_yaw: number_property(choices.MAX_YAW)
     cache_dir: StringProperty(name="Cache", subtype="DIR_PATH", default=DEFAULT_CACHE_DIR, options=PATH_OPTIONS,
                               description="Cache folder (// = beside the .blend file)")
     show_coverage: BoolProperty(name="Coverage Bars", default=True, update=_redraw,
@@ -134,7 +135,8 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
                 "swapper": self.swapper,
                 "detector": self.detector, "landmarker": self.landmarker, "recognizer": self.recognizer,
                 **{number.name: round(getattr(self, number.name), 6) for number in choices.COMPOSITE},
-                "output_form": OUTPUT_FORM, "limit_yaw": self.limit_yaw}
+                "output_form": OUTPUT_FORM, "limit_yaw": self.limit_yaw,
+                "max_yaw": round(self.max_yaw, 6) if self.limit_yaw else None}
 
     def settings_key(self) -> str:
         return json.dumps(self.engine_settings(), sort_keys=True)

@@ -50,7 +50,11 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         col.prop(props, "color_match", slider=True)
         col.prop(props, "opacity", slider=True)
         if props.swapper == "classic":
-            col.prop(props, "limit_yaw")
+            row = col.row(align=True)
+            row.prop(props, "limit_yaw", text="")
+            sub = row.row(align=True)
+            sub.active = props.limit_yaw
+            sub.prop(props, "max_yaw")
         row = layout.row(align=True)
         row.operator("faceswap.analyze", icon="VIEWZOOM")
         row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
