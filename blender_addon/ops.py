@@ -122,7 +122,9 @@ class _FrameRange:
         if self.timeline_frames() is None:
             self.report({"INFO"}, f"{kind}: no frame to compute")
         else:
-            self.report({"INFO"}, f"{kind}: the strips have no frames in {self.frame_start}-{self.frame_end}")
+            first, last = (str(getattr(self, k)) if self.properties.is_property_set(k) else f"the strips' {end}"
+                           for k, end in (("frame_start", "start"), ("frame_end", "end")))
+            self.report({"INFO"}, f"{kind}: the strips show no frames from {first} to {last}: nothing to do")
         return {"FINISHED"}
 
 
