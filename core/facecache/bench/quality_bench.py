@@ -199,10 +199,11 @@ def _measure_face(frame, output, face, result, params, source, sources, analyzer
              "seam_ratio": _rounded(qm.seam_ratio(output, frame, alpha))}
     models = analyzer.models
     if models.has("recognizer") and sources.embedding is not None and face.embedding is not None:
-        swapped = models.get("recognizer").embed(output, face.kps5)
+        (swapped,) = models.get("recognizer").embed_batch(output, [face.kps5])
         entry["identity_margin"] = _rounded(qm.identity_margin(swapped, sources.embedding, face.embedding))
     if models.has("landmarker") and face.landmarks68 is not None:
-        found = models.get("landmarker").landmarks(output, face.box, face_angle(face.kps5)).points
+        (landmarks,) = models.get("landmarker").landmarks_batch(output, [face.box], [face_angle(face.kps5)])
+        found = landmarks.points
         entry["expression_error"] = _rounded(qm.landmark_error(found, face.landmarks68))
         opening = qm.mouth_opening(face.landmarks68)
         entry["target_mouth_open"] = opening > qm.OPEN_MOUTH

