@@ -23,7 +23,7 @@ import cv2
 import numpy as np
 
 # A channel's spread is never scaled by more than this factor either way.
-MAX_GAIN = 2.0
+MAX_GAIN = 1.5
 _MIN_WEIGHT = 1e-3
 # Statistics are measured on copies shrunk to this side: means and spreads barely move.
 _STATS_SIDE = 64
@@ -170,25 +170,21 @@ def _soft_range(lightness: np.ndarray) -> np.ndarray:
 
 def _into_range(lightness: np.ndarray, chroma: np.ndarray, change: np.ndarray) -> np.ndarray:
     """BGR uint8 (N, 3) for N pixels whose new colour left sRGB: the largest share of the chroma
-    change (then of their own chroma) that stays strictly inside, at the new lightness."""
-    result = np.empty((len(lightness), 3), np.uint8)
-    pending = np.ones(len(lightness), dtype=bool)
-    for base, delta in ((chroma, change), (np.zeros_like(chroma), chroma)):
-        for fraction in _CHROMA_STEPS:
-            trial = np.empty((int(pending.sum()), 1, 3), np.float32)
-            trial[:, 0, 0] = lightness[pending]
-            trial[:, 0, 1:] = base[pending] + fraction * delta[pending]
-            converted = cv2.cvtColor(trial, cv2.COLOR_Lab2BGR)[:, 0]
-            fits = np.all((converted > _LOW) & (converted < _HIGH), axis=1)
-            rows = np.nonzero(pending)[0][fits]
-            result[rows] = np.rint(converted[fits] * 255.0).astype(np.uint8)
-            pending[rows] = False
-            if not pending.any():
-                return result
-    # Grey at a soft-ranged lightness is always inside; this only guards against rounding.
-    grey = np.clip(np.rint(lightness[pending] * 2.55), 1, 254).astype(np.uint8)
-    result[pending] = grey[:, None]
-    return result
+    change (then of their own chroma) that stays strictly inside, at the new lightness. Every
+    candidate of every pixel goes through one conversion."""
+    shares = np.asarray(_CHROMA_STEPS, np.float32)
+    candidates = np.concatenate([chroma[:, None, :] + shares[None, :, None] * change[:, None, :],   # less change
+                                 shares[None, :, None] * chroma[:, None, :]], axis=1)               # less own chroma
+    trials = np.empty((*candidates.shape[:2], 3), np.float32)
+    trials[..., 0] = lightness[:, None]
+    trials[..., 1:] = candidates
+    converted = cv2.cvtColor(trials, cv2.COLOR_Lab2BGR)
+    fits = np.all((converted > _LOW) & (converted < _HIGH), axis=2)
+    # The first fitting candidate; the last one (grey at a soft-ranged lightness) always fits.
+    fits[:, -1] = True
+    first = fits.argmax(axis=1)
+    chosen = converted[np.arange(len(first)), first]
+    return np.clip(np.rint(chosen * 255.0), 1, 254).astype(np.uint8)
 
 
 def match_color(image: np.ndarray, reference: np.ndarray, mask: np.ndarray, strength: float = 1.0) -> np.ndarray:
