@@ -118,6 +118,16 @@ def test_separate_faces_give_separate_patches_and_overlapping_ones_one(noise_fra
         assert covered.max() == 1 and not full[covered == 0].any()  # patches never overlap
 
 
+def test_groups_never_overlap_even_when_a_face_lies_inside_another_groups_box():
+    from facecache.swap.composite import _overlapping_groups
+
+    # A1 and A2 overlap and form an L whose box holds B, which touches neither of them.
+    a1, a2, b = (None, None, (0, 0, 40, 200)), (None, None, (30, 160, 200, 200)), (None, None, (100, 20, 150, 80))
+    c = (None, None, (300, 300, 340, 340))
+    groups = _overlapping_groups([a1, b, a2, c])
+    assert groups == [[a1, b, a2], [c]]  # list order kept inside a group
+
+
 def test_later_faces_are_laid_over_earlier_ones(noise_frame):
     red, blue = flat_result(MATRICES["upright"], (1, 1, 254)), flat_result(MATRICES["upright"], (254, 1, 1))
     out = paste_back(noise_frame, [red, blue], plain())

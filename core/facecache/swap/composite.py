@@ -172,23 +172,25 @@ def _groups(frame: np.ndarray, results: Sequence[SwapResult], params: CompositeP
 
 
 def _overlapping_groups(pieces: list) -> list[list]:
-    """The pieces split into groups whose boxes overlap, directly or through others (list order
-    kept inside each group)."""
-    parent = list(range(len(pieces)))
+    """The pieces split into groups whose bounding boxes do not overlap (faces overlapping, directly
+    or through others, or lying inside another group's box, are one group); list order is kept
+    inside each group."""
+    groups = [[i] for i in range(len(pieces))]
 
-    def root(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
+    def bounds(group: list[int]) -> tuple[int, int, int, int]:
+        boxes = [pieces[i][2] for i in group]
+        return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
-    for i in range(len(pieces)):
-        for j in range(i):
-            if _overlap(pieces[i][2], pieces[j][2]):
-                parent[root(i)] = root(j)
-    groups: dict[int, list] = {}
-    for i, piece in enumerate(pieces):
-        groups.setdefault(root(i), []).append(piece)
-    return list(groups.values())
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(groups)):
+            other = next((j for j in range(i) if _overlap(bounds(groups[i]), bounds(groups[j]))), None)
+            if other is not None:
+                groups[other] = sorted(groups[other] + groups.pop(i))
+                merged = True
+                break
+    return [[pieces[i] for i in group] for group in groups]
 
 
 def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
