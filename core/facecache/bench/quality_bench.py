@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -39,6 +38,7 @@ from facecache.analysis.factory import AnalysisSettings, build_model_set
 from facecache.analysis.fan68 import face_angle
 from facecache.analysis.selection import Selector
 from facecache.bench import quality_metrics as qm
+from facecache.bench.timing import median_ms
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.samples import SAMPLES, sample_image
@@ -166,7 +166,7 @@ def _measure_pair(pair: Pair, analyzer: FaceAnalyzer, models: ModelStore, sessio
             paste_back(frame, [result], params)
             return result
         results.append(swap_one())  # the first run loads and prepares; the timed runs follow
-        timings.append(_median_ms(swap_one))
+        timings.append(median_ms(swap_one, TIMING_REPEATS))
     output = paste_back(frame, results, params)
     measured = [_measure_face(frame, output, face, result, params, source, sources, analyzer, ms)
                 for face, result, ms in zip(kept, results, timings)]
@@ -176,15 +176,6 @@ def _measure_pair(pair: Pair, analyzer: FaceAnalyzer, models: ModelStore, sessio
     turned = [{"pair": pair.label, "box": [round(float(v)) for v in face.box],
                "yaw": None if face.pose is None else round(float(face.pose[1]), 1)} for face in left]
     return measured, turned
-
-
-def _median_ms(action: Callable[[], object]) -> float:
-    samples = []
-    for _ in range(TIMING_REPEATS):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(samples)
 
 
 def _measure_face(frame, output, face, result, params, source, sources, analyzer, ms) -> dict:
