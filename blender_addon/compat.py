@@ -102,3 +102,18 @@ def remove_animation_curve(scene, curve) -> None:
     from bpy_extras import anim_utils
 
     anim_utils.action_get_channelbag_for_slot(data.action, data.action_slot).fcurves.remove(curve)
+
+
+def new_effect(strips, name: str, kind: str, channel: int, frame_start: int, length: int | None = None,
+               input1=None, input2=None):
+    """Add an effect strip to a strips collection: 5.0 takes a `length`, earlier versions a `frame_end`;
+    4.4+ names the inputs `input1`/`input2`, earlier versions `seq1`/`seq2`."""
+    parameters = strips.bl_rna.functions["new_effect"].parameters
+    options = {}
+    if length is not None:
+        options["length" if "length" in parameters else "frame_end"] = (
+            length if "length" in parameters else frame_start + length)
+    for number, strip in ((1, input1), (2, input2)):
+        if strip is not None:
+            options[f"input{number}" if f"input{number}" in parameters else f"seq{number}"] = strip
+    return strips.new_effect(name, kind, channel, frame_start, **options)

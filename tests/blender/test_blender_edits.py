@@ -79,7 +79,7 @@ def set_up(scene, size=SIZE):
     scene.render.fps, scene.render.fps_base = 25, 1.0
     scene.frame_start, scene.frame_end = 1, FRAMES
     scene.sequence_editor_create()
-    background = top_strips(scene).new_effect("background", "COLOR", 1, -20, length=60)
+    background = compat().new_effect(top_strips(scene), "background", "COLOR", 1, -20, length=60)
     background.color = (0.85, 0.7, 0.5)
 
 
@@ -226,16 +226,16 @@ def test_opacity_blend_mode_and_colour_modifiers(bpy, make_shot, tmp_path):
 
 def test_cross_fade_and_wipe_with_neighbours(bpy, make_shot, tmp_path):
     def neighbours(strip, scene):
-        after = top_strips(scene).new_effect("next", "COLOR", 3, 9, length=12)
+        after = compat().new_effect(top_strips(scene), "next", "COLOR", 3, 9, length=12)
         after.color = (0.1, 0.3, 0.8)
-        top_strips(scene).new_effect("cross", "CROSS", 5, 9, input1=strip, input2=after)
+        compat().new_effect(top_strips(scene), "cross", "CROSS", 5, 9, input1=strip, input2=after)
 
     shot = make_shot(before_swap=neighbours)  # the cross-fade took the movie strip: it now takes the group
     assert top_strips(shot.scene)["cross"].input_1 == shot.group
     for scene, strip in ((shot.scene, shot.group), (shot.reference, shot.full)):
-        before = top_strips(scene).new_effect("previous", "COLOR", 3, -8, length=12)
+        before = compat().new_effect(top_strips(scene), "previous", "COLOR", 3, -8, length=12)
         before.color = (0.2, 0.7, 0.3)
-        wipe = top_strips(scene).new_effect("wipe", "WIPE", 4, 1, input1=before, input2=strip)
+        wipe = compat().new_effect(top_strips(scene), "wipe", "WIPE", 4, 1, input1=before, input2=strip)
         wipe.transition_type, wipe.angle = "SINGLE", 0.5
     assert_no_work(update(bpy, shot.scene))
     assert_matches_reference(bpy, shot, (3, 10), tmp_path, "transitions")
