@@ -7,6 +7,9 @@ that knows names Blender renamed. Every other module calls these functions inste
 - 5.0 added the workspace's `sequencer_scene` (`context.sequencer_scene`): the scene the sequencer
   shows, which may differ from the window's scene. Before 5.0 the sequencer showed `context.scene`.
 - 4.5 added the `PATH_SUPPORTS_BLEND_RELATIVE` property option (without it, 4.5+ warns about `//` paths).
+- 4.4 moved an action's F-curves into a channel bag per slot; 5.0 removed `action.fcurves`.
+- `new_effect` takes `frame_end` and `seq1`/`seq2` in 4.2, `frame_end` and `input1`/`input2` in 4.5,
+  `length` and `input1`/`input2` in 5.0.
 
 tests/blender/test_blender_compat.py fails when another module of the add-on uses one of these names.
 """
@@ -50,8 +53,8 @@ def has_sequencer_scene() -> bool:
 
 
 def sequencer_scene(context=None):
-    """The scene the sequencer edits: the workspace's sequencer scene in 5.0+ (None when unset, e.g.
-    in a factory or background session), else the context's scene. Falls back to the context's scene."""
+    """The scene the sequencer edits: the workspace's sequencer scene in 5.0+, else (before 5.0, or while
+    it is unset, as in a factory or background session) the context's scene."""
     context = context or bpy.context
     workspace = getattr(context, "workspace", None)
     return getattr(context, "sequencer_scene", None) or getattr(workspace, "sequencer_scene", None) \
