@@ -69,9 +69,31 @@ def media_path(strip) -> str:
 
 
 def output_root(scene, media: str) -> str:
-    """Swapped frames of one media file: `<cache>/swaps/<path digest>`; the engine adds `<stem>/`."""
-    digest = hashlib.sha256(os.path.normcase(media).encode()).hexdigest()[:16]
+    """Swapped frames of one media file: `<cache>/swaps/<path digest>`; the engine adds `<stem>/`.
+    Media inside the .blend's folder is named by its path relative to the .blend, so the folder
+    name survives moving the project or opening it from a teammate's mount at another path."""
+    digest = hashlib.sha256(os.path.normcase(_blend_relative(media) or media).encode()).hexdigest()[:16]
     return os.path.join(cache_dir(scene), SWAPS_FOLDER, digest)
+
+
+def _blend_relative(path: str, blend_path: str | None = None) -> str | None:
+    """`//…` for a path inside the folder of the .blend (the saved one by default), else None."""
+    blend_path = blend_path or bpy.data.filepath
+    if not blend_path:
+        return None
+    folder = os.path.dirname(os.path.abspath(blend_path))
+    try:
+        inside = os.path.commonpath([folder, os.path.abspath(path)]) == folder
+    except ValueError:  # another drive on Windows
+        return None
+    return _relative_to(path, blend_path) if inside else None
+
+
+def stored_path(folder: str, blend_path: str | None = None) -> str:
+    """How a swapped strip stores its folder: relative to the .blend (`//…/`) when the folder is inside
+    the .blend's folder, as the default cache is, else absolute."""
+    relative = _blend_relative(folder, blend_path)
+    return relative.rstrip("/") + "/" if relative else os.path.join(os.path.abspath(folder), "")
 
 
 def output_folder(scene, media: str) -> str:
@@ -120,7 +142,7 @@ def on_save_pre(filepath, *_args):
             new = os.path.abspath(os.path.join(os.path.dirname(filepath), props.cache_dir[2:]))
             if os.path.isdir(old) and old != new:
                 _move_tree(old, new)
-                _repoint_swapped_strips(old, new)
+                _repoint_swapped_strips(old, new, filepath)
         elif os.path.isdir(old) and os.path.dirname(os.path.abspath(filepath)) != os.path.dirname(
                 os.path.abspath(bpy.data.filepath)):
             props.cache_dir = _relative_to(old, filepath)
@@ -138,13 +160,13 @@ def _move_tree(old: str, new: str) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _repoint_swapped_strips(old: str, new: str) -> None:
+def _repoint_swapped_strips(old: str, new: str, blend_path: str) -> None:
     for scene in bpy.data.scenes:
         for strip in compat.all_strips(scene.sequence_editor):
             if strip.type == "IMAGE" and strip.faceswap.role == "SWAPPED":
                 directory = os.path.abspath(bpy.path.abspath(strip.directory))
                 if directory.startswith(old):
-                    strip.directory = new + directory[len(old):] + os.sep
+                    strip.directory = stored_path(new + directory[len(old):], blend_path)
 
 
 def register():

@@ -16,7 +16,7 @@ import uuid
 
 import bpy
 
-from . import compat, frame_mapping, paths, shot_group, strip_copy
+from . import compat, frame_mapping, paths, shot_group, strip_copy, strip_elements
 
 SUFFIX = ".swap"
 # What places the picture, per image: mirrored from the original onto its swapped strip (the two
@@ -160,8 +160,11 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
     strip = compat.meta_contents(group).new_image(original.name + SUFFIX,
                                                   os.path.join(place["folder"], frame_name(layout.media[0])),
                                                   place["channel"], layout.first)
-    for index in layout.media[1:]:
-        strip.elements.append(frame_name(index))
+    # Overlays have the movie's size; recording it keeps a missing frame from crashing the render.
+    movie = original.elements[0] if len(original.elements) else None
+    strip_elements.append_frames(strip, (frame_name(index) for index in layout.media[1:]),
+                                 (movie.orig_width, movie.orig_height) if movie else (0, 0))
+    strip.directory = paths.stored_path(place["folder"])  # `//…` beside the .blend: moves with the project
     strip.blend_type = "ALPHA_OVER"
     strip.mute = original.mute
     strip.faceswap.role = "SWAPPED"

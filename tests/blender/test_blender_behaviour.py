@@ -130,7 +130,7 @@ def test_preview_computes_the_missing_frame_under_the_playhead(bpy, addon, proje
     select_only(project, strip)
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
     swapped = addon.timeline.swapped_strips(project)[0]
-    os.unlink(os.path.join(swapped.directory, "000003.png"))
+    os.unlink(os.path.join(bpy.path.abspath(swapped.directory), "000003.png"))
     project.frame_current = 4  # media frame 3
     assert [(i["start"], i["stop"]) for i in addon.ops.preview_items(project, 4)] == [(3, 4)]
     assert bpy.ops.faceswap.preview_frame() == {"FINISHED"}

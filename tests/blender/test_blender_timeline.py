@@ -63,8 +63,8 @@ def test_swap_then_split_trim_move_duplicate_delete(bpy, addon, project, clip):
     assert first["inferences"]["swap"] >= 20  # frames 11 and 23 have no face
     swapped = assert_mirrors(addon, scene, strip)
     assert scene.faceswap.cache_dir == "//faceswap_cache"
-    assert swapped.directory.startswith(os.path.join(os.path.dirname(bpy.data.filepath), "faceswap_cache"))
-    overlay = cv2.imread(os.path.join(swapped.directory, "000005.png"), cv2.IMREAD_UNCHANGED)
+    assert swapped.directory.startswith("//faceswap_cache/swaps/")  # relative: moves with the project
+    overlay = cv2.imread(os.path.join(bpy.path.abspath(swapped.directory), "000005.png"), cv2.IMREAD_UNCHANGED)
     assert overlay.shape == (240, 320, 4) and overlay[..., 3].min() == 0 and overlay[..., 3].max() == 255
     assert addon.timeline.is_up_to_date(scene, strip)
 
