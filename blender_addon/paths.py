@@ -110,15 +110,28 @@ def check_location() -> str | None:
 
 
 def check_writable(folder: str) -> str | None:
-    """None when the folder can be created and written, else a message."""
+    """None when the folder can be created and written, else the engine's one-line message (what
+    happened, what to do). A folder created here is private; the engine makes it a team folder's
+    group-shared one where that is the rule (`facecache.store.permissions`)."""
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".probe", delete=True)
         probe.close()
     except OSError as exc:
-        return (f"the cache folder {folder} is not writable ({exc.strerror}): choose another in the add-on "
-                "preferences (Cache Location) or fix its permissions")
+        return str(os_fault(exc, "write the cache folder", folder, hint=CHOOSE_ANOTHER))
     return None
+
+
+CHOOSE_ANOTHER = "choose another Cache Location in the add-on preferences, or fix the folder's permissions"
+
+
+def os_fault(exc: OSError, doing: str, path: str, hint: str = ""):
+    """The engine's one mapping of operating-system faults to messages (`facecache.errors`)."""
+    try:
+        from .facecache import errors  # standard library only: safe to import in Blender's process
+    except ImportError:
+        from facecache import errors
+    return errors.os_fault(exc, doing, path, hint)
 
 
 def _relative_to(target_abs: str, blend_path: str) -> str:
@@ -141,7 +154,12 @@ def on_save_pre(filepath, *_args):
         if not bpy.data.filepath:
             new = os.path.abspath(os.path.join(os.path.dirname(filepath), props.cache_dir[2:]))
             if os.path.isdir(old) and old != new:
-                _move_tree(old, new)
+                try:
+                    _move_tree(old, new)
+                except OSError as exc:  # a handler cannot report to the window: the console line must do
+                    print(f"VSE Face Swap: {os_fault(exc, 'move the cache beside the saved file', new, CHOOSE_ANOTHER)}; "
+                          f"the cache stays in {old}")
+                    continue
                 _repoint_swapped_strips(old, new, filepath)
         elif os.path.isdir(old) and os.path.dirname(os.path.abspath(filepath)) != os.path.dirname(
                 os.path.abspath(bpy.data.filepath)):

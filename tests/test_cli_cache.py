@@ -61,8 +61,9 @@ def test_prune_and_clear(tmp_path):
 
 def test_bad_arguments_say_what_to_do(tmp_path):
     (tmp_path / "file").write_text("x")
+    # exit code 6: a path that cannot be used (facecache.errors)
     out = facecache("cache", "stats", "--cache-dir", str(tmp_path / "file"))
-    assert out.returncode == 2 and "--cache-dir" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 6 and "--cache-dir" in out.stderr and "Traceback" not in out.stderr
     out = facecache("cache", "prune", "--cache-dir", str(tmp_path / "c"), "--max-size", "lots")
     assert out.returncode == 2 and "10G" in out.stderr
 

@@ -58,12 +58,12 @@ def test_swap_job_over_the_pipe(tmp_path, models_dir, small_clip, portrait_paths
 def test_errors_are_one_line_with_a_message(tmp_path, models_dir):
     out = io.StringIO()
     job = {"kind": "swap", "settings": settings(tmp_path, models_dir, sources=[]), "items": []}
-    assert main([], io.StringIO(json.dumps(job) + "\n"), out) == 1
+    assert main([], io.StringIO(json.dumps(job) + "\n"), out) == 2  # bad input: exit code 2
     (line,) = out.getvalue().splitlines()
     message = json.loads(line)
     assert message["type"] == "error" and "no source face" in message["message"]
     out = io.StringIO()
-    assert main([], io.StringIO('{"kind": "nope"}\n'), out) == 1
+    assert main([], io.StringIO('{"kind": "nope"}\n'), out) == 2
     assert "unknown job kind" in json.loads(out.getvalue())["message"]
 
 
@@ -71,5 +71,5 @@ def test_missing_models_name_the_error_kind(tmp_path):
     out = io.StringIO()
     job = {"kind": "analyze", "settings": {"cache_dir": str(tmp_path / "c"), "models_dir": str(tmp_path / "none")},
            "items": []}
-    assert main([], io.StringIO(json.dumps(job) + "\n"), out) == 1
+    assert main([], io.StringIO(json.dumps(job) + "\n"), out) == 2  # bad input: exit code 2
     assert json.loads(out.getvalue())["kind"] == "ModelMissing"

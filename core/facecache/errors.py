@@ -41,7 +41,9 @@ class FaceCacheError(Exception):
 
 
 class CacheError(FaceCacheError):
-    """The cache folder cannot be used (permissions, wrong kind of path, ...)."""
+    """The cache location cannot be used as given (a file where the folder belongs)."""
+
+    exit_code = EXIT_BAD_PATH
 
 
 class CorruptPack(FaceCacheError):
@@ -90,9 +92,8 @@ _FAULTS: dict[int, tuple[int, str, str]] = {
     errno.EROFS: (EXIT_READ_ONLY, "read-only file system",
                   "choose a folder on a writable disk (or remount this one read-write)"),
     errno.ENOSPC: (EXIT_NO_SPACE, "no space left on the device",
-                   "free some space (`facecache cache prune` shrinks the cache) or choose a folder on another disk; "
-                   "finished work was kept"),
-    errno.ENOTDIR: (EXIT_BAD_PATH, "a part of this path is a file, not a folder", "choose a folder path"),
+                   "free some space (`facecache cache prune` shrinks the cache) or choose a folder on another disk"),
+    errno.ENOTDIR: (EXIT_BAD_PATH, "it (or a folder above it) is a file, not a folder", "choose a folder path"),
     errno.EISDIR: (EXIT_BAD_PATH, "this is a folder, where a file was expected", "choose another path"),
     errno.EEXIST: (EXIT_BAD_PATH, "something else already exists at this path", "move it away or choose another path"),
     errno.ENAMETOOLONG: (EXIT_BAD_PATH, "the path or a name in it is too long",
@@ -115,21 +116,25 @@ class OSFault(FaceCacheError):
         self.path = path
 
 
-def os_fault(exc: OSError, doing: str = "", path: str | os.PathLike | None = None, hint: str = "") -> OSFault:
+def os_fault(exc: OSError, doing: str = "", path: str | os.PathLike | None = None, hint: str = "",
+             name_file: bool = True) -> OSFault:
     """The one-line message for an OSError. `doing` says what was attempted ("write the cache"),
-    `path` overrides the path the error names, `hint` replaces the generic advice (e.g. the option
-    that chooses another folder)."""
+    `path` the folder it concerns (the file that failed follows in brackets unless `name_file` is
+    False), `hint` replaces the generic advice (e.g. the option that chooses another folder)."""
     if isinstance(exc, OSFault):
         return exc
     code, happened, advice = _FAULTS.get(exc.errno or -1, _OTHER)
     if code == EXIT_IO and exc.strerror:
         happened = exc.strerror.lower()
-    where = os.fspath(path) if path is not None else (exc.filename if exc.filename is not None else "")
-    where = os.fsdecode(where) if isinstance(where, bytes) else str(where)
+    failed = "" if exc.filename is None else os.fsdecode(exc.filename) if isinstance(exc.filename, bytes) \
+        else str(exc.filename)
+    where = os.fsdecode(os.fspath(path)) if path is not None else failed
+    if failed and failed != where and name_file:
+        where = f"{where} ({failed})"
     parts = [f"cannot {doing}" if doing else "", where]
     head = " ".join(part for part in parts if part) or "file system error"
     if hint and code != EXIT_USAGE:
-        advice = f"{advice}; {hint}" if code == EXIT_NO_SPACE else hint
+        advice = f"free some space, or {hint}" if code == EXIT_NO_SPACE else hint
     return OSFault(f"{head}: {happened}; {advice}", code, exc.errno, where)
 
 

@@ -11,7 +11,11 @@ Answers, one JSON object a line on stdout:
 
     {"type": "progress", "done": 3, "total": 24, "label": "clip.mp4"}
     {"type": "result", "summary": {...}}                  the job's summary (its last line on success)
-    {"type": "error", "message": "...", "kind": "ModelMissing"}   (its last line on failure)
+    {"type": "error", "message": "...", "kind": "ModelMissing", "exit_code": 2}   (its last line on failure)
+
+An error's `exit_code` is the documented one (`facecache.errors`: 2 bad input, 3 permission denied,
+4 read-only file system, 5 no space left, ...), and the one-job mode exits with it; an operating-system
+fault is one line naming the path, what happened and what to do, never a traceback.
 
 A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
                 | "cache_stats" | "cache_prune" | "cache_clear",
@@ -24,12 +28,13 @@ frames one by one through preview sessions (a blend change recomposites from the
 Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
 outputs exist ("analysed", "swapped": {media: [frames]}). Everything else the worker would print
-(warnings, logs) goes to stderr, so stdout stays parseable. `run_job(job, emit)` is the same thing
-in-process.
+(warnings, logs, ONNX Runtime's own output) goes to stderr, so stdout stays parseable (`stdout_guard`).
+`run_job(job, emit)` is the same thing in-process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -38,11 +43,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from facecache.errors import FaceCacheError
+from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE, FaceCacheError, os_fault
 from facecache.jobs.run_summary import describe_run
 from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache
+from facecache.stdout_guard import silence_stdout, stdout_reserved
 
 Emit = Callable[[dict], None]
+EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
 KINDS = ("analyze", "swap", "update", "preview", "coverage", "install_models", "import_models", "cache_stats",
          "cache_prune", "cache_clear")
 
@@ -70,7 +77,7 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
     if kind not in KINDS:
         raise FaceCacheError(f"unknown job kind {kind!r}: one of {', '.join(KINDS)}")
     settings = Settings.from_dict(job.get("settings", {}))
-    items = job.get("items", [])
+    items = checked_items(kind, job.get("items", []))
     start = time.perf_counter()
     if kind == "install_models":
         summary = _install_models(engine, settings, job.get("models", ["default"]), emit)
@@ -90,6 +97,33 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
     summary["seconds"] = round(time.perf_counter() - start, 3)
     summary["message"] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
     return summary
+
+
+ITEM_KINDS = {"analyze": ("media", "start", "stop"), "coverage": ("media", "start", "stop")}
+OUTPUT_ITEM_KINDS = ("swap", "update", "preview")
+
+
+def checked_items(kind: str, items) -> list[dict]:
+    """A job's items, each checked before any work starts: its fields, the media file and the frame range
+    against the file (reversed, negative or beyond the media is one message with the valid range)."""
+    fields = ITEM_KINDS.get(kind) or (("media", "start", "stop", "out") if kind in OUTPUT_ITEM_KINDS else ())
+    if not fields:
+        return []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise FaceCacheError("items must be a list of objects: {\"media\": path, \"start\": A, \"stop\": B"
+                             + (", \"out\": folder}" if "out" in fields else "}"))
+    from facecache.analysis.analyzer import check_frames
+
+    for number, item in enumerate(items):
+        missing = [name for name in fields if name not in item]
+        if missing:
+            raise FaceCacheError(f"item {number} lacks {', '.join(missing)}: each item needs {', '.join(fields)}")
+        if not all(isinstance(item[name], int) and not isinstance(item[name], bool) for name in ("start", "stop")):
+            raise FaceCacheError(f"item {number}: start and stop must be whole frame numbers, got "
+                                 f"{item['start']!r} and {item['stop']!r}")
+        if kind != "coverage":  # coverage only reads the cache: a missing file simply has nothing analysed
+            check_frames(item["media"], range(item["start"], item["stop"]))
+    return items
 
 
 def _range(item: dict) -> range:
@@ -223,13 +257,18 @@ def _import_models(engine: Engine, settings: Settings, folder: str | None) -> di
 
 
 def error_message(exc: BaseException) -> dict:
-    """The protocol's error answer; anything but a FaceCacheError also prints its traceback to stderr."""
+    """The protocol's error answer, with the documented exit code; an operating-system fault is said in
+    one line (`facecache.errors.os_fault`); anything else but a FaceCacheError is a bug and also prints
+    its traceback to stderr."""
+    if isinstance(exc, OSError):
+        exc = os_fault(exc)
     if not isinstance(exc, FaceCacheError):
         import traceback
 
         traceback.print_exception(exc)
-        return {"type": "error", "message": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__}
-    return {"type": "error", "message": str(exc), "kind": type(exc).__name__}
+        return {"type": "error", "message": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__,
+                "exit_code": EXIT_BUG}
+    return {"type": "error", "message": str(exc), "kind": type(exc).__name__, "exit_code": exc.exit_code}
 
 
 class _Terminate:
@@ -248,31 +287,35 @@ class _Terminate:
 def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     stdin = stdin or sys.stdin
-    real_stdout = stdout or sys.stdout
-    saved = sys.stdout
-    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
+    try:
+        # stray prints, Python's or ONNX Runtime's at the C level, must not corrupt the protocol
+        with stdout_reserved() if stdout is None else contextlib.nullcontext(stdout) as protocol:
+            return _answer(argv, stdin, protocol)
+    except BrokenPipeError:  # the caller went away: nobody is left to tell
+        silence_stdout()
+        return EXIT_CLOSED_PIPE
+
+
+def _answer(argv: list[str], stdin, protocol) -> int:
     lock = threading.Lock()
 
     def emit(message: dict) -> None:
         with lock:
             try:
-                real_stdout.write(json.dumps(message, default=str) + "\n")
-                real_stdout.flush()
+                protocol.write(json.dumps(message, default=str) + "\n")
+                protocol.flush()
             except (BrokenPipeError, ValueError):  # the caller is gone (its end of the pipe closed)
                 pass
 
-    try:
-        if argv == ["--serve"]:
-            from facecache.serve import Server
+    if argv == ["--serve"]:
+        from facecache.serve import Server
 
-            return Server(stdin, emit).serve()
-        if argv:
-            emit({"type": "error", "message": f"unknown arguments {' '.join(argv)}: use --serve or none",
-                  "kind": "UsageError"})
-            return 2
-        return _one_job(stdin, emit)
-    finally:
-        sys.stdout = saved
+        return Server(stdin, emit).serve()
+    if argv:
+        emit({"type": "error", "message": f"unknown arguments {' '.join(argv)}: use --serve or none",
+              "kind": "UsageError", "exit_code": EXIT_USAGE})
+        return EXIT_USAGE
+    return _one_job(stdin, emit)
 
 
 def _one_job(stdin, emit: Emit) -> int:
@@ -281,15 +324,23 @@ def _one_job(stdin, emit: Emit) -> int:
     if signal_set:
         signal.signal(signal.SIGTERM, _Terminate(cancel))
     try:
-        job = json.loads(stdin.readline() or "{}")
-        emit({"type": "result", "summary": run_job(job, emit, cancel)})
+        emit({"type": "result", "summary": run_job(_read_job(stdin), emit, cancel)})
         return 0
     except Exception as exc:  # noqa: BLE001 - the caller shows the message
-        emit(error_message(exc))
-        return 1
+        message = error_message(exc)
+        emit(message)
+        return message["exit_code"]
     finally:
         if signal_set:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _read_job(stdin) -> dict:
+    line = stdin.readline() or "{}"
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise FaceCacheError(f"the job is not a JSON object ({exc}): {line[:200]}") from None
 
 
 if __name__ == "__main__":

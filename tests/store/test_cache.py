@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from facecache.errors import CacheError
+from facecache.errors import CacheError, FaceCacheError
 from facecache.store.cache import FaceCache
 from facecache.store.frame_store import FrameStore, group_key
 from facecache.store.lease import Lease
@@ -279,8 +279,8 @@ def _open_as_unprivileged_user(root, queue):
     try:
         FaceCache(root)
         queue.put("opened")
-    except CacheError as exc:
-        queue.put(str(exc))
+    except FaceCacheError as exc:
+        queue.put(f"{exc} (exit code {exc.exit_code})")
 
 
 def test_read_only_location_is_a_clear_error(tmp_path):
@@ -303,5 +303,5 @@ def test_read_only_location_is_a_clear_error(tmp_path):
         message = queue.get(timeout=5)
     finally:
         shutil.rmtree(base)
-    assert "Permission denied" in message
-    assert "cannot write to the cache folder" in message and "--cache-dir" in message
+    assert "cannot create the cache folder" in message and "permission denied" in message
+    assert "--cache-dir" in message and "(exit code 3)" in message

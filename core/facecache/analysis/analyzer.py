@@ -90,13 +90,22 @@ Progress = Callable[[int, int], None]
 
 
 def checked_range(frames: range | None, frame_count: int, path) -> range:
-    """All frames when None; an error naming the valid range when outside the media."""
+    """All frames when None; an error naming the valid range when reversed, empty or outside the media."""
     if frames is None:
         return range(frame_count)
-    if frames and (frames.start < 0 or frames.stop > frame_count):
-        raise MediaError(f"frames {frames.start}-{frames.stop - 1} are outside {path} (0-{frame_count - 1}); "
-                         "choose --frames within that range")
+    if not frames:
+        raise MediaError(f"the frame range {frames.start}-{frames.stop - 1} of {path} is reversed or empty: the "
+                         f"first frame must not come after the last ({path} has frames 0-{frame_count - 1})")
+    if frames.start < 0 or frames.stop > frame_count:
+        raise MediaError(f"frames {frames.start}-{frames.stop - 1} are outside {path}, which has frames "
+                         f"0-{frame_count - 1}: choose frames within that range")
     return frames
+
+
+def check_frames(media: str | Path, frames: range | None) -> range:
+    """The frames of a media file a job will cover, checked against the file before any work starts."""
+    with MediaReader(media) as reader:
+        return checked_range(frames, reader.info.frame_count, media)
 
 
 def segments(frames: range) -> Iterator[tuple[int, list[int]]]:

@@ -1,15 +1,22 @@
 """The `facecache` command line. Each sub-command lives in its own module with a
-`register(subparsers)` function that adds its parser and sets `run`."""
+`register(subparsers)` function that adds its parser and sets `run`.
+
+Every failure ends in one line on stderr and a documented exit code (`facecache.errors`), never a
+traceback. With `--json`, stdout carries exactly one JSON document (`stdout_guard`: whatever ONNX
+Runtime or OpenCV print goes to stderr). A closed pipe (`| head`) ends the command quietly."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
 from facecache import __version__
 from facecache.cli import analyze_cmd, bench_cmd, cache_cmd, demo_cmd, models_cmd, swap_cmd
-from facecache.errors import FaceCacheError
+from facecache.cli.common import print_json
+from facecache.errors import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, FaceCacheError, os_fault
+from facecache.stdout_guard import silence_stdout, stdout_reserved
 
 COMMAND_MODULES = [demo_cmd, swap_cmd, analyze_cmd, models_cmd, cache_cmd, bench_cmd]
 
@@ -28,11 +35,32 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="facecache: %(levelname)s: %(message)s")
+    json_mode = bool(getattr(args, "json", False))
     try:
-        return int(args.run(args) or 0)
+        with stdout_reserved() if json_mode else contextlib.nullcontext(sys.stdout) as out:
+            args.json_out = out
+            code, error = _run(args)
+            if error:
+                print(f"facecache: error: {error}", file=sys.stderr)
+                if json_mode:  # still exactly one document on stdout
+                    print_json(args, {"error": error, "exit_code": code})
+            sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_CLOSED_PIPE
+
+
+def _run(args: argparse.Namespace) -> tuple[int, str]:
+    """(exit code, one-line error or "")."""
+    try:
+        return int(args.run(args) or 0), ""
+    except BrokenPipeError:
+        raise
     except FaceCacheError as exc:
-        print(f"facecache: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code, str(exc)
+    except OSError as exc:  # one that no layer below said more about
+        fault = os_fault(exc)
+        return fault.exit_code, str(fault)
     except KeyboardInterrupt:
-        print("facecache: interrupted; finished work is kept in the cache, run the same command again to continue", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED, "interrupted; finished work is kept in the cache, run the same command again to continue"

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from facecache.analysis.analyzer import check_frames
 from facecache.cli.common import add_cache_options, add_command, add_model_options, parse_frame_range, print_json
 from facecache.jobs.run_summary import describe_run
 from facecache.pipeline import Settings, build_analyzer
@@ -42,7 +43,10 @@ def face_json(face: Face) -> dict:
 
 def run_analyze(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    analyzer = build_analyzer(Settings.from_args(args))
+    settings = Settings.from_args(args)
+    for path in args.media:  # every file and range checked before any work starts
+        check_frames(path, args.frames)
+    analyzer = build_analyzer(settings)
     per_media = []
     for path in args.media:
         frames = analyzer.analyze_media(path, args.frames, progress=ProgressLine(path.name))
@@ -62,7 +66,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         "media": per_media,
     }
     if args.json:
-        print_json(summary)
+        print_json(args, summary)
         return 0
     for m in per_media:
         print(f"{m['media']}: {m['frames']} frames, {m['faces']} faces")

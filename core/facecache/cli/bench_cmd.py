@@ -71,7 +71,7 @@ def run_bench(args: argparse.Namespace) -> int:
         raise SystemExit(f"facecache bench: --frames must be at least {minimum} for the {args.suite} suite")
     result = SUITES[args.suite](args)
     if args.json:
-        print_json(result)
+        print_json(args, result)
     else:
         print_table(result)
     return 0

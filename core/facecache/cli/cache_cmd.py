@@ -30,7 +30,7 @@ def register(commands) -> None:
 def run_stats(args: argparse.Namespace) -> int:
     stats = open_cache(args).stats()
     if args.json:
-        print_json(stats.as_dict())
+        print_json(args, stats.as_dict())
         return 0
     print(f"cache      {stats.root} ({'shared with its group' if stats.shared else 'private'})")
     print(f"entries    {stats.entries} frame records in {stats.packs} packs")
@@ -42,31 +42,45 @@ def run_stats(args: argparse.Namespace) -> int:
         print(f"  {ns.key[:12]}  {stage:<10} {ns.entries:>8} entries {human_bytes(ns.bytes):>10}  last used {used}")
     if stats.quarantined:
         print(f"set aside  {stats.quarantined} bad files in {stats.root}/quarantine (safe to delete)")
+    loose = stats.loose_permissions
+    if loose.found:
+        print(f"warning    {loose.found} entries are more open than a cache of faces may be "
+              f"({loose.world_readable} world-readable), e.g. {loose.examples[0]}: `facecache cache verify` "
+              "tightens those you own")
     return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
     report = open_cache(args).verify()
     if args.json:
-        print_json(report.as_dict())
+        print_json(args, report.as_dict())
     else:
         print(f"checked {report.checked} packs: {len(report.bad)} bad (set aside)")
         for line in report.bad:
             print(f"  {line}")
         if report.temp_set_aside:
             print(f"set aside {report.temp_set_aside} temp files left by interrupted writes")
+        if report.locks_cleaned:
+            print(f"removed {report.locks_cleaned} stale claims and temp files from locks/")
+        loose = report.loose_permissions
+        if loose.tightened:
+            print(f"tightened {loose.tightened} entries that were more open than a cache of faces may be")
+        if loose.found > loose.tightened:
+            print(f"warning: {loose.found - loose.tightened} entries are more open than they should be and not yours "
+                  f"to change, e.g. {loose.examples[0]}: ask their owner to run `facecache cache verify`")
     return 0 if report.clean else 1
 
 
 def run_prune(args: argparse.Namespace) -> int:
     report = open_cache(args).prune(max_bytes=args.max_bytes, stale_seconds=args.stale)
     if args.json:
-        print_json(report.as_dict())
+        print_json(args, report.as_dict())
     elif report.busy:
         print("another process is pruning this cache right now; nothing done")
     else:
         print(f"removed {report.removed_packs} packs ({human_bytes(report.removed_bytes)}) "
-              f"and {report.removed_namespaces} stale namespaces")
+              f"and {report.removed_namespaces} stale namespaces"
+              + (f"; {report.locks_cleaned} stale claims and temp files from locks/" if report.locks_cleaned else ""))
     return 0
 
 
@@ -74,7 +88,7 @@ def run_clear(args: argparse.Namespace) -> int:
     cache = open_cache(args)
     cache.clear()
     if args.json:
-        print_json({"cleared": str(cache.root)})
+        print_json(args, {"cleared": str(cache.root)})
     else:
         print(f"cleared {cache.root}")
     return 0

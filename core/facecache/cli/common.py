@@ -64,9 +64,11 @@ def parse_duration(text: str) -> float:
     return value * _DURATION_UNITS[unit]
 
 
-def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, sort_keys=True)
-    sys.stdout.write("\n")
+def print_json(args: argparse.Namespace, obj) -> None:
+    """The one JSON document of a `--json` command, on the stdout kept for it (`cli.main`, `stdout_guard`)."""
+    out = getattr(args, "json_out", None) or sys.stdout
+    json.dump(obj, out, sort_keys=True)
+    out.write("\n")
 
 
 def human_bytes(n: float) -> str:

@@ -23,5 +23,5 @@ def register(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     result = run_demo(args.workdir, args.models_dir, args.frames, say=(lambda *_: None) if args.json else print)
     if args.json:
-        print_json(result)
+        print_json(args, result)
     return 0

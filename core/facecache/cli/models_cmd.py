@@ -43,7 +43,7 @@ def run_list(args: argparse.Namespace) -> int:
         row.update(packs=store.catalog.packs_of(spec.name), source=spec.source.describe(), vendor=spec.vendor)
         rows.append(row)
     if args.json:
-        print_json({"models_dir": str(store.root), "imported": [str(p) for p in store.imported_folders()],
+        print_json(args, {"models_dir": str(store.root), "imported": [str(p) for p in store.imported_folders()],
                     "packs": {k: list(v) for k, v in store.catalog.packs.items()}, "models": rows})
         return 0
     print(f"models folder  {store.root}")
@@ -71,7 +71,7 @@ def run_install(args: argparse.Namespace) -> int:
         with still_working(f"installing {', '.join(args.names)}"):
             results = store.install(args.names, force=args.force)
     if args.json:
-        print_json({"models_dir": str(store.root), "installed": [
+        print_json(args, {"models_dir": str(store.root), "installed": [
             {"name": r.name, "downloaded": r.downloaded, "paths": {k: str(v) for k, v in r.paths.items()}}
             for r in results]})
         return 0
@@ -86,7 +86,7 @@ def run_import(args: argparse.Namespace) -> int:
     store = ModelStore(args.models_dir)
     report = store.import_folder(args.folder)
     if args.json:
-        print_json(report.as_dict())
+        print_json(args, report.as_dict())
     else:
         print(f"registered {report.folder} (used in place)" if report.newly_registered
               else f"{report.folder} was already registered; checked again")

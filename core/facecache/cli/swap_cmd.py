@@ -12,6 +12,7 @@ from facecache import choices
 from facecache.cli.common import (add_cache_options, add_choice, add_command, add_model_options, add_number,
                                   parse_frame_range, print_json)
 from facecache.jobs.run_summary import describe_run
+from facecache.jobs.swap_job import prepare_output_folder
 from facecache.pipeline import Settings, build_pipeline
 from facecache.progress import ProgressLine
 
@@ -66,6 +67,7 @@ def run_swap(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
     if args.max_yaw is None:  # --max-yaw off
         settings = dataclasses.replace(settings, limit_yaw=False, max_yaw=choices.MAX_YAW.default)
+    prepare_output_folder(args.out)  # before the source faces are analysed: a bad --out costs nothing
     pipeline = build_pipeline(settings)
     job = pipeline.swap_job()
     bar = ProgressLine(args.target.name)
@@ -77,7 +79,7 @@ def run_swap(args: argparse.Namespace) -> int:
     if "warning" in summary:
         print(f"facecache: warning: {summary['warning']}", file=sys.stderr)
     if args.json:
-        print_json(summary)
+        print_json(args, summary)
     else:
         print(f"{describe_run(summary)}; output in {args.out}")
     return 0

@@ -30,11 +30,12 @@ import secrets
 import time
 from pathlib import Path
 
+from facecache.errors import cannot_write, os_fault
 from facecache.jobs.output_stamp import read_stamp
 from facecache.models.files import remove_leftover_temp_files, write_atomic
 from facecache.processes import host_tag
 from facecache.store.lease import Lease
-from facecache.store.permissions import Permissions
+from facecache.store.permissions import Permissions, make_dir, permissions_for
 
 log = logging.getLogger("facecache.manifest")
 
@@ -45,14 +46,14 @@ _FOLD_AT = 32  # journal files; a 10,000-frame film makes about 160 per run (one
 _FOLD_LOCK_TTL_SECONDS = 60.0
 _MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 _VERSION = 3
-_OUTPUT_PERMS = Permissions(dir_mode=0o755, file_mode=0o644)  # as the outputs themselves
 
 Entry = tuple[str, int, int]  # (inputs key, file size, file mtime in whole seconds)
 
 
 class OutputManifest:
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, perms: Permissions | None = None):
         self.folder = Path(folder)
+        self.perms = perms or permissions_for(self.folder)  # as the outputs themselves (`store.permissions`)
         self.journal = self.folder / JOURNAL_FOLDER
         self._read: dict[str, dict[str, Entry]] = {}  # journal file name -> its entries
         self._entries: dict[str, Entry] = {}
@@ -103,10 +104,19 @@ class OutputManifest:
         self._entries[name] = self._mine[name] = entry
 
     def save(self) -> None:
-        """Add this writer's new entries to the journal as one new file."""
+        """Add this writer's new entries to the journal as one new file. A folder that cannot take it
+        (full, read-only) costs nothing lasting: each output carries its key, so the next run still
+        recognises it; the entries stay here for a later save."""
         if not self._mine:
             return
-        name = _write_journal(self.journal, self._mine)
+        try:
+            name = _write_journal(self.journal, self._mine, self.perms)
+        except OSError as exc:
+            if not cannot_write(exc):
+                raise
+            log.warning("%s; the outputs carry their key, so the next run still finds them up to date",
+                        os_fault(exc, "save the output manifest in", self.journal))
+            return
         self._read[name] = self._mine
         self._mine = {}
         if len(self._read) >= _FOLD_AT:
@@ -117,7 +127,7 @@ class OutputManifest:
         folds at a time (others skip it); the merged file is in place before the old ones go, so
         a reader sees every entry in one or the other."""
         try:
-            lease = Lease.acquire(self.journal / _FOLD_LOCK, _FOLD_LOCK_TTL_SECONDS, _OUTPUT_PERMS)
+            lease = Lease.acquire(self.journal / _FOLD_LOCK, _FOLD_LOCK_TTL_SECONDS, self.perms)
         except OSError as exc:  # a read-only or odd share: the journal just stays long
             log.warning("cannot fold the output manifest in %s (%s)", self.journal, exc)
             return
@@ -130,7 +140,7 @@ class OutputManifest:
             for name in folded:
                 merged.update(self._read[name])
             # Named after the newest file it holds, so journal files saved meanwhile still sort after it.
-            kept = _write_journal(self.journal, merged, stamp=folded[-1].partition("-")[0])
+            kept = _write_journal(self.journal, merged, self.perms, stamp=folded[-1].partition("-")[0])
             for name in folded:
                 try:
                     os.unlink(self.journal / name)
@@ -142,12 +152,12 @@ class OutputManifest:
             lease.release()
 
 
-def _write_journal(folder: Path, entries: dict[str, Entry], stamp: str | None = None) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
+def _write_journal(folder: Path, entries: dict[str, Entry], perms: Permissions, stamp: str | None = None) -> str:
+    make_dir(folder, perms)
     stamp = stamp or f"{time.time_ns():020d}"
     name = f"{stamp}-{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}.json"
     payload = {"version": _VERSION, "outputs": {k: list(v) for k, v in entries.items()}}
-    write_atomic(folder / name, json.dumps(payload, sort_keys=True).encode(), mode=_OUTPUT_PERMS.file_mode)
+    write_atomic(folder / name, json.dumps(payload, sort_keys=True).encode(), mode=perms.file_mode)
     return name
 
 

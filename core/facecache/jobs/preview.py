@@ -14,7 +14,7 @@ from pathlib import Path
 
 from facecache.analysis.analyzer import checked_range
 from facecache.jobs.manifest import OutputManifest
-from facecache.jobs.swap_job import SwapJob, output_name
+from facecache.jobs.swap_job import SwapJob, output_name, prepare_output_folder
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.store.frame_store import SEGMENT_FRAMES, group_key
@@ -29,8 +29,7 @@ class PreviewSession:
         info = self.reader.info
         self.form = job.output_form if job.output_form != "auto" else ("full" if info.is_still else "overlay")
         self.folder = Path(out_dir) if info.is_still else Path(out_dir) / self.target.stem
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.manifest = OutputManifest(self.folder)
+        self.manifest = OutputManifest(self.folder, prepare_output_folder(self.folder))
         self.media_id = media_identity(self.target, job.analyzer.cache)
         self._segment: int | None = None
         self._groups = None
@@ -48,7 +47,7 @@ class PreviewSession:
             return self.folder / name
         ((_, frame),) = self.reader.frames([index])
         results = self.job.swap_frame(analysis, swaps, index, frame)
-        self.job.write_output(self.folder / name, frame, results, self.form, key)
+        self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode)
         self.manifest.record(name, key)
         self.job.report.written += 1
         return self.folder / name

@@ -16,8 +16,10 @@ encoder (only the rows crossing the faces are compressed) about half that.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +33,7 @@ import numpy as np
 from facecache import choices
 from facecache.analysis.analyzer import FaceAnalyzer, checked_range, segments
 from facecache.analysis.selection import Selector
+from facecache.errors import OSFault, os_fault
 from facecache.fingerprint import bytes_digest
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
@@ -40,6 +43,7 @@ from facecache.models.files import remove_leftover_temp_files, write_atomic
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
+from facecache.store.permissions import Permissions, make_dir, permissions_for, secure_folder
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
 from facecache.swap.factory import BoundSwapper
 from facecache.swap.sparse_png import SparseOverlayEncoder
@@ -139,9 +143,9 @@ class SwapJob:
             still = reader.info.is_still
             form = self.output_form if self.output_form != "auto" else ("full" if still else "overlay")
             folder = out_dir if still else out_dir / target.stem
-            folder.mkdir(parents=True, exist_ok=True)
+            perms = prepare_output_folder(folder)  # before any work: a folder we cannot write is a message
             remove_leftover_temp_files(folder)  # of a job killed mid-write
-            manifest = OutputManifest(folder)
+            manifest = OutputManifest(folder, perms)
             media_id = media_identity(target, self.analyzer.cache)
 
             def report_progress() -> None:
@@ -198,30 +202,46 @@ class SwapJob:
         analysis = self.analyzer.open_segment(seg.media_id, seg.segment)
         swaps = self.store.open_group(swap_group)
         pending: list[tuple[str, str, Future]] = []
+        failed: BaseException | None = None
         try:
             for index, frame in seg.reader.frames(todo):
                 name = output_name(seg.target, index, seg.still)
                 results = self.swap_frame(analysis, swaps, index, frame)
                 key = self.output_key(seg.media_id, index, seg.form)
                 pending.append((name, key, seg.writer.submit(self.write_output, seg.folder / name, frame, results,
-                                                             seg.form, key)))
+                                                             seg.form, key, seg.manifest.perms.file_mode)))
                 if len(pending) >= _MAX_PENDING_WRITES:
-                    self._finish_writes(pending, seg.manifest, keep=_MAX_PENDING_WRITES // 2)
+                    failed = self._finish_writes(pending, seg.manifest, keep=_MAX_PENDING_WRITES // 2)
                 if claim is not None:
                     claim.keep_alive()
                 report_progress()
+                if failed is not None:
+                    break  # e.g. the output disk is full: stop making frames, keep what is done
                 if cancel is not None and cancel.is_set():
                     self.report.cancelled = True
                     break
         finally:
-            # Whatever happens (cancel, a truncated file, an error), finished work is kept.
-            self._finish_writes(pending, seg.manifest, keep=0)
+            # Whatever happens (cancel, a full disk, an error), finished work is kept: every output
+            # written is recorded and every record made is stored (where the cache can take it).
+            failed = self._finish_writes(pending, seg.manifest, keep=0) or failed
             analysis.flush()
             swaps.flush()
             seg.manifest.save()
+        if failed is not None:
+            raise self._output_fault(failed, seg.folder)
 
-    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str) -> None:
-        """Encode and write one output, stamped with the key it is made from."""
+    def _output_fault(self, failed: BaseException, folder: Path) -> BaseException:
+        """The error a failed output write ends the job with: for an OSError, one line that says
+        what was kept."""
+        if not isinstance(failed, OSError):
+            return failed
+        fault = os_fault(failed, "write the outputs in", folder, hint="choose another output folder (--out)")
+        return OSFault(f"{fault}. The {self.report.written} outputs written are kept and everything computed is "
+                       "in the cache: run the same command again to make the rest", fault.exit_code, fault.errno,
+                       fault.path)
+
+    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int) -> None:
+        """Encode and write one output (file mode `mode`), stamped with the key it is made from."""
         if form == "full":
             data = _encode_png(paste_back(frame, results, self.composite))
         else:
@@ -230,15 +250,21 @@ class SwapJob:
                 encoder = self._encoders.encoder = SparseOverlayEncoder()
             height, width = frame.shape[:2]
             data = encoder.encode(width, height, overlay_patches(frame, results, self.composite))
-        write_atomic(path, stamp_png(data, key))
+        write_atomic(path, stamp_png(data, key), mode=mode)
 
-    def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> None:
-        """Wait for all but the newest `keep` writes; record each finished output in the manifest."""
+    def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> BaseException | None:
+        """Wait for all but the newest `keep` writes; record each finished output in the manifest.
+        Returns the first failed write (its output is not recorded), else None."""
+        failed = None
         while len(pending) > keep:
             name, key, future = pending.pop(0)
-            future.result()  # re-raises a failed write: its output is not recorded
+            error = future.exception()
+            if error is not None:
+                failed = failed or error
+                continue
             manifest.record(name, key)
             self.report.written += 1
+        return failed
 
     def swap_frame(self, analysis, swaps, index: int, frame: np.ndarray) -> list:
         """The swap results of a decoded frame: from the cache, else analysed (as needed) and swapped."""
@@ -284,6 +310,25 @@ class _Segment:
     wanted: list[int]
     form: str
     still: bool
+
+
+def prepare_output_folder(folder: Path) -> Permissions:
+    """Create the output folder with the permission rule of everything that holds faces (team folder
+    or private, `store.permissions`), tighten it when it is looser and ours, and make sure a file can
+    be written in it; returns the rule. Else an OSFault naming the folder, what is wrong and what to do."""
+    perms = permissions_for(folder)
+    try:
+        make_dir(folder, perms)
+        if not folder.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+        secure_folder(folder, perms)
+        fd, probe = tempfile.mkstemp(prefix=".facecache-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise os_fault(exc, "write the outputs in", folder, hint="choose another output folder (--out)",
+                       name_file=False) from None
+    return perms
 
 
 def output_name(target: Path, index: int, still: bool) -> str:

@@ -191,15 +191,17 @@ class ModelStore:
         try:
             return sessions.session(path, model.file_digests[item.role])
         except ModelChanged as changed:
+            unchanged = "although its size and modification time are unchanged; nothing was computed with it"
             with self._lock:
                 self.registry.forget(path)
                 try:
-                    self._checked(model.spec, item, path)  # ModelCorrupt when it no longer matches its reference
+                    self._checked(model.spec, item, path)
+                except ModelCorrupt as corrupt:  # it no longer matches its pin, sidecar or contract
+                    raise ModelCorrupt(f"{changed}, {unchanged}. {corrupt}") from None
                 finally:
                     self.registry.save()
-            raise ModelChanged(f"{changed}, although its size and modification time are unchanged; nothing was "
-                               "computed with it and no result was stored under its old cache namespace. It has "
-                               "been checked again: run the same command again") from None
+            raise ModelChanged(f"{changed}, {unchanged} and no result was stored under its old cache namespace. "
+                               "It has been checked again: run the same command again") from None
 
     def paths(self, name: str) -> dict[str, Path]:
         """Role -> checked file path (e.g. {"pnet": ..., "rnet": ..., "onet": ...} for `default`)."""

@@ -12,6 +12,11 @@ the same folder, are fsynced, then renamed to the content digest: a reader sees
 a whole pack or none. Existing packs are never rewritten. Deletes rename first,
 then unlink, so nobody reads a half-deleted pack. Everything read from disk is
 checked; a bad pack is a miss, logged once and set aside.
+
+A cache that cannot take new files (a read-only mount, a teammate's folder without write access,
+a full disk) still serves what it holds: the first write that fails for one of those reasons
+turns storing off for this cache object, with one warning, and results are then computed without
+being stored. Nothing already stored is removed while storing is off.
 """
 
 from __future__ import annotations
@@ -31,14 +36,14 @@ from typing import Any, Callable, Generic, Iterator, TypeVar
 
 import msgpack
 
-from facecache.errors import CacheError, CorruptPack
+from facecache.errors import CacheError, CorruptPack, OSFault, cannot_write, os_fault
 from facecache.fingerprint import is_digest
 from facecache.store import packfile
 from facecache.store.fileops import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file,
                                      owned_by_me, set_mode)
-from facecache.store.lease import Lease
+from facecache.store.lease import Lease, remove_stale
 from facecache.store.namespace import Namespace
-from facecache.store.permissions import Permissions, make_dir, permissions_for
+from facecache.store.permissions import LooseEntries, Permissions, loose_entries, make_dir, permissions_for
 
 log = logging.getLogger("facecache.cache")
 
@@ -52,6 +57,8 @@ _TOUCH_AFTER_SECONDS = 600.0
 _PRUNE_LEASE_SECONDS = 600.0
 _TEMP_PREFIX = ".tmp-"
 _MEMO_KINDS = ("media",)
+CHOOSE_CACHE = "choose a writable cache folder with --cache-dir or FACECACHE_DIR (in Blender: Cache Location)"
+CHANGE_CACHE = "ask the cache folder's owner for write access (or to run this), or fix the disk, then run it again"
 _MAX_MEMO_BYTES = 64 * 1024
 
 
@@ -102,6 +109,7 @@ class CacheStats:
     quarantined: int = 0
     temp_files: int = 0
     namespaces: list[NamespaceStats] = field(default_factory=list)
+    loose_permissions: LooseEntries = field(default_factory=LooseEntries)  # entries more open than the rule
 
     def as_dict(self) -> dict:
         return {
@@ -114,6 +122,7 @@ class CacheStats:
             "temp_files": self.temp_files,
             "namespaces": len(self.namespaces),
             "namespace_details": [vars(n) for n in self.namespaces],
+            "loose_permissions": self.loose_permissions.as_dict(),
         }
 
 
@@ -123,13 +132,15 @@ class VerifyReport:
     bad: list[str] = field(default_factory=list)
     temp_set_aside: int = 0
     temp_in_flight: int = 0
+    locks_cleaned: int = 0  # stale claims and temp files removed from locks/
+    loose_permissions: LooseEntries = field(default_factory=LooseEntries)  # found, and tightened where ours
 
     @property
     def clean(self) -> bool:
         return not self.bad
 
     def as_dict(self) -> dict:
-        return {**vars(self), "clean": self.clean}
+        return {**vars(self), "loose_permissions": self.loose_permissions.as_dict(), "clean": self.clean}
 
 
 @dataclass
@@ -138,6 +149,7 @@ class PruneReport:
     removed_bytes: int = 0
     removed_namespaces: int = 0
     skipped_young: int = 0
+    locks_cleaned: int = 0  # stale claims and temp files removed from locks/
     busy: bool = False  # another process was pruning; nothing done
 
     def as_dict(self) -> dict:
@@ -150,6 +162,11 @@ class FaceCache:
     def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
         self.root = Path(root).absolute()
         self.max_bytes = int(max_bytes)
+        self.io = IOCounters()
+        self.storing = True  # False once a write failed because the folder cannot take new files
+        self._reported: set[str] = set()
+        self._namespaces_touched: set[str] = set()
+        self._bytes_since_cap_check = 0
         try:
             if self.root.exists() and not self.root.is_dir():
                 raise CacheError(f"cache location {self.root} is a file, not a folder: "
@@ -161,12 +178,32 @@ class FaceCache:
             for sub in ("ns", "media", "quarantine", "locks"):
                 make_dir(self.root / sub, self.perms)
         except OSError as exc:
-            raise CacheError(f"cannot write to the cache folder {self.root} ({exc.strerror}): "
-                             "choose a writable folder with --cache-dir or FACECACHE_DIR") from None
-        self.io = IOCounters()
-        self._reported: set[str] = set()
-        self._namespaces_touched: set[str] = set()
-        self._bytes_since_cap_check = 0
+            if not (cannot_write(exc) and self.root.is_dir() and os.access(self.root, os.R_OK | os.X_OK)):
+                raise os_fault(exc, "create the cache folder", self.root, hint=CHOOSE_CACHE) from None
+            self.stop_storing(exc)  # an existing cache we may read but not write: still serves its hits
+
+    # -- storing ------------------------------------------------------------------------------
+
+    def stop_storing(self, exc: OSError) -> None:
+        """Turn storing off after a write failed because the folder cannot take new files; warns once."""
+        if not self.storing:
+            return
+        self.storing = False
+        fault = os_fault(exc, "store new results in the cache", self.root, hint=CHOOSE_CACHE)
+        log.warning("%s. Results already in the cache are still used; new ones are computed but not stored "
+                    "in this run", fault)
+
+    def _storing(self, write: Callable[[], T]) -> T | None:
+        """Run a write while storing is on; None when it is off or turns off now."""
+        if not self.storing:
+            return None
+        try:
+            return write()
+        except OSError as exc:
+            if not cannot_write(exc):
+                raise
+            self.stop_storing(exc)
+            return None
 
     # -- namespaces ---------------------------------------------------------------------------
 
@@ -176,12 +213,12 @@ class FaceCache:
         if key in self._namespaces_touched:
             return key
         folder = self.root / "ns" / key
-        make_dir(folder, self.perms)
         marker = folder / NAMESPACE_FILE
         if marker.exists():
             _touch(marker)
         else:
-            self._write_file(folder, NAMESPACE_FILE, msgpack.packb(namespace.describe(), use_bin_type=True))
+            self._storing(lambda: make_dir(folder, self.perms) or self._write_file(
+                folder, NAMESPACE_FILE, msgpack.packb(namespace.describe(), use_bin_type=True)))
         self._namespaces_touched.add(key)
         return key
 
@@ -204,25 +241,35 @@ class FaceCache:
             # A pack disappeared while we read: a writer compacted the group into a new pack.
         return packs
 
-    def write_pack(self, namespace_key: str, group: str, meta: dict, arrays: dict, entries: int) -> str:
-        """Store a pack in a group (write-once, atomic); returns its name (digest)."""
+    def write_pack(self, namespace_key: str, group: str, meta: dict, arrays: dict, entries: int) -> str | None:
+        """Store a pack in a group (write-once, atomic); returns its name (digest), or None when the
+        cache is not storing (see `stop_storing`)."""
+        if not self.storing:
+            return None
         digest, data = packfile.encode(meta, arrays, entries)
-        folder = self._real_group_dir(namespace_key, group)
-        make_dir(folder, self.perms)
-        if self._write_file(folder, digest + PACK_SUFFIX, data):
-            self.io.packs_written += 1
-            self.io.bytes_written += len(data)
-            self._bytes_since_cap_check += len(data)
-            if self._bytes_since_cap_check > max(self.max_bytes // 100, 16 * 1024 * 1024):
-                self.enforce_size_cap()
-        return digest
+
+        def write() -> str:
+            folder = self._real_group_dir(namespace_key, group)
+            make_dir(folder, self.perms)
+            if self._write_file(folder, digest + PACK_SUFFIX, data):
+                self.io.packs_written += 1
+                self.io.bytes_written += len(data)
+                self._bytes_since_cap_check += len(data)
+                if self._bytes_since_cap_check > max(self.max_bytes // 100, 16 * 1024 * 1024):
+                    self.enforce_size_cap()
+            return digest
+
+        return self._storing(write)
 
     def remove_packs(self, namespace_key: str, group: str, names: list[str]) -> None:
         """Delete packs whose content now lives in another pack of the group."""
-        folder = self._real_group_dir(namespace_key, group)
-        for name in names:
-            if is_digest(name):
-                delete_file(folder / (name + PACK_SUFFIX))
+        def remove() -> None:
+            folder = self._real_group_dir(namespace_key, group)
+            for name in names:
+                if is_digest(name):
+                    delete_file(folder / (name + PACK_SUFFIX))
+
+        self._storing(remove)
 
     def _real_group_dir(self, namespace_key: str, group: str, check_group: bool = True) -> Path:
         """group_dir, after setting aside a symlink standing in for the namespace, fan-out or
@@ -347,20 +394,21 @@ class FaceCache:
                     raise
                 make_dir(folder, self.perms)  # a pruner removed the empty folder meanwhile
         try:
-            set_mode(fd, temp, self.perms.file_mode)  # mkstemp-style 0600 or umask must not win
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)  # the OS may reorder the data and the rename
+            try:
+                set_mode(fd, temp, self.perms.file_mode)  # mkstemp-style 0600 or umask must not win
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)  # the OS may reorder the data and the rename
+            finally:
+                os.close(fd)
+            if os.path.lexists(target):  # another writer won the race with identical content
+                delete_file(temp)
+                return False
+            os.rename(temp, target)
         except BaseException:
-            os.close(fd)
-            delete_file(temp)
+            _unlink_quietly(temp)  # a full disk or a lost share must not leave the temp file behind
             raise
-        os.close(fd)
-        if os.path.lexists(target):  # another writer won the race with identical content
-            delete_file(temp)
-            return False
-        os.rename(temp, target)
         _fsync_dir(folder)  # make the new name itself durable, not only the bytes
         return True
 
@@ -369,8 +417,8 @@ class FaceCache:
     def remember(self, kind: str, key: str, value: dict) -> None:
         """Store a small msgpack record under <root>/<kind>/ (write-once by key)."""
         folder = self._memo_dir(kind, key)
-        make_dir(folder, self.perms)
-        self._write_file(folder, key + ".msgpack", msgpack.packb(value, use_bin_type=True))
+        self._storing(lambda: make_dir(folder, self.perms) or self._write_file(
+            folder, key + ".msgpack", msgpack.packb(value, use_bin_type=True)))
 
     def recall(self, kind: str, key: str) -> dict | None:
         """A record stored by `remember`, or None when absent or unreadable."""
@@ -445,6 +493,7 @@ class FaceCache:
         result.packs = sum(n.packs for n in result.namespaces)
         result.entries = sum(n.entries for n in result.namespaces)
         result.quarantined = sum(1 for _ in _scanfiles(self.root / "quarantine"))
+        result.loose_permissions = loose_entries(self.root, self.perms, tighten=False)
         for dirpath, _dirs, files in os.walk(self.root):
             for name in files:
                 try:
@@ -493,18 +542,32 @@ class FaceCache:
                     else:
                         self.set_aside(path, "temp file of an interrupted write")
                         report.temp_set_aside += 1
+        report.locks_cleaned = self.clean_locks()
+        report.loose_permissions = loose_entries(self.root, self.perms, tighten=True)
         return report
+
+    def clean_locks(self) -> int:
+        """Remove expired claims of dead holders and temp files of failed renewals from locks/."""
+        return sum(remove_stale(folder, self.perms) for folder in (self.root / "locks", self.root / "locks" / "claims"))
 
     def prune(self, max_bytes: int | None = None, stale_seconds: float | None = None,
               grace_seconds: float = PRUNE_GRACE_SECONDS) -> PruneReport:
         """Evict least recently used packs down to max_bytes and drop namespaces
-        unused for stale_seconds. One pruner at a time; nothing younger than the grace."""
+        unused for stale_seconds, and clean locks/. One pruner at a time; nothing younger than the grace.
+        A cache that cannot be changed raises an OSFault that says why and what to do."""
+        try:
+            return self._prune(max_bytes, stale_seconds, grace_seconds)
+        except OSError as exc:
+            raise os_fault(exc, "prune the cache", self.root, hint=CHANGE_CACHE) from None
+
+    def _prune(self, max_bytes: int | None, stale_seconds: float | None, grace_seconds: float) -> PruneReport:
         report = PruneReport()
         lease = Lease.acquire(self.root / "locks" / "prune.lease", _PRUNE_LEASE_SECONDS, self.perms)
         if lease is None:
             report.busy = True
             return report
         with lease:
+            report.locks_cleaned = self.clean_locks()
             now = time.time()
             if stale_seconds is not None:
                 for ns_entry in _scandirs(self.root / "ns"):
@@ -533,17 +596,26 @@ class FaceCache:
         return report
 
     def enforce_size_cap(self) -> PruneReport:
+        """Prune down to the cap while storing; a cap that cannot be enforced now (no write access
+        to locks/, say) is reported once and left to the next run."""
         self._bytes_since_cap_check = 0
-        return self.prune(max_bytes=self.max_bytes)
+        try:
+            return self.prune(max_bytes=self.max_bytes)
+        except OSFault as fault:
+            self._report_once(self.root / "locks", f"the size cap was not enforced: {fault}")
+            return PruneReport()
 
     def clear(self) -> None:
         """Remove every cached result (namespaces, media identities, quarantine)."""
-        for sub in ("ns", "media", "quarantine"):
-            for entry in list(os.scandir(self.root / sub)):
-                if entry.is_dir(follow_symlinks=False):
-                    self._remove_tree(Path(entry.path))
-                else:
-                    delete_file(Path(entry.path))
+        try:
+            for sub in ("ns", "media", "quarantine"):
+                for entry in _scan(self.root / sub):
+                    if entry.is_dir(follow_symlinks=False):
+                        self._remove_tree(Path(entry.path))
+                    else:
+                        delete_file(Path(entry.path))
+        except OSError as exc:
+            raise os_fault(exc, "clear the cache", self.root, hint=CHANGE_CACHE) from None
 
     def _namespace_stats(self, folder: Path) -> NamespaceStats:
         stats = NamespaceStats(key=folder.name, description=None)
@@ -570,22 +642,22 @@ class FaceCache:
             os.chmod(self.root, self.perms.dir_mode)
 
 
-def _scandirs(folder: Path) -> Iterator[os.DirEntry]:
+def _scan(folder: Path) -> list[os.DirEntry]:
+    """The entries of a folder; none when it does not exist (or is not a folder)."""
     try:
-        entries = list(os.scandir(folder))
+        return list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
-        return
-    for entry in entries:
+        return []
+
+
+def _scandirs(folder: Path) -> Iterator[os.DirEntry]:
+    for entry in _scan(folder):
         if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
             yield entry
 
 
 def _scanfiles(folder: Path) -> Iterator[os.DirEntry]:
-    try:
-        entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for entry in entries:
+    for entry in _scan(folder):
         if not entry.is_dir(follow_symlinks=False):
             yield entry
 
@@ -629,6 +701,13 @@ def _touch_if_older(path: Path, seconds: float) -> None:
             _touch(path)
     except OSError:
         pass
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # already renamed into place, gone, or the share is gone too
 
 
 def _remove_empty_dir(folder: Path) -> None:

@@ -21,6 +21,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
+from facecache.errors import cannot_write
 from facecache.fingerprint import is_digest
 from facecache.store.cache import FaceCache
 from facecache.store.lease import Lease
@@ -83,7 +84,20 @@ class ClaimBook:
         self.cache = cache
         self.ttl = float(ttl)
         self.folder = cache.root / "locks" / "claims"
-        make_dir(self.folder, cache.perms)
+        self.usable = cache.storing  # without claims, work goes on (they only prevent duplicate work)
+        if self.usable:
+            try:
+                make_dir(self.folder, cache.perms)
+            except OSError as exc:
+                self._give_up(exc)
+
+    def _give_up(self, exc: OSError) -> None:
+        """Claims cannot be written where the cache is: the cache cannot take new files either (one
+        warning, from the cache); work goes on without claims."""
+        if not cannot_write(exc):
+            raise exc
+        self.usable = False
+        self.cache.stop_storing(exc)
 
     def path(self, *keys: str) -> Path:
         if not all(is_digest(key) for key in keys):
@@ -99,11 +113,20 @@ class ClaimBook:
         any of them (those taken meanwhile are released again)."""
         taken: list[Lease] = []
         for keys in claims:
-            lease = Lease.acquire(self.path(*keys), self.ttl, self.cache.perms)
+            if not self.usable:
+                break
+            try:
+                lease = Lease.acquire(self.path(*keys), self.ttl, self.cache.perms)
+            except OSError as exc:
+                self._give_up(exc)
+                break
             if lease is None:
                 HeldClaim(taken, self.ttl).release()
                 return None
             taken.append(lease)
+        if not self.usable:  # claims became impossible: hold none rather than some
+            HeldClaim(taken, self.ttl).release()
+            taken = []
         return HeldClaim(taken, self.ttl)
 
 

@@ -99,8 +99,12 @@ class FrameGroup:
         remove the packs it replaces (their content is now in the new one)."""
         if not self._dirty:
             return
+        if not self._store.cache.storing:  # a read-only or full cache: the records live for this run only
+            return
         meta, arrays, entries = self._store.codec.encode(self.content)
         name = self._store.cache.write_pack(self._store.namespace_key, self.key, meta, arrays, entries)
+        if name is None:  # storing just stopped (see FaceCache.stop_storing): keep the packs read
+            return
         self._store.cache.remove_packs(self._store.namespace_key, self.key,
                                        [n for n in self._pack_names if n != name])
         self._pack_names = [name]

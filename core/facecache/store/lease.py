@@ -13,6 +13,7 @@ the others are busy.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import socket
@@ -22,13 +23,16 @@ from pathlib import Path
 import msgpack
 import xxhash
 
-from facecache.processes import local_process_is_gone
-from facecache.store.fileops import OPEN_NEW, OPEN_READ, delete_file, set_mode
+from facecache.models.files import LEFTOVER_TEMP_SECONDS, remove_leftover_temp_files
+from facecache.processes import host_tag, local_process_is_gone
+from facecache.store.fileops import DOOMED_PREFIX, OPEN_NEW, OPEN_READ, delete_file, set_mode
 from facecache.store.permissions import Permissions
 
 _MAX_CLAIM_BYTES = 4096
 _TAKEOVER_PREFIX = ".takeover-"
 _TAKEOVER_KEEP_SECONDS = 24 * 3600
+_LEASE_SUFFIXES = (".claim", ".lease", ".lock")
+_DOOMED_KEEP_SECONDS = 60.0  # a takeover renames a claim to .del-* and reads it back at once
 
 
 class Lease:
@@ -52,10 +56,14 @@ class Lease:
                     return None
                 continue
             try:
-                set_mode(fd, path, perms.file_mode)
-                os.write(fd, _claim_bytes(owner, ttl))
-            finally:
-                os.close(fd)
+                try:
+                    set_mode(fd, path, perms.file_mode)
+                    _write_all(fd, _claim_bytes(owner, ttl), path)
+                finally:
+                    os.close(fd)
+            except BaseException:
+                _unlink_quietly(path)  # an empty claim would look held for a minute
+                raise
             return cls(path, owner, ttl, perms)
         return None
 
@@ -65,17 +73,22 @@ class Lease:
         return claim is not None and claim.get("owner") == self.owner
 
     def renew(self) -> bool:
-        """Extend the expiry; False when the claim was lost meanwhile."""
+        """Extend the expiry; False when the claim was lost meanwhile. A renewal that fails (a full
+        disk, a lost share) leaves no temp file behind."""
         if not self.held():
             return False
-        tmp = self.path.with_name(f".tmp-{secrets.token_hex(8)}-{os.getpid()}")
+        tmp = self.path.with_name(f".{self.path.name}.tmp-{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}")
         fd = os.open(tmp, OPEN_NEW, self._perms.file_mode)
         try:
-            set_mode(fd, tmp, self._perms.file_mode)
-            os.write(fd, _claim_bytes(self.owner, self.ttl))
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+            try:
+                set_mode(fd, tmp, self._perms.file_mode)
+                _write_all(fd, _claim_bytes(self.owner, self.ttl), tmp)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
         return True
 
     def release(self) -> None:
@@ -87,6 +100,18 @@ class Lease:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    if os.write(fd, data) != len(data):  # a short write: the disk filled up
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _claim_bytes(owner: str, ttl: float) -> bytes:
@@ -197,3 +222,28 @@ def _forget_old_markers(folder: Path) -> None:
                     os.unlink(entry.path)
             except OSError:
                 pass
+
+
+def remove_stale(folder: Path, perms: Permissions) -> int:
+    """Clean a folder of leases (`locks/`, `locks/claims/`): expired claims and leases of dead holders,
+    temp files of renewals that failed or whose writer died, and other leftovers. Live claims are left
+    alone. Returns how many files were removed."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    removed = remove_leftover_temp_files(folder)
+    now = time.time()
+    for entry in entries:
+        try:
+            if entry.name.endswith(_LEASE_SUFFIXES) and not entry.name.startswith("."):
+                removed += _take_over_if_stale(Path(entry.path), perms)  # False while its holder lives
+            elif entry.name.startswith((DOOMED_PREFIX, ".tmp-")):  # .tmp-: renewals before temp names had a host
+                keep = _DOOMED_KEEP_SECONDS if entry.name.startswith(DOOMED_PREFIX) else LEFTOVER_TEMP_SECONDS
+                if entry.stat(follow_symlinks=False).st_mtime < now - keep:
+                    os.unlink(entry.path)
+                    removed += 1
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    _forget_old_markers(folder)
+    return removed

@@ -1,17 +1,21 @@
-"""Who may read the cache: face embeddings are biometric data.
+"""Who may read what holds faces: face embeddings and swapped faces of real people are biometric data.
 
-The cache is never world-readable. Inside a group-writable parent (a team
-folder on a NAS) it is shared with that group: folders setgid 2770 so new
-entries inherit the group, files 0660. Otherwise it is private: 0700 and 0600.
-Modes are set explicitly after each create, so the umask does not matter.
-A world-writable parent such as /tmp is nobody's team folder: private there.
+One rule for the cache, the output folders, the output manifest's journal and the swapped frames:
+never world-readable. Inside a group-writable parent (a team folder on a NAS) they are shared with
+that group: folders setgid 2770 so new entries inherit the group, files 0660, so a teammate can
+update and prune another member's work. Otherwise they are private: 0700 and 0600. Modes are set
+explicitly after each create, so the umask does not matter. A world-writable parent such as /tmp
+is nobody's team folder: private there. The parent that decides is the nearest one that exists.
+
+An existing folder more open than the rule (made by an older version, by hand, or with a loose
+umask) is found by `loose_entries`, and tightened where this user owns it.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -30,13 +34,58 @@ TEAM = Permissions(dir_mode=0o2770, file_mode=0o660)
 
 
 def permissions_for(root: Path) -> Permissions:
-    """Team mode when the cache folder's parent is group- but not world-writable."""
-    parent = root.resolve().parent
-    try:
-        mode = parent.stat().st_mode
-    except OSError:
-        return PRIVATE
+    """Team mode when the nearest existing folder above `root` is group- but not world-writable."""
+    parent = Path(os.path.abspath(root)).parent
+    while True:
+        try:
+            mode = parent.stat().st_mode
+            break
+        except FileNotFoundError:
+            if parent == parent.parent:
+                return PRIVATE
+            parent = parent.parent
+        except OSError:
+            return PRIVATE
     return TEAM if mode & stat.S_IWGRP and not mode & stat.S_IWOTH else PRIVATE
+
+
+@dataclass
+class LooseEntries:
+    """Entries more open than the rule: how many, how many of them world-readable, how many were
+    tightened, and a few examples of those left as they are (not ours to change)."""
+
+    found: int = 0
+    world_readable: int = 0
+    tightened: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"found": self.found, "world_readable": self.world_readable, "tightened": self.tightened,
+                "examples": self.examples}
+
+
+def loose_entries(root: Path, perms: Permissions, tighten: bool) -> LooseEntries:
+    """Walk a folder (without following symlinks) for folders and files more open than `perms`;
+    with `tighten`, set the rule's mode on those this user owns."""
+    report = LooseEntries()
+    for path, is_dir in _entries(root):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        wanted = perms.dir_mode if is_dir else perms.file_mode
+        extra = stat.S_IMODE(info.st_mode) & 0o777 & ~wanted
+        if not extra:
+            continue
+        report.found += 1
+        report.world_readable += bool(extra & stat.S_IROTH)
+        if tighten and secure(path, info, wanted):
+            report.tightened += 1
+        elif len(report.examples) < 5:
+            report.examples.append(f"{path} ({stat.filemode(info.st_mode)})")
+    return report
 
 
 def make_dir(path: Path, perms: Permissions) -> None:
@@ -54,3 +103,31 @@ def make_dir(path: Path, perms: Permissions) -> None:
         except FileExistsError:
             return
     os.chmod(path, perms.dir_mode)
+
+
+def secure(path: str | Path, info: os.stat_result, mode: int) -> bool:
+    """Set `mode` on an entry this user owns; False when it is not ours (or cannot be changed)."""
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return False
+    try:
+        os.chmod(path, mode)
+    except OSError:
+        return False
+    return True
+
+
+def secure_folder(folder: Path, perms: Permissions) -> None:
+    """Tighten one existing folder to the rule when it is looser and ours (a job's output folder)."""
+    info = os.stat(folder)
+    if stat.S_IMODE(info.st_mode) & 0o777 & ~perms.dir_mode:
+        secure(folder, info, perms.dir_mode)
+
+
+def _entries(root: Path):
+    """(path, is folder) for a folder and everything under it, symlinks not followed."""
+    yield str(root), True
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames:
+            yield os.path.join(dirpath, name), True
+        for name in filenames:
+            yield os.path.join(dirpath, name), False

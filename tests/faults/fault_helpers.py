@@ -1,0 +1,128 @@
+"""Helpers for the fault-injection tests (imported by name: pytest puts this folder on sys.path).
+
+`cli` runs `facecache` in a forked child, optionally as another user: the child drops root the way
+`setpriv --reuid --regid --groups` does (setgroups, setgid, setuid, then the umask), then calls the
+command line's `main`. A fork rather than `setpriv python ...`: here the interpreter lives under
+/root (mode 0700), which another user cannot execute; the modules are loaded before the fork.
+The child's stdout and stderr are files, so what C libraries print is seen too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import facecache.cli
+import facecache.jobs.swap_job  # noqa: F401 - loaded before a fork: the child may not read the interpreter's files
+import facecache.pipeline  # noqa: F401
+from facecache.cli import main
+
+ROOT_ONLY = "needs root: it mounts file systems or switches to other users"
+TEAM_GID = 61000
+ALICE, BOB, EVE = 61001, 61002, 61003  # Alice and Bob share the team's group; Eve does not
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def cli(*args, uid: int | None = None, gid: int | None = None, groups: tuple[int, ...] = (),
+        umask: int | None = None, timeout: float = 600) -> Result:
+    """`facecache ARGS` in a forked child (as `uid`/`gid` with supplementary `groups` when given)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.stdout = open(1, "w", closefd=False)  # not pytest's capture: the files above
+                sys.stderr = open(2, "w", closefd=False)
+                logging.root.handlers.clear()  # pytest's log capture: main() sets up its own stderr handler
+                if uid is not None:
+                    os.setgroups(list(groups))
+                    os.setgid(gid if gid is not None else uid)
+                    os.setuid(uid)
+                if umask is not None:
+                    os.umask(umask)
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException as exc:  # noqa: BLE001 - reported through the exit code and stderr
+                os.write(2, f"child failed: {type(exc).__name__}: {exc}\n".encode())
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except (OSError, ValueError):
+                        pass
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return Result(os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"),
+                      err.read().decode(errors="replace"))
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip(ROOT_ONLY)
+
+
+def shared_temp_dir(mode: int = 0o755) -> Path:
+    """A folder other users can reach (pytest's own temp folders are 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix="facecache-faults-"))
+    os.chmod(folder, mode)
+    return folder
+
+
+def mount(*args: str) -> None:
+    result = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if result.returncode:
+        pytest.skip(f"cannot mount here (mount {' '.join(args)}: {result.stderr.strip()})")
+
+
+def unmount(folder: Path) -> None:
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def fill(folder: Path, leave: int = 0) -> Path:
+    """Fill the file system of `folder` until at most `leave` bytes are free; returns the filler."""
+    filler = folder / "filler"
+    with open(filler, "ab") as handle:
+        while True:
+            free = shutil.disk_usage(folder).free
+            if free <= leave:
+                break
+            try:
+                handle.write(b"\0" * min(free - leave, 1 << 20))
+                handle.flush()
+            except OSError:
+                break
+    return filler
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temp files and claims a job must not leave behind."""
+    found = []
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            if ".tmp-" in name or name.startswith(".tmp-") or name.endswith(".claim") or ".facecache-probe" in name:
+                found.append(os.path.join(dirpath, name))
+    return found
+
+
+def tree_modes(folder: Path) -> dict[str, int]:
+    return {os.path.relpath(os.path.join(d, n), folder): os.lstat(os.path.join(d, n)).st_mode
+            for d, dirs, files in os.walk(folder) for n in dirs + files}
