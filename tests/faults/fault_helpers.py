@@ -126,3 +126,10 @@ def leftovers(folder: Path) -> list[str]:
 def tree_modes(folder: Path) -> dict[str, int]:
     return {os.path.relpath(os.path.join(d, n), folder): os.lstat(os.path.join(d, n)).st_mode
             for d, dirs, files in os.walk(folder) for n in dirs + files}
+
+
+def setpriv(uid: int, gid: int, groups: tuple[int, ...], *command: str) -> subprocess.CompletedProcess:
+    """A plain command (not Python) run as another user through `setpriv` itself."""
+    group_option = f"--groups={','.join(map(str, groups))}" if groups else "--clear-groups"
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", group_option, "--", *command],
+                          capture_output=True, text=True, timeout=60)

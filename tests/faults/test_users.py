@@ -13,7 +13,7 @@ import stat
 
 import pytest
 
-from fault_helpers import ALICE, BOB, EVE, TEAM_GID, cli, require_root, tree_modes
+from fault_helpers import ALICE, BOB, EVE, TEAM_GID, cli, require_root, setpriv, tree_modes
 
 pytestmark = pytest.mark.index  # real MTCNN weights and portraits
 
@@ -56,6 +56,11 @@ def test_a_team_folder_is_shared_by_its_group_and_closed_to_everyone_else(shared
     pruned = cli("cache", "prune", "--cache-dir", cache, "--max-size", "0", "--stale", "0s", "--json",
                  uid=BOB, gid=TEAM_GID, groups=(TEAM_GID,))
     assert pruned.code == 0, pruned.err  # the grace period keeps young packs, but nothing is refused
+    output, pack = next((out / "clip").glob("*.png")), next(cache.rglob("*.fcp"))
+    assert os.stat(pack).st_uid == ALICE
+    assert setpriv(BOB, TEAM_GID, (TEAM_GID,), "rm", str(pack)).returncode == 0  # he may remove her pack
+    assert setpriv(EVE, EVE, (), "cat", str(output)).returncode != 0  # outside the group: not even readable
+    assert setpriv(EVE, EVE, (), "ls", str(cache)).returncode != 0
 
     eve_home = shared_dir / "eve"
     eve_home.mkdir()

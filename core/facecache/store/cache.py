@@ -40,7 +40,7 @@ from facecache.errors import CacheError, CorruptPack, OSFault, cannot_write, os_
 from facecache.fingerprint import is_digest
 from facecache.store import packfile
 from facecache.store.fileops import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file,
-                                     owned_by_me, set_mode)
+                                     owned_by_me, set_mode, unlink_quietly)
 from facecache.store.lease import Lease, remove_stale
 from facecache.store.namespace import Namespace
 from facecache.store.permissions import LooseEntries, Permissions, loose_entries, make_dir, permissions_for
@@ -205,6 +205,14 @@ class FaceCache:
             self.stop_storing(exc)
             return None
 
+    def _store_file(self, folder: Path, name: str, data: bytes) -> None:
+        """Write-once a small file, its folder created as needed, while storing is on."""
+        def write() -> None:
+            make_dir(folder, self.perms)
+            self._write_file(folder, name, data)
+
+        self._storing(write)
+
     # -- namespaces ---------------------------------------------------------------------------
 
     def use_namespace(self, namespace: Namespace) -> str:
@@ -217,8 +225,7 @@ class FaceCache:
         if marker.exists():
             _touch(marker)
         else:
-            self._storing(lambda: make_dir(folder, self.perms) or self._write_file(
-                folder, NAMESPACE_FILE, msgpack.packb(namespace.describe(), use_bin_type=True)))
+            self._store_file(folder, NAMESPACE_FILE, msgpack.packb(namespace.describe(), use_bin_type=True))
         self._namespaces_touched.add(key)
         return key
 
@@ -407,7 +414,7 @@ class FaceCache:
                 return False
             os.rename(temp, target)
         except BaseException:
-            _unlink_quietly(temp)  # a full disk or a lost share must not leave the temp file behind
+            unlink_quietly(temp)  # a full disk or a lost share must not leave the temp file behind
             raise
         _fsync_dir(folder)  # make the new name itself durable, not only the bytes
         return True
@@ -417,8 +424,7 @@ class FaceCache:
     def remember(self, kind: str, key: str, value: dict) -> None:
         """Store a small msgpack record under <root>/<kind>/ (write-once by key)."""
         folder = self._memo_dir(kind, key)
-        self._storing(lambda: make_dir(folder, self.perms) or self._write_file(
-            folder, key + ".msgpack", msgpack.packb(value, use_bin_type=True)))
+        self._store_file(folder, key + ".msgpack", msgpack.packb(value, use_bin_type=True))
 
     def recall(self, kind: str, key: str) -> dict | None:
         """A record stored by `remember`, or None when absent or unreadable."""
@@ -701,13 +707,6 @@ def _touch_if_older(path: Path, seconds: float) -> None:
             _touch(path)
     except OSError:
         pass
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass  # already renamed into place, gone, or the share is gone too
 
 
 def _remove_empty_dir(folder: Path) -> None:

@@ -23,6 +23,15 @@ def delete_file(path: Path) -> None:
         pass
 
 
+def unlink_quietly(path: Path) -> None:
+    """Remove a file of our own that nobody else reads (a temp file after a failed write); a file
+    already gone, or a share gone too, is fine."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 # Flags for os.open that mean the same everywhere. Windows has no O_NOFOLLOW, O_NONBLOCK or
 # O_DIRECTORY (symlinks are then refused by an lstat check instead) and needs O_BINARY, or reads
 # and writes translate line endings and damage every pack.

@@ -25,7 +25,7 @@ import xxhash
 
 from facecache.models.files import LEFTOVER_TEMP_SECONDS, remove_leftover_temp_files
 from facecache.processes import host_tag, local_process_is_gone
-from facecache.store.fileops import DOOMED_PREFIX, OPEN_NEW, OPEN_READ, delete_file, set_mode
+from facecache.store.fileops import DOOMED_PREFIX, OPEN_NEW, OPEN_READ, delete_file, set_mode, unlink_quietly
 from facecache.store.permissions import Permissions
 
 _MAX_CLAIM_BYTES = 4096
@@ -62,7 +62,7 @@ class Lease:
                 finally:
                     os.close(fd)
             except BaseException:
-                _unlink_quietly(path)  # an empty claim would look held for a minute
+                unlink_quietly(path)  # an empty claim would look held for a minute
                 raise
             return cls(path, owner, ttl, perms)
         return None
@@ -87,7 +87,7 @@ class Lease:
                 os.close(fd)
             os.replace(tmp, self.path)
         except BaseException:
-            _unlink_quietly(tmp)
+            unlink_quietly(tmp)
             raise
         return True
 
@@ -105,13 +105,6 @@ class Lease:
 def _write_all(fd: int, data: bytes, path: Path) -> None:
     if os.write(fd, data) != len(data):  # a short write: the disk filled up
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _claim_bytes(owner: str, ttl: float) -> bytes:
