@@ -16,6 +16,7 @@ from facecache.store.records import Face
 from facecache.swap.classic import ClassicSettings, ClassicSwapper
 from facecache.swap.composite import CompositeParams, crop_mask, overlay, paste_back
 from facecache.swap.errors import SwapInputError
+from facecache.swap.face_region import with_forehead
 
 from portrait_faces import portrait_face
 
@@ -158,7 +159,7 @@ def test_68_landmarks_shape_the_mask_when_present(portraits):
     with_68 = Face(box=target.box, score=target.score, kps5=target.kps5, landmarks68=synthetic_68(target))
     result = swap(portraits, "grace_hopper", "astronaut", target_face=with_68)
     plain = swap(portraits, "grace_hopper", "astronaut")
-    hull = transform_points(with_68.landmarks68, result.matrix)
+    hull = transform_points(with_forehead(with_68.landmarks68), result.matrix)  # jaw to forehead
     inside = np.zeros((result.size, result.size), np.uint8)
     cv2.fillConvexPoly(inside, cv2.convexHull(np.round(hull).astype(np.int32)), 1)
     grown = cv2.dilate(inside, np.ones((3, 3), np.uint8))

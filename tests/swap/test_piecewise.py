@@ -7,15 +7,16 @@ import pytest
 from facecache.analysis.align import transform_points
 from facecache.store.records import Face
 from facecache.swap.classic import ClassicSwapper
+from facecache.swap.face_region import with_forehead
 from facecache.swap.piecewise import TRIANGLES, border_points, piecewise_map, triangulate
 
 from portrait_faces import portrait_face, synthetic_68
 
 
 def test_the_triangles_cover_the_crop_and_equal_shapes_map_onto_themselves():
-    points = synthetic_68([[80, 100], [176, 100], [128, 150], [90, 190], [166, 190]])
+    points = with_forehead(synthetic_68([[80, 100], [176, 100], [128, 150], [90, 190], [166, 190]]))
     triangles = triangulate(points, 256)
-    assert len(triangles) > 100 and triangles.max() == 68 + 8 - 1
+    assert len(triangles) > 100 and triangles.max() == 78 + 8 - 1 and TRIANGLES.max() == 78 + 8 - 1
     map_x, map_y = piecewise_map(points, points, triangles, 256)
     ys, xs = np.mgrid[0:256, 0:256]
     assert np.abs(map_x - xs).max() < 1e-3 and np.abs(map_y - ys).max() < 1e-3
@@ -23,7 +24,7 @@ def test_the_triangles_cover_the_crop_and_equal_shapes_map_onto_themselves():
 
 def test_each_landmark_of_the_target_reads_the_sources_matching_landmark():
     kps5 = [[80, 100], [176, 100], [128, 150], [90, 190], [166, 190]]
-    source, target = synthetic_68(kps5, mouth_open=0.0), synthetic_68(kps5, mouth_open=0.4)
+    source, target = (with_forehead(synthetic_68(kps5, mouth_open=opening)) for opening in (0.0, 0.4))
     map_x, map_y = piecewise_map(source, target, TRIANGLES, 256)
     def read(point):  # the map at a point between pixels (bilinear)
         at = [np.float32([[point[0]]]), np.float32([[point[1]]])]

@@ -7,9 +7,10 @@ turned three-quarters). Each target is analysed with the installed default model
 is swapped with the classic swapper and composited with the default blend settings, exactly as
 `facecache swap` does, and each swapped face is measured (`quality_metrics`):
 
-  identity_closer_share   faces whose embedding is closer to the source than to the original
-                          face (needs a recognizer; frontal faces only)       goal >= 0.9
-  identity_margin_mean    mean of cos(swapped, source) - cos(swapped, target)
+  identity_closer_share   frontal faces (yaw up to 30 degrees) whose embedding is closer to the
+                          source than to the original face (needs a recognizer)   goal >= 0.9
+  identity_margin_mean    their mean of cos(swapped, source) - cos(swapped, target)
+  identity_closer_share_all  the same share over every swapped face
   clipped_fraction        face pixels with a channel newly clipped at 0/255   goal <= 0.001
   sharpness_ratio         detail of the swapped face / the source's at that size  goal >= 0.8
   expression_error        68 landmarks re-found on the swapped face vs the target's, in eye
@@ -77,6 +78,8 @@ GOALS = {
     "seam_ratio": ("<=", 1.5),
 }
 TIMING_REPEATS = 3
+# The identity goal is for frontal faces: turned up to this many degrees of yaw.
+FRONTAL_YAW = 30.0
 _PANEL_HEIGHT = 256
 
 
@@ -116,7 +119,8 @@ def summarise(faces: list[dict]) -> dict:
         values = [f[key] for f in faces if f.get(key) is not None]
         return round(float(np.mean(values)), 4) if values else None
 
-    identity = [f for f in faces if f.get("identity_margin") is not None]
+    measured = [f for f in faces if f.get("identity_margin") is not None]
+    identity = [f for f in measured if f.get("yaw") is None or abs(f["yaw"]) <= FRONTAL_YAW]
     clipped = sum(f["clipped_pixels"] for f in faces)
     region = sum(f["face_pixels"] for f in faces)
     open_mouths = [f for f in faces if f.get("target_mouth_open")]
@@ -124,7 +128,10 @@ def summarise(faces: list[dict]) -> dict:
         "faces": len(faces),
         "identity_closer_share": round(sum(f["identity_margin"] > 0 for f in identity) / len(identity), 4)
         if identity else None,
-        "identity_margin_mean": mean("identity_margin"),
+        "identity_margin_mean": round(float(np.mean([f["identity_margin"] for f in identity])), 4)
+        if identity else None,
+        "identity_closer_share_all": round(sum(f["identity_margin"] > 0 for f in measured) / len(measured), 4)
+        if measured else None,
         "clipped_fraction": round(clipped / region, 6) if region else None,
         "sharpness_ratio": mean("sharpness_ratio"),
         "expression_error": mean("expression_error"),

@@ -6,8 +6,8 @@ translation) to one template, so the source's aligned crop already sits where
 the target's face is in *its* aligned crop. When both faces have 68 landmarks,
 the source is then warped piecewise onto the target's landmarks
 (``swap.piecewise``), so the target's expression (an open mouth, a turn of the
-jaw) survives, and the mask is the target's face to the jaw (the hull of its 68
-points) less an open mouth. Otherwise the mask is the region both faces share
+jaw) survives, and the mask is the target's face from the jaw to the forehead
+(the hull of its 68 points and forehead points) less an open mouth. Otherwise the mask is the region both faces share
 (a key-point outline of brows, eyes, nose, mouth, cheeks and chin). The swap
 result is that crop (optionally Poisson-blended into the target), the target's
 frame-to-crop matrix and the feathered mask. Colour is left to the composite stage (``swap.color``), so
@@ -35,7 +35,7 @@ import numpy as np
 
 from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
-from facecache.swap.face_region import face_mask, outline
+from facecache.swap.face_region import face_mask, outline, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.piecewise import TRIANGLES, inner_mouth, piecewise_map
 from facecache.swap.result import SwapResult
@@ -139,8 +139,8 @@ class ClassicSwapper:
             # The source takes the target's shape and expression; the mask is the target's face to
             # the jaw, less an open mouth (the target's own mouth shows through it).
             target_points = transform_points(target68, matrix)
-            map_x, map_y = piecewise_map(transform_points(source.landmarks68, source_matrix), target_points,
-                                         TRIANGLES, size)
+            map_x, map_y = piecewise_map(with_forehead(transform_points(source.landmarks68, source_matrix)),
+                                         with_forehead(target_points), TRIANGLES, size)
             crop = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
             mask = face_mask(target_outline, size, feather) * (1.0 - _open_mouth(target_points, size))
         else:

@@ -1,14 +1,15 @@
 """A piecewise-affine warp over 68 landmarks: the source face moved onto the target's shape.
 
 One similarity from five points keeps the source's expression: its closed mouth and its gaze
-land on a target that speaks. Here the 68 landmarks of both faces (in one aligned crop) and
-eight points on the crop's border are joined into one fixed mesh of triangles (``TRIANGLES``:
+land on a target that speaks. Here the 68 landmarks of both faces (in one aligned crop), ten
+forehead points above their brows and eight points on the crop's border are joined into one
+fixed mesh of triangles (``TRIANGLES``:
 Delaunay on a face laid out with its mouth open, so the topology is the same for every face
 and frame: it cannot flicker, and a mouth that opens or closes stretches triangles without
 folding them), and each triangle is mapped onto the target's triangle by its own affine map.
 The result is one map from target-crop pixels to source pixels, so the source is resampled once.
 
-    map_x, map_y = piecewise_map(source_points, target_points, TRIANGLES, size)
+    map_x, map_y = piecewise_map(with_forehead(source68), with_forehead(target68), TRIANGLES, size)
     warped = cv2.remap(source_crop, map_x, map_y, cv2.INTER_CUBIC)
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
+
+from facecache.swap.face_region import with_forehead
 
 INNER_MOUTH = tuple(range(60, 68))  # iBUG inner-lip points
 _LAYOUT_SIDE = 256
@@ -82,7 +85,7 @@ def triangulate(points: np.ndarray, size: int) -> np.ndarray:
 def _canonical_triangles() -> np.ndarray:
     from facecache.analysis.align import template_points  # a face in the aligned crop
 
-    points = layout_68(template_points("arcface_128", _LAYOUT_SIDE), mouth_open=0.35)
+    points = with_forehead(layout_68(template_points("arcface_128", _LAYOUT_SIDE), mouth_open=0.35))
     triangles = triangulate(points, _LAYOUT_SIDE)
     triangles.setflags(write=False)
     return triangles
@@ -113,7 +116,8 @@ def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
     return map_x, map_y
 
 
-# The mesh every 68-point warp uses (indices into 68 landmarks + 8 border points).
+# The mesh every 68-point warp uses (indices into the 68 landmarks, their 10 forehead points
+# (``face_region.with_forehead``) and the 8 border points).
 TRIANGLES = _canonical_triangles()
 
 
