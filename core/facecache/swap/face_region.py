@@ -34,6 +34,7 @@ _YAW_GAIN = 1.0
 # quality` (17 faces): lifting the hull 0.5 / 0.8 / 1.1 brow heights gave 65 / 88 / 94 % of faces
 # closer to the source and 0.048 / 0.053 / 0.058 expression error (jaw-to-brows only: 35 %, 0.044).
 FOREHEAD_LIFT = 0.8
+_FOREHEAD_TAPER = np.array([0.4, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.4])
 
 
 def outline_from_kps5(kps5: np.ndarray) -> np.ndarray:
@@ -77,12 +78,18 @@ def _closed_catmull_rom(points: np.ndarray, per_segment: int) -> np.ndarray:
 
 
 def with_forehead(landmarks68: np.ndarray) -> np.ndarray:
-    """(78, 2): the 68 landmarks and, above each of the ten brow points, a forehead point
-    (FOREHEAD_LIFT times the brow point's distance from the eyes' midpoint, away from it)."""
+    """(78, 2): the 68 landmarks and, straight above each of the ten brow points (away from the
+    mouth, square to the eye line), a forehead point FOREHEAD_LIFT brow heights higher, less at
+    the brows' ends (the head rounds off there, and a wider forehead would take in background)."""
     points = np.asarray(landmarks68, dtype=np.float64).reshape(68, 2)
-    eyes = (points[36:42].mean(axis=0) + points[42:48].mean(axis=0)) / 2.0
+    left_eye, right_eye = points[36:42].mean(axis=0), points[42:48].mean(axis=0)
+    across = right_eye - left_eye
+    up = np.array([across[1], -across[0]]) / max(float(np.hypot(*across)), 1e-6)  # square to the eyes
+    if np.dot(points[51] - (left_eye + right_eye) / 2.0, up) > 0:  # "up" must point away from the mouth
+        up = -up
     brows = points[17:27]
-    return np.vstack([points, brows + FOREHEAD_LIFT * (brows - eyes)])
+    height = max(float(np.mean((brows - (left_eye + right_eye) / 2.0) @ up)), 0.0)
+    return np.vstack([points, brows + (FOREHEAD_LIFT * height * _FOREHEAD_TAPER)[:, None] * up])
 
 
 def outline(kps5: np.ndarray, landmarks68: np.ndarray | None = None) -> np.ndarray:
