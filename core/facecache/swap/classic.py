@@ -35,7 +35,7 @@ import numpy as np
 
 from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
-from facecache.swap.face_region import face_mask, outline, with_forehead
+from facecache.swap.face_region import face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.piecewise import TRIANGLES, inner_mouth, piecewise_map
 from facecache.swap.result import SwapResult
@@ -142,7 +142,10 @@ class ClassicSwapper:
             map_x, map_y = piecewise_map(with_forehead(transform_points(source.landmarks68, source_matrix)),
                                          with_forehead(target_points), TRIANGLES, size)
             crop = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
-            mask = face_mask(target_outline, size, feather) * (1.0 - _open_mouth(target_points, size))
+            jaw_to_brows = face_mask(target_points, size, feather)
+            # Above the brows only the source's skin comes along (not its hair, cap or background).
+            forehead = face_mask(target_outline, size, feather) * skin_likeness(crop, jaw_to_brows)
+            mask = np.maximum(jaw_to_brows, forehead) * (1.0 - _open_mouth(target_points, size))
         else:
             crop = _resample(source.pyramid, source_matrix, size)
             # The region both faces cover: the source's skin, over the target's.
