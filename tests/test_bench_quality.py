@@ -80,6 +80,45 @@ def test_summary_and_goals():
     assert set(result["goals"]) == set(GOALS)
 
 
+def test_identity_and_expression_are_measured_with_the_models_the_analysis_has(tmp_path):
+    """The swapped face goes through the analysis's own landmark and embedding stages (fake models
+    with known answers here; the real ones come with the default models)."""
+    from types import SimpleNamespace
+
+    from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
+    from facecache.analysis.results import Landmarks68
+    from facecache.bench.quality_bench import _measure_face
+    from facecache.store.cache import FaceCache
+    from facecache.store.records import Face
+    from facecache.swap.composite import CompositeParams
+    from facecache.swap.piecewise import layout_68
+    from facecache.swap.result import SwapResult
+
+    kps5 = np.array([[60, 70], [100, 70], [80, 90], [65, 110], [95, 110]], np.float32)
+    landmarks = layout_68(kps5, mouth_open=0.3).astype(np.float32)
+    face = Face(box=np.array([40, 40, 120, 140], np.float32), score=1.0, kps5=kps5, landmarks68=landmarks,
+                embedding=np.array([0.0, 1.0], np.float32))
+    frame = textured(3, (160, 160))
+    result = SwapResult(textured(4, (128, 128)), np.array([[1, 0, -20], [0, 1, -20]], np.float32))
+
+    class Landmarker:  # one face a call; 0.4 px off the target's points, whose eyes are 40 px apart
+        def landmarks_batch(self, image, faces, *angles):
+            return [Landmarks68(landmarks + [0.4, 0.0], 1.0) for _ in faces]
+
+    class Recognizer:  # nearer the source's [1, 0] than the target's [0, 1]
+        def embed_batch(self, image, faces):
+            return [np.array([0.8, 0.6], np.float32) for _ in faces]
+
+    models = ModelSet({"fake": "0" * 32}, {}, lambda: None, Landmarker, Recognizer)
+    analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), models)
+    source = SimpleNamespace(image=frame, face=face)
+    sources = SimpleNamespace(embedding=np.array([1.0, 0.0], np.float32))
+    entry = _measure_face(frame, frame, face, result, CompositeParams(), source, sources, analyzer, 1.0)
+    assert entry["expression_error"] == pytest.approx(0.01, abs=1e-3)
+    assert entry["identity_margin"] == pytest.approx(0.2, abs=1e-3)
+    assert entry["target_mouth_open"] and entry["mouth_kept_open"]
+
+
 @pytest.mark.index
 def test_a_real_run_on_the_group_photo(tmp_path, models_dir, capsys):
     result = run(tmp_path / "pictures", models_dir=models_dir, providers="cpu",
@@ -101,41 +140,3 @@ def test_a_real_run_on_the_group_photo(tmp_path, models_dir, capsys):
     print_table(result)
     shown = capsys.readouterr().out
     assert "clipped_fraction" in shown and "(goal <= 0.001: met)" in shown and "not measured" in shown
-
-
-def test_identity_and_expression_are_measured_with_the_models_the_analysis_has():
-    """The measuring calls go through the analysis models' batch calls (fakes with known answers here;
-    the real recognizer and landmarker come with the default models)."""
-    from types import SimpleNamespace
-
-    from facecache.analysis.results import Landmarks68
-    from facecache.bench.quality_bench import _measure_face
-    from facecache.store.records import Face
-    from facecache.swap.composite import CompositeParams
-    from facecache.swap.piecewise import layout_68
-    from facecache.swap.result import SwapResult
-
-    kps5 = np.array([[60, 70], [100, 70], [80, 90], [65, 110], [95, 110]], np.float32)
-    landmarks = layout_68(kps5, mouth_open=0.3).astype(np.float32)
-    face = Face(box=np.array([40, 40, 120, 140], np.float32), score=1.0, kps5=kps5, landmarks68=landmarks,
-                embedding=np.array([0.0, 1.0], np.float32))
-    frame = textured(3, (160, 160))
-    result = SwapResult(textured(4, (128, 128)), np.array([[1, 0, -20], [0, 1, -20]], np.float32))
-
-    class Landmarker:
-        def landmarks_batch(self, image, boxes, angles):
-            assert len(boxes) == len(angles) == 1
-            return [Landmarks68(landmarks + [0.4, 0.0], 1.0)]  # 0.4 px off; the eyes are 40 px apart
-
-    class Recognizer:
-        def embed_batch(self, image, kps5s):
-            return [np.array([0.8, 0.6], np.float32)]  # nearer the source's [1, 0] than the target's [0, 1]
-
-    models = {"landmarker": Landmarker(), "recognizer": Recognizer()}
-    analyzer = SimpleNamespace(models=SimpleNamespace(has=lambda role: role in models, get=models.get))
-    source = SimpleNamespace(image=frame, face=face)
-    sources = SimpleNamespace(embedding=np.array([1.0, 0.0], np.float32))
-    entry = _measure_face(frame, frame, face, result, CompositeParams(), source, sources, analyzer, 1.0)
-    assert entry["expression_error"] == pytest.approx(0.01, abs=1e-3)
-    assert entry["identity_margin"] == pytest.approx(0.2, abs=1e-3)
-    assert entry["target_mouth_open"] and entry["mouth_kept_open"]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from facecache.swap.face_region import outline, outline_from_kps5
+from facecache.swap.face_region import outline, outline_from_kps5, with_forehead
 from facecache.swap.masks import box_mask, combine_masks, polygon_mask
 
 FRONTAL_KPS = np.array([[90.0, 100.0], [166.0, 100.0], [128.0, 140.0], [96.0, 185.0], [160.0, 185.0]])
@@ -93,7 +93,8 @@ def test_kps5_outline_narrows_the_side_a_turned_head_hides():
 
 def test_outline_prefers_68_landmarks_when_usable():
     landmarks = np.random.default_rng(0).uniform(50, 200, (68, 2))
-    assert np.array_equal(outline(FRONTAL_KPS, landmarks), landmarks)
+    assert np.array_equal(outline(FRONTAL_KPS, landmarks), with_forehead(landmarks))  # jaw to forehead
+    assert outline(FRONTAL_KPS, landmarks).shape == (78, 2)
     assert outline(FRONTAL_KPS, None).shape == outline_from_kps5(FRONTAL_KPS).shape
     broken = landmarks.copy()
     broken[3] = np.nan

@@ -36,7 +36,6 @@ import numpy as np
 
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.factory import AnalysisSettings, build_model_set
-from facecache.analysis.fan68 import face_angle
 from facecache.analysis.selection import Selector
 from facecache.bench import quality_metrics as qm
 from facecache.bench.timing import median_ms
@@ -44,6 +43,7 @@ from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.samples import SAMPLES, sample_image
 from facecache.store.cache import FaceCache
+from facecache.store.records import Face, FrameRecord, Stage
 from facecache.swap.composite import CompositeParams, overlay, paste_back
 from facecache.swap.factory import build_swapper
 from facecache.swap.sources import SourceSet
@@ -195,18 +195,24 @@ def _measure_face(frame, output, face, result, params, source, sources, analyzer
              "clipped_pixels": clipped, "face_pixels": pixels,
              "sharpness_ratio": _rounded(qm.sharpness_ratio(output, resampled, alpha)),
              "seam_ratio": _rounded(qm.seam_ratio(output, frame, alpha))}
-    models = analyzer.models
-    if models.has("recognizer") and sources.embedding is not None and face.embedding is not None:
-        (swapped,) = models.get("recognizer").embed_batch(output, [face.kps5])
-        entry["identity_margin"] = _rounded(qm.identity_margin(swapped, sources.embedding, face.embedding))
-    if models.has("landmarker") and face.landmarks68 is not None:
-        (landmarks,) = models.get("landmarker").landmarks_batch(output, [face.box], [face_angle(face.kps5)])
-        found = landmarks.points
+    swapped = _reanalysed(analyzer, output, face)
+    if swapped.embedding is not None and sources.embedding is not None and face.embedding is not None:
+        entry["identity_margin"] = _rounded(qm.identity_margin(swapped.embedding, sources.embedding, face.embedding))
+    if swapped.landmarks68 is not None and face.landmarks68 is not None:
+        found = swapped.landmarks68
         entry["expression_error"] = _rounded(qm.landmark_error(found, face.landmarks68))
         opening = qm.mouth_opening(face.landmarks68)
         entry["target_mouth_open"] = opening > qm.OPEN_MOUTH
         entry["mouth_kept_open"] = qm.mouth_opening(found) > 0.5 * opening
     return entry
+
+
+def _reanalysed(analyzer: FaceAnalyzer, image: np.ndarray, face: Face) -> Face:
+    """The face at the same place in ``image`` with its 68 landmarks and embedding found again by the
+    analysis's own models, as the analysis finds them (the detection is kept: the same face is measured)."""
+    height, width = image.shape[:2]
+    record = FrameRecord("0" * 32, Stage.DETECT, height, width, [Face(box=face.box, score=face.score, kps5=face.kps5)])
+    return analyzer.complete(record, image, record.fingerprint, Stage.LANDMARK68 | Stage.EMBED).faces[0]
 
 
 def _rounded(value: float | None) -> float | None:
