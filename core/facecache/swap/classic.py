@@ -130,17 +130,16 @@ class ClassicSwapper:
         kps5 = face_kps5(target_face, "target face")
         size = self.crop_side(kps5, source)
         matrix = alignment_matrix(kps5, s.template, size)
-        target_crop = warp(frame, matrix, size)
         target68 = face_landmarks68(target_face)
-        target_outline = transform_points(outline(kps5, target68), matrix)
+        target_outline = transform_points(outline(kps5, target68), matrix)  # with 68 points: and the forehead
         source_matrix = alignment_matrix(source.kps5, s.template, size)
         feather = s.feather * size
         if source.landmarks68 is not None and target68 is not None:
-            # The source takes the target's shape and expression; the mask is the target's face to
-            # the jaw, less an open mouth (the target's own mouth shows through it).
+            # The source takes the target's shape and expression; the mask is the target's face from
+            # the jaw to the forehead, less an open mouth (the target's own mouth shows through it).
             target_points = transform_points(target68, matrix)
             map_x, map_y = piecewise_map(with_forehead(transform_points(source.landmarks68, source_matrix)),
-                                         with_forehead(target_points), TRIANGLES, size)
+                                         target_outline, TRIANGLES, size)
             crop = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
             jaw_to_brows = face_mask(target_points, size, feather)
             # Above the brows only the source's skin comes along (not its hair, cap or background).
@@ -152,7 +151,7 @@ class ClassicSwapper:
             mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
                               face_mask(target_outline, size, feather))
         if s.seamless:
-            crop = _poisson_blend(crop, target_crop, mask)
+            crop = _poisson_blend(crop, warp(frame, matrix, size), mask)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
 
     def _side_of(self, kps5: np.ndarray) -> float:
