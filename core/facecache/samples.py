@@ -6,6 +6,7 @@ Python package index and kept in a data folder so later calls do not download ag
     path = sample_image("astronaut")         # a PNG, 512x512, one face
     path = sample_image("group")             # a JPEG, 1280x886, six people around a table
     path = sample_image("portrait_112")      # a PNG, 112x112, one aligned face (a small source)
+    path = sample_image("obama")             # identity photos: obama, obama2, obama3 (one person), biden
 
 The folder is `data_dir`, else $FACECACHE_DATA, else the per-user data folder
 (`~/.local/share/facecache/samples` on Linux). Files lie directly in it.
@@ -37,6 +38,9 @@ SCIKIT_IMAGE = PinnedPackage(
 INSIGHTFACE = PinnedPackage(
     "insightface", "2.1", "wheel",
     sha256="dcd58ee79d99d689572477315f3149353afd65a36dc575f597cbb217a7bde399")
+FACE_RECOGNITION = PinnedPackage(
+    "face_recognition", "1.3.0", "sdist",
+    sha256="5e5efdd1686aa566af0d3cc1313b131e4b197657a8ffd03669e6d3fad92705ec")
 
 SAMPLES: dict[str, PackagedFile] = {
     "grace_hopper": PackagedFile(
@@ -51,6 +55,12 @@ SAMPLES: dict[str, PackagedFile] = {
     "portrait_112": PackagedFile(
         INSIGHTFACE, "insightface/data/images/Tom_Hanks_54745.png", filename="portrait_112.png",
         sha256="8545da294e8c7c79911169c3915fed8528f1960cd0ed99b92453788ca4275083"),
+    # The face_recognition package's test photographs (MIT): three of one person, one of another.
+    **{name: PackagedFile(FACE_RECOGNITION, f"tests/test_images/{name}.jpg", sha256=sha256) for name, sha256 in (
+        ("obama", "0930e3aa8cae5920329c0c8cbc6a2ab70f47b0e67b432875beaa95cbf7e741f6"),
+        ("obama2", "a7efcc907375274796f39646510704aa86672d59f6d5469d69af3c85590976a6"),
+        ("obama3", "76ac6bf97c36dc2da0ad16a537d6a5ac1b10f48d49aac29a0cca9a17cdbc3ca3"),
+        ("biden", "3c17508bb91554c637a2eabddfae790e5bb1caba93130814fc2ac50be9760c4c"))},
 }
 
 

@@ -74,7 +74,7 @@ def test_partial_hit_runs_only_the_missing_stage(tmp_path, models_dir, portrait_
     store = ModelStore(models_dir)
     local_models = tmp_path / "models"
     local_models.mkdir()
-    for path in store.paths("default").values():
+    for path in store.paths("mtcnn").values():
         os.link(path, local_models / path.name)
     local = ModelStore(local_models)
     local.import_folder(_facefusion_folder(tmp_path / "facefusion"))
@@ -201,6 +201,6 @@ def test_reference_selection_without_a_recognizer_says_what_to_install(tmp_path,
     a = analyzer(tmp_path / "c", models_dir)
     record = a.analyze_frame(portraits["astronaut"])
     selector = Selector("reference", references=(np.ones(512, np.float32),))
-    with pytest.raises(SelectionError, match="models install arcface_w600k_r50"):
+    with pytest.raises(SelectionError, match="models install default"):
         selector.select(record.faces, record.width, record.height)
     assert Selector("one").select(record.faces, record.width, record.height) == record.faces

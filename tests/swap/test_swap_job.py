@@ -191,7 +191,7 @@ def test_facefusion_swappers_through_the_job_with_stand_in_models(tmp_path, mode
         (folder / f"{model.stem}.hash").write_text(f"{zlib.crc32(model.read_bytes()):08x}")
     local_models = tmp_path / "models"
     local_models.mkdir()
-    for path in ModelStore(models_dir).paths("default").values():
+    for path in ModelStore(models_dir).paths("mtcnn").values():
         os.link(path, local_models / path.name)
     models = ModelStore(local_models)
     models.import_folder(folder)

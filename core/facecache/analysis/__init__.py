@@ -8,13 +8,17 @@ engine's session factory and tests can both supply them. Frames are BGR uint8.
     ScrfdDetector(session).detect(frame) -> [Detection]
     YoloFaceDetector(session).detect(frame) -> [Detection]
     Fan68Landmarker(session).landmarks(frame, box, angle=0) -> Landmarks68
+    FaceMeshLandmarker(session).landmarks_batch(frame, faces) -> [Landmarks68]   (one run per frame)
     ArcFaceRecognizer(session).embed(frame, kps5) -> (512,) float32; l2_normalised(embedding)
+    FaceNetRecognizer(session).embed_batch(frame, faces) -> (N, 512) float32     (one run per frame)
     head_pose(points, (width, height)) -> HeadPose
 """
 
 from facecache.analysis.align import TEMPLATES, alignment_matrix, estimate_similarity, warp_back, warp_face
 from facecache.analysis.arcface import ArcFaceRecognizer, l2_normalised
 from facecache.analysis.errors import FrameError, ModelContractError, ModelRunError
+from facecache.analysis.face_mesh import FaceMeshLandmarker
+from facecache.analysis.facenet import FaceNetRecognizer
 from facecache.analysis.fan68 import Fan68Landmarker, face_angle
 from facecache.analysis.mtcnn import MtcnnDetector, MtcnnSettings
 from facecache.analysis.pose import head_pose
@@ -26,6 +30,8 @@ __all__ = [
     "TEMPLATES",
     "ArcFaceRecognizer",
     "Detection",
+    "FaceMeshLandmarker",
+    "FaceNetRecognizer",
     "Fan68Landmarker",
     "FrameError",
     "HeadPose",

@@ -18,7 +18,6 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from facecache.analysis.fan68 import face_angle
 from facecache.analysis.pose import head_pose
 from facecache.analysis.results import Detection
 from facecache.fingerprint import frame_fingerprint
@@ -79,8 +78,8 @@ class ModelSet:
 
     def get(self, role: str):
         """The model for a role, built on first use: "detector" (.detect(frame)), "landmarker"
-        (.landmarks_batch(frame, boxes, angles) -> [Landmarks68]) or "recognizer"
-        (.embed_batch(frame, kps5s) -> [embedding]); the batch calls take all faces of a frame."""
+        (.landmarks_batch(frame, faces) -> [Landmarks68]) or "recognizer" (.embed_batch(frame, faces)
+        -> [embedding]); the batch calls take all faces of a frame (anything with a box and kps5)."""
         if role not in self._built:
             self._built[role] = self._builders[role]()
         return self._built[role]
@@ -248,16 +247,15 @@ class FaceAnalyzer:
         # The landmarker and the recognizer see all faces of the frame at once (one session run
         # when the graph has a batch axis): six faces cost about one face's run overhead.
         if needed & Stage.LANDMARK68 and not stages & Stage.LANDMARK68 and self.models.has("landmarker"):
-            found = self.models.get("landmarker").landmarks_batch(
-                frame, [face.box for face in record.faces], [face_angle(face.kps5) for face in record.faces])
+            found = self.models.get("landmarker").landmarks_batch(frame, record.faces)
             for face, landmarks in zip(record.faces, found):
                 face.landmarks68 = landmarks.points
             self.inferences.landmark += len(record.faces)
             stages |= Stage.LANDMARK68
         if needed & Stage.EMBED and not stages & Stage.EMBED and self.models.has("recognizer"):
-            embeddings = self.models.get("recognizer").embed_batch(frame, [face.kps5 for face in record.faces])
+            embeddings = self.models.get("recognizer").embed_batch(frame, record.faces)
             for face, embedding in zip(record.faces, embeddings):
-                face.embedding = embedding
+                face.embedding = np.asarray(embedding, np.float32)
             self.inferences.embed += len(record.faces)
             stages |= Stage.EMBED
         if needed & Stage.POSE and not stages & Stage.POSE:

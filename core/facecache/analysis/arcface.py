@@ -8,10 +8,13 @@ axis is open takes all faces of a frame in one run (N, 3, 112, 112).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from facecache.analysis.align import warp_face
 from facecache.analysis.frames import check_bgr_frame
+from facecache.analysis.results import FaceLike
 from facecache.analysis.session import (OnnxSession, contract_error, has_batch_axis, require_inputs,
                                         require_output_count, run_batched)
 
@@ -51,10 +54,15 @@ class ArcFaceRecognizer:
 
     def embed(self, frame: np.ndarray, kps5: np.ndarray) -> np.ndarray:
         """The raw (512,) float32 embedding of the face at ``kps5``; see ``l2_normalised``."""
-        return self.embed_batch(frame, [kps5])[0]
+        return self.embed_points(frame, [kps5])[0]
 
-    def embed_batch(self, frame: np.ndarray, kps5s) -> list[np.ndarray]:
-        """The embeddings of every face of a frame, in one session run when the graph allows."""
+    def embed_batch(self, frame: np.ndarray, faces: Sequence[FaceLike]) -> list[np.ndarray]:
+        """The raw embeddings of every face of a frame (anything with kps5), in one session run when the
+        graph allows."""
+        return self.embed_points(frame, [face.kps5 for face in faces])
+
+    def embed_points(self, frame: np.ndarray, kps5s) -> list[np.ndarray]:
+        """The raw embeddings of the faces at `kps5s`."""
         frame = check_bgr_frame(frame)
         if not len(kps5s):
             return []

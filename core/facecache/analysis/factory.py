@@ -2,7 +2,8 @@
 
 The detector is MTCNN (the embedded default) unless another installed detector
 is chosen. The 68-point landmarker and the recognizer are used when installed
-("auto"), or when named; "none" switches them off.
+("auto": FaceFusion's when installed, else the embedded default's face mesh and
+FaceNet), or when named; "none" switches them off.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from facecache import choices
 from facecache.analysis.analyzer import ModelSet
 from facecache.analysis.arcface import ArcFaceRecognizer
+from facecache.analysis.face_mesh import FaceMeshLandmarker
+from facecache.analysis.facenet import FaceNetRecognizer
 from facecache.analysis.fan68 import Fan68Landmarker
 from facecache.analysis.mtcnn import MtcnnDetector
 from facecache.analysis.scrfd import ScrfdDetector
@@ -21,8 +24,11 @@ from facecache.models.runtime import SessionFactory
 from facecache.models.store import InstalledModel, ModelStore
 
 DETECTORS = choices.names(choices.DETECTORS)
-LANDMARKERS = choices.models(choices.LANDMARKERS)  # "auto" picks the first installed one
-RECOGNIZERS = choices.models(choices.RECOGNIZERS)
+# The adapter of each model, in the order of facecache.choices: the order "auto" prefers them.
+_ADAPTERS = {"2dfan4": Fan68Landmarker, "face_mesh_468": FaceMeshLandmarker,
+             "arcface_w600k_r50": ArcFaceRecognizer, "facenet_512": FaceNetRecognizer}
+LANDMARKERS = {name: _ADAPTERS[name] for name in choices.models(choices.LANDMARKERS)}
+RECOGNIZERS = {name: _ADAPTERS[name] for name in choices.models(choices.RECOGNIZERS)}
 
 
 @dataclass(frozen=True)
@@ -47,9 +53,9 @@ def build_model_set(models: ModelStore, sessions: SessionFactory, settings: Anal
         settings={"detector": settings.detector, "landmarker": landmarker, "recognizer": recognizer,
                   "score_threshold": settings.score_threshold if settings.detector != "mtcnn" else None},
         build_detector=lambda: _detector(models, sessions, chosen[settings.detector], settings),
-        build_landmarker=(lambda: Fan68Landmarker(models.session(sessions, chosen[landmarker]), model=landmarker))
+        build_landmarker=(lambda: LANDMARKERS[landmarker](models.session(sessions, chosen[landmarker]), model=landmarker))
         if landmarker else None,
-        build_recognizer=(lambda: ArcFaceRecognizer(models.session(sessions, chosen[recognizer]), model=recognizer))
+        build_recognizer=(lambda: RECOGNIZERS[recognizer](models.session(sessions, chosen[recognizer]), model=recognizer))
         if recognizer else None,
     )
 
@@ -64,7 +70,7 @@ def _detector(models: ModelStore, sessions: SessionFactory, model: InstalledMode
     return ScrfdDetector(session, score_threshold=settings.score_threshold, model=name)
 
 
-def _optional(models: ModelStore, choice: str, names: tuple[str, ...], what: str) -> str | None:
+def _optional(models: ModelStore, choice: str, names, what: str) -> str | None:
     if choice == "none":
         return None
     if choice == "auto":

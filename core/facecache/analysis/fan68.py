@@ -12,6 +12,8 @@ frame in one run (N, 3, 256, 256).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import cv2
 import numpy as np
 
@@ -19,7 +21,7 @@ from facecache.analysis.align import compose_affine, invert_affine, transform_po
 from facecache.analysis.frames import check_bgr_frame
 from facecache.analysis.session import (OnnxSession, contract_error, has_batch_axis, require_inputs,
                                         require_output_count, run_batched)
-from facecache.analysis.results import Landmarks68
+from facecache.analysis.results import FaceLike, Landmarks68
 
 CROP_SIZE = 256
 HEATMAP_SIZE = 64
@@ -95,10 +97,15 @@ class Fan68Landmarker:
     def landmarks(self, frame: np.ndarray, box: np.ndarray, angle: int = 0) -> Landmarks68:
         """Landmarks of the face in ``box`` (x1, y1, x2, y2); ``angle`` turns the
         crop upright (see ``face_angle``)."""
-        return self.landmarks_batch(frame, [box], [angle])[0]
+        return self.landmarks_boxes(frame, [box], [angle])[0]
 
-    def landmarks_batch(self, frame: np.ndarray, boxes, angles) -> list[Landmarks68]:
-        """Landmarks of every face of a frame, in one session run when the graph allows."""
+    def landmarks_batch(self, frame: np.ndarray, faces: Sequence[FaceLike]) -> list[Landmarks68]:
+        """Landmarks of every face of a frame (anything with a box and kps5), in one session run when the
+        graph allows; each crop is turned upright by the face's angle."""
+        return self.landmarks_boxes(frame, [face.box for face in faces], [face_angle(face.kps5) for face in faces])
+
+    def landmarks_boxes(self, frame: np.ndarray, boxes, angles) -> list[Landmarks68]:
+        """Landmarks of the faces in `boxes`, each crop turned by its angle (see ``face_angle``)."""
         frame = check_bgr_frame(frame)
         if not len(boxes):
             return []

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 #: Order of the five key points in every ``kps5`` array. "left" means the
 #: image's left (the subject's right eye is the "left eye" in a frontal view).
 KPS5_ORDER = ("left_eye", "right_eye", "nose", "left_mouth", "right_mouth")
+
+
+class FaceLike(Protocol):
+    """What the landmarkers and recognizers need of a face: a Detection or a cached Face."""
+
+    box: np.ndarray   # (4,) x1, y1, x2, y2
+    kps5: np.ndarray  # (5, 2)
 
 
 def _float32_array(value, shape: tuple[int, ...], what: str) -> np.ndarray:

@@ -18,7 +18,16 @@ from facecache.fingerprint import bytes_digest
 from facecache.store.records import Face
 
 MODES = choices.names(choices.SELECTORS)
-DEFAULT_REFERENCE_THRESHOLD = choices.REFERENCE_THRESHOLD.default
+DEFAULT_REFERENCE_THRESHOLD = 0.3  # FaceFusion's, for ArcFace
+# Each recognizer spreads identities differently. FaceNet (the embedded default), on the test
+# photographs (three of Barack Obama; Joe Biden, Grace Hopper, Eileen Collins): same person
+# 0.11-0.19, different people 0.295-0.49; 0.25 lies between with room on both sides.
+DEFAULT_REFERENCE_THRESHOLDS = {"arcface_w600k_r50": DEFAULT_REFERENCE_THRESHOLD, "facenet_512": 0.25}
+
+
+def reference_threshold(recognizer: str | None) -> float:
+    """The default match threshold for embeddings made by `recognizer`."""
+    return DEFAULT_REFERENCE_THRESHOLDS.get(recognizer or "", DEFAULT_REFERENCE_THRESHOLD)
 
 
 class SelectionError(FaceCacheError):
@@ -58,8 +67,9 @@ class Selector:
         if self.mode == "one":
             return [self._one(faces, width, height)]
         if any(face.embedding is None for face in faces):
-            raise SelectionError("the reference selector needs face embeddings: install a recognizer with "
-                                 "`facecache models install arcface_w600k_r50`, or use --selector one or many")
+            raise SelectionError("the reference selector needs face embeddings: install the default models, which "
+                                 "include a recognizer (`facecache models install default`), and keep --recognizer "
+                                 "auto; or use --selector one or many")
         return [face for face in faces if min(identity_distance(face.embedding, r) for r in self.references)
                 < self.threshold]
 

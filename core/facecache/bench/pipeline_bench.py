@@ -1,6 +1,6 @@
 """`facecache bench` (the pipeline suite): what the cache saves on the main job, in one run.
 
-Set-up (not timed): the embedded default models (MTCNN) from the package index,
+Set-up (not timed): the embedded default models (MTCNN, face mesh, FaceNet) from the package index,
 a reproducible clip of `frames` frames at `size` made from real portraits (one
 face: Grace Hopper; `faces` N > 1: Grace Hopper and the astronaut in turn, every
 other copy mirrored, tiled in a grid; each slowly pans and zooms, every 12th
@@ -20,6 +20,10 @@ to one output folder, on one cache folder:
   param_only         source B, params 2, first range: analysis and swap are cached
   partial            source B, params 2, the whole clip: the first range is up to date
                      (skipped from the manifest, no decoding), the extension is new
+  cold_detector_only source A, params 1, first range, the detector alone (no landmarker, no
+                     recognizer), own cache and outputs: what the landmarker costs a cold swap
+  warm_detector_only source B, params 1, first range, the same: a warm run's cost without the
+                     landmarker and recognizer, against warm_new_source (no model runs in either)
   preview steps      params 3: 30 consecutive frames rendered one by one through a PreviewSession
                      each, timed from the call to the written output
   preview jumps      params 3: frames at random (seeded) that the steps did not touch
@@ -61,7 +65,7 @@ from facecache.jobs.swap_job import SwapJob
 from facecache.media.reader import MediaReader
 from facecache.media.sample_clip import write_group_clip
 from facecache.models.runtime import SessionFactory
-from facecache.pipeline import Parts, Settings, build_pipeline
+from facecache.pipeline import Parts, Settings, build_analyzer, build_pipeline
 from facecache.samples import sample_image
 from facecache.store.cache import FaceCache
 from facecache.swap.composite import CompositeParams
@@ -97,10 +101,13 @@ class Bench:
     models_dir: Path | None
     providers: str
     parts: Parts
+    landmarker: str = "auto"
+    recognizer: str = "auto"
 
     def settings(self, source: Path | None = None, composite: CompositeParams = CompositeParams()) -> Settings:
         return Settings(cache_dir=str(self.cache_root), models_dir=str(self.models_dir) if self.models_dir else None,
                         providers=self.providers, sources=(str(source),) if source else (), selector="many",
+                        landmarker=self.landmarker, recognizer=self.recognizer,
                         mask_blur=composite.mask_blur, color_match=composite.color_match, opacity=composite.opacity)
 
     @property
@@ -110,6 +117,11 @@ class Bench:
     def job(self, source: Path, composite: CompositeParams) -> tuple[SwapJob, FaceAnalyzer]:
         pipeline = build_pipeline(self.settings(source, composite), self.parts)
         return pipeline.swap_job(), pipeline.analyzer
+
+    def detector_only(self) -> "Bench":
+        """The same runs without the 68-point landmarker and the recognizer, on their own cache and outputs."""
+        return replace(self, out=self.out.with_name("out-detector-only"),
+                       cache_root=self.cache_root.with_name("cache-detector-only"), landmarker="none", recognizer="none")
 
     def timed_run(self, source: Path, composite: CompositeParams, frames: range) -> dict:
         """One whole run (sources, job, frames), timed and instrumented."""
@@ -206,6 +218,10 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         runs["param_only"] = pipeline.timed_run(source_b, TWEAKED_PARAMS, first)
         say(f"partial run: the range extended by {frames - base} frames")
         runs["partial"] = pipeline.timed_run(source_b, TWEAKED_PARAMS, whole)
+        say("cold run with MTCNN alone (no 68-point landmarker, no recognizer)")
+        runs["cold_detector_only"] = pipeline.detector_only().timed_run(source_a, FIRST_PARAMS, first)
+        say("warm run with MTCNN alone: another source face")
+        runs["warm_detector_only"] = pipeline.detector_only().timed_run(source_b, FIRST_PARAMS, first)
 
         steps, jumps = _preview_frames(base, frames)
         say(f"preview: {len(steps)} steps, {len(jumps)} jumps through a preview session")
@@ -230,7 +246,7 @@ def _set_up(work: Path, cache_root: Path, frames: int, faces: int, models_dir: P
             samples_dir: Path | None, providers: str, size: tuple[int, int], say) -> tuple[Bench, Path, Path]:
     parts = Parts()
     models = parts.model_store(str(models_dir) if models_dir else None)
-    say(f"models: default pack (MTCNN) in {models.root}")
+    say(f"models: default pack (MTCNN, face mesh, FaceNet) in {models.root}")
     models.install(["default"])
     source_a = sample_image("astronaut", samples_dir)
     source_b = work / "astronaut_mirrored.png"
@@ -294,6 +310,13 @@ def _figures(runs: dict, stepped: dict, jumped: dict) -> dict:
         "warm_new_source_s": warm["seconds"],
         "param_only_s": runs["param_only"]["seconds"],
         "partial_s": runs["partial"]["seconds"],
+        "cold_per_frame_ms": round(cold * 1000 / runs["cold"]["frames"], 2),
+        "cold_detector_only_per_frame_ms": round(runs["cold_detector_only"]["seconds"] * 1000
+                                                 / runs["cold_detector_only"]["frames"], 2),
+        "warm_new_source_per_frame_ms": round(warm["seconds"] * 1000 / warm["frames"], 2),
+        "warm_detector_only_per_frame_ms": round(runs["warm_detector_only"]["seconds"] * 1000
+                                                 / runs["warm_detector_only"]["frames"], 2),
+        "warm_identity_models_ratio": _ratio(warm["seconds"], runs["warm_detector_only"]["seconds"]),
         "warm_new_source_ratio": _ratio(warm["seconds"], cold),
         "param_only_ratio": _ratio(runs["param_only"]["seconds"], cold),
         "partial_ratio": _ratio(runs["partial"]["seconds"], cold),

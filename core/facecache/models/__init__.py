@@ -3,7 +3,7 @@ runtime (ONNX Runtime sessions).
 
     from facecache.models import ModelStore, SessionFactory
     store = ModelStore()                     # --models-dir / $FACECACHE_MODELS / per-user folder
-    paths = store.paths("default")           # MTCNN: {"pnet": ..., "rnet": ..., "onet": ...}
+    paths = store.paths("mtcnn")             # {"pnet": ..., "rnet": ..., "onet": ...}
     session = SessionFactory("auto").session(paths["pnet"])
 """
 

