@@ -139,4 +139,8 @@ def test_a_real_run_on_the_group_photo(tmp_path, models_dir, capsys):
     assert picture is not None and picture.shape[0] == 256 and picture.shape[1] > 3 * 200  # three panels
     print_table(result)
     shown = capsys.readouterr().out
-    assert "clipped_fraction" in shown and "(goal <= 0.001: met)" in shown and "not measured" in shown
+    assert "clipped_fraction" in shown and "(goal <= 0.001: met)" in shown
+    # with the default models' landmarker and recognizer, identity and expression are measured too
+    assert (result["models"]["landmarker"] is None) == (result["expression_error"] is None)
+    assert (result["models"]["recognizer"] is None) == (result["identity_margin_mean"] is None)
+    assert ("not measured" in shown) == (result["expression_error"] is None)
