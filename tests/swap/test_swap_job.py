@@ -48,9 +48,10 @@ def test_each_change_reruns_only_its_own_stage(tmp_path, models_dir, portrait_pa
     assert report.written == 1
 
     # A new source: only the new source image is analysed; the target's analysis is a cache hit.
+    # (the default models find its 68 landmarks and its embedding too; the target needs no embedding)
     new_source, report = run_job(tmp_path, models_dir, [second_source], target)
     assert new_source.inferences.as_dict(("detect", "landmark", "embed", "swap")) == \
-        {"detect": 1, "landmark": 0, "embed": 0, "swap": 1}
+        {"detect": 1, "landmark": 1, "embed": 1, "swap": 1}
     assert new_source.stats.hits == 1 and report.written == 1
 
     # A composite-only change: no model runs at all.
@@ -158,7 +159,8 @@ def test_cli_swap_json(tmp_path, models_dir, portrait_paths):
     first = json.loads(run.stdout)
     assert (first["frames"], first["written"], first["skipped"]) == (1, 1, 0)
     assert (first["faces_found"], first["faces_swapped"]) == (1, 1) and "facecache: warning" not in run.stderr
-    assert first["inferences"] == {"detect": 2, "landmark": 0, "embed": 0, "swap": 1}
+    # source and target: detection and 68 landmarks; the embedding only for the source (the one selector needs none)
+    assert first["inferences"] == {"detect": 2, "landmark": 2, "embed": 1, "swap": 1}
     second = json.loads(subprocess.run(command + ["--mask-blur", "0.6"], capture_output=True, text=True,
                                        check=True).stdout)
     assert second["inferences"] == {"detect": 0, "landmark": 0, "embed": 0, "swap": 0} and second["written"] == 1
