@@ -162,11 +162,12 @@ def test_cli_analyze_faces_prints_what_the_cache_holds_per_frame(tmp_path, model
     x1, y1, x2, y2 = face["box"]
     assert 150 < x1 < x2 < 300 and 40 < y1 < y2 < 200  # the astronaut's face
     assert len(face["kps5"]) == 5 and all(x1 <= x <= x2 and y1 <= y <= y2 for x, y in face["kps5"])
-    assert face["landmarks68"] is None  # no 68-point landmarker installed in this models folder
+    assert len(face["landmarks68"]) == 68  # the default models' face mesh
+    assert all(x1 - 20 <= x <= x2 + 20 and y1 - 20 <= y <= y2 + 20 for x, y in face["landmarks68"])
     assert set(face["pose"]) == {"pitch", "yaw", "roll"} and abs(face["pose"]["yaw"]) < 25
-    assert face["embedding_cached"] is False
+    assert face["embedding_cached"] is True  # and its recognizer
     text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    assert "frame 0 face 0: box" in text and "yaw" in text and "no embedding" in text
+    assert "frame 0 face 0: box" in text and "yaw" in text and "68 landmarks" in text and "embedding cached" in text
     assert "analyses from cache 1" in text
 
 
@@ -198,7 +199,7 @@ def test_black_tiny_and_huge_frames_are_empty_records(tmp_path, models_dir, shap
 
 
 def test_reference_selection_without_a_recognizer_says_what_to_install(tmp_path, models_dir, portraits):
-    a = analyzer(tmp_path / "c", models_dir)
+    a = analyzer(tmp_path / "c", models_dir, recognizer="none")  # the default models have one
     record = a.analyze_frame(portraits["astronaut"])
     selector = Selector("reference", references=(np.ones(512, np.float32),))
     with pytest.raises(SelectionError, match="models install default"):
