@@ -1,65 +1,21 @@
-"""Coverage under each movie strip: which frames are analysed (from the engine's cache, reported with
-every job and refreshed by `coverage_watch` when the shared cache changes) and which are swapped (files in the output folder). Drawn as a thin two-row bar along the
-bottom of each movie strip by a sequencer draw handler; `strip_coverage` is the testable data part.
-Swapped frames where a face was left as it was (turned past the swapper's yaw limit, as the swap
-jobs of this session reported) show orange instead of green."""
+"""Coverage under each movie strip: which frames are analysed and which are swapped, as the engine
+session last reported them (with every job, after previews, and on coverage refreshes when the shared
+cache changes: `coverage_watch`), kept in `runtime.STATE`. Drawn as a thin two-row bar along the
+bottom of each movie strip by a sequencer draw handler that only reads that state; `strip_coverage`
+is the testable data part. Swapped frames where a face was left as it was (turned past the swapper's
+yaw limit, as the swap jobs of this session reported) show orange instead of green."""
 
 from __future__ import annotations
 
-import time
-
 import bpy
 
-from . import compat, frame_mapping, paths, timeline
+from . import compat, frame_mapping, paths, runtime, timeline
 
-_analysed: dict[str, set[int]] = {}
-_turned_away: dict[str, set[int]] = {}  # frames with a face left as it was (turned past the yaw limit)
-_swapped_memo: dict[str, tuple[float, set[int]]] = {}
 _handle = None
 
 ANALYSED_COLOR = (0.35, 0.6, 1.0, 0.9)
 SWAPPED_COLOR = (0.3, 0.9, 0.4, 0.9)
 TURNED_AWAY_COLOR = (1.0, 0.6, 0.15, 0.95)  # drawn over the swapped row
-
-
-def remember_analysed(analysed: dict) -> None:
-    for media, frames in analysed.items():
-        _analysed.setdefault(media, set()).update(int(f) for f in frames)
-
-
-def replace_analysed(media: str, asked, found) -> None:
-    """A refresh answered `found` among the media frames `asked`: frames no longer cached drop out."""
-    frames = _analysed.setdefault(media, set())
-    frames.difference_update(asked)
-    frames.update(int(f) for f in found)
-
-
-def remember_turned_away(turned_away: dict) -> None:
-    """Frames a swap job reported with faces left untouched (turned past the swapper's yaw limit)."""
-    for media, frames in turned_away.items():
-        _turned_away.setdefault(media, set()).update(int(f) for f in frames)
-
-
-def forget_analysed() -> None:
-    _analysed.clear()
-    _turned_away.clear()
-
-
-def invalidate() -> None:
-    _swapped_memo.clear()
-
-
-def analysed_frames(media: str) -> set[int]:
-    return _analysed.get(media, set())
-
-
-def swapped_frames(scene, media: str, max_age: float = 2.0) -> set[int]:
-    now = time.monotonic()
-    memo = _swapped_memo.get(media)
-    if memo is None or now - memo[0] > max_age:
-        memo = (now, timeline.swapped_on_disk(scene, media))
-        _swapped_memo[media] = memo
-    return memo[1]
 
 
 def strip_coverage(scene, strip) -> dict:
@@ -73,8 +29,9 @@ def strip_coverage(scene, strip) -> dict:
                 "swapped_runs": [], "turned_away_runs": []}
     media = paths.media_path(strip)
     used = set(shown.values())
-    analysed, swapped = analysed_frames(media) & used, swapped_frames(scene, media) & used
-    turned_away = _turned_away.get(media, set()) & swapped
+    analysed = runtime.STATE.analysed.get(media, set()) & used
+    swapped = runtime.STATE.swapped.get(media, set()) & used
+    turned_away = runtime.STATE.turned_away.get(media, set()) & swapped
 
     def to_timeline(done):
         return list(timeline.runs(sorted(t for t, m in shown.items() if m in done)))

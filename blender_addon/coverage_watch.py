@@ -4,16 +4,16 @@ a pruner's removals) show in the coverage bars without pressing anything.
 The engine's `CacheWatcher` (inotify on local disks, polling on network mounts, debounced) calls back
 on its own thread; that callback never touches bpy, it only sets a `threading.Event`. A
 `bpy.app.timers` function (every second) checks the event and refreshes coverage: the engine's
-`coverage` job (run in the engine process, like every other job) answers which frames of each
-movie strip's media are analysed, from the cache alone; swapped frames are the files on disk, re-read
-after the refresh. If the watcher cannot start or dies, `mode` says "manual" with the reason, the panel
+`coverage` request (answered by the session's engine process, like every other request) says which
+frames of each movie strip's media are analysed (from the cache alone), which have an output file, and
+the cache's size; the answer goes into `runtime.STATE`, which the panel and the bars read. If the watcher cannot start or dies, `mode` says "manual" with the reason, the panel
 shows it, and `faceswap.refresh_coverage` (or `refresh(scene)`) refreshes by hand. Nothing here raises
 into Blender.
 
 In background mode and the bpy module timers never run: call `refresh(scene)` (synchronous there)
 and `tick()` by hand.
 
-All per-session state lives in one holder, `SESSION`.
+The watcher's state lives in one holder, `SESSION`; what it learns, in `runtime.STATE`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import threading
 import bpy
 from bpy.app.handlers import persistent
 
-from . import compat, coverage_overlay, engine_client, frame_mapping, jobs, paths, timeline
+from . import compat, engine_client, frame_mapping, jobs, paths, runtime, timeline
 
 log = logging.getLogger("vse_faceswap.coverage_watch")
 TICK_SECONDS = 1.0
@@ -54,7 +54,6 @@ class Session:
         self.query = None  # (EngineJob, scene name, items) of a coverage query in flight
         self.last_error: str | None = None
         self.refreshes = 0
-        self.cache_bytes: int | None = None  # measured by the engine process on each refresh
 
     # -- the watcher ---------------------------------------------------------------------------------
 
@@ -137,7 +136,6 @@ def refresh(scene, wait: bool | None = None) -> dict:
     the query and returns {"started": True} (the timer applies it)."""
     SESSION.changed.clear()
     items = coverage_items(scene)
-    coverage_overlay.invalidate()  # swapped frames: re-read the output folders
     if not items:
         _redraw()
         return {"media": 0, "analysed": 0}
@@ -147,7 +145,7 @@ def refresh(scene, wait: bool | None = None) -> dict:
         job = engine_client.run_sync(_job(scene, items))
         return _apply(job, items)
     if SESSION.query is None:
-        SESSION.query = (engine_client.EngineJob(_job(scene, items)).start(), scene.name, items)
+        SESSION.query = (engine_client.SESSION.request(_job(scene, items)), scene.name, items)
     return {"started": True}
 
 
@@ -157,15 +155,12 @@ def _apply(job, items) -> dict:
         log.warning("coverage refresh failed: %s", SESSION.last_error)
         return {"error": SESSION.last_error}
     analysed = job.result.get("analysed", {}) or {}
-    SESSION.cache_bytes = job.result.get("cache_bytes")
-    asked: dict[str, set] = {}
-    for item in items:
-        asked.setdefault(item["media"], set()).update(range(int(item["start"]), int(item["stop"])))
-    for media, frames in asked.items():
-        coverage_overlay.replace_analysed(media, frames, analysed.get(media, ()))
+    runtime.STATE.cache_bytes = job.result.get("cache_bytes")
+    asked = runtime.asked_frames(items)
+    runtime.STATE.replace("analysed", analysed, asked)
+    runtime.STATE.replace("swapped", job.result.get("swapped", {}) or {}, asked)
     SESSION.last_error = None
     SESSION.refreshes += 1
-    coverage_overlay.invalidate()
     _redraw()
     return {"media": len(asked), "analysed": sum(len(v) for v in analysed.values())}
 

@@ -1,15 +1,22 @@
-"""The process boundary: the engine runs as `python -m facecache.worker` (Blender's own Python) with the
-extension's vendored engine and its wheels on the path. One job per process, JSON lines both ways.
+"""The process boundary: one engine session per Blender session. The engine runs as
+`python -m facecache.worker --serve` (Blender's own Python, with the extension's vendored engine and its
+wheels on the path) and answers many requests, JSON lines both ways, each request and answer carrying
+an id (an actor, as in Dream Textures' generator process). It keeps models, source faces and preview
+sessions warm, so a second click does not pay for imports and model loading again.
 
-`EngineJob.start()` spawns it; a reader thread puts each line in a queue; `poll()` drains the queue on
-Blender's main thread (from a `bpy.app.timers` callback) and `wait()` does the same synchronously
-(background mode and the bpy module, where timers never run). A crash of the process becomes an error
-message; Blender itself is never at risk.
+`SESSION.request(job)` starts the process when none runs and returns a `Request`; a reader thread sorts
+the answers into each request's queue; `poll()` applies them on Blender's main thread (from a
+`bpy.app.timers` callback) and `wait()` does the same synchronously (background mode and the bpy module,
+where timers never run). `cancel()` sends a cancel message, which works on every platform. If the
+process dies, every request in flight ends with one error that says so, and the next request starts a
+fresh process; Blender itself is never at risk.
 """
 
 from __future__ import annotations
 
+import collections
 import importlib
+import itertools
 import json
 import os
 import queue
@@ -44,11 +51,14 @@ def worker_env() -> dict:
     return env
 
 
-class EngineJob:
-    def __init__(self, job: dict):
+class Request:
+    """One request to the engine session and what has come back for it so far."""
+
+    def __init__(self, job: dict, request_id=None, session: "EngineSession | None" = None):
         self.job = job
-        self.messages: queue.Queue = queue.Queue()
-        self.process: subprocess.Popen | None = None
+        self.id = request_id
+        self.session = session
+        self.messages: queue.Queue = queue.Queue()  # filled by the session's reader thread
         self.result: dict | None = None
         self.error: str | None = None
         self.error_kind = ""
@@ -56,47 +66,19 @@ class EngineJob:
         self.total = 0
         self.label = ""
         self.cancelled = False
-        self._stderr: list[str] = []
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    def start(self) -> "EngineJob":
-        flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
-        self.process = subprocess.Popen([python_executable(), "-m", "facecache.worker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(),
-                                        text=True, encoding="utf-8", creationflags=flags)
-        self.process.stdin.write(json.dumps(self.job) + "\n")
-        self.process.stdin.close()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-        return self
-
-    def _read_stdout(self) -> None:
-        for line in self.process.stdout:
-            try:
-                self.messages.put(json.loads(line))
-            except ValueError:
-                self._stderr.append(line)
-        self.messages.put({"type": "eof", "returncode": self.process.wait()})
-
-    def _read_stderr(self) -> None:
-        for line in self.process.stderr:
-            self._stderr.append(line)
-            del self._stderr[:-40]
 
     def cancel(self) -> None:
+        """Ask the engine to stop this request (a swap keeps the frames it finished)."""
         self.cancelled = True
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
+        if self.session is not None and not self.finished:
+            self.session.send({"kind": "cancel", "target": self.id})
 
     @property
     def finished(self) -> bool:
         return self.result is not None or self.error is not None
 
-    # -- messages -------------------------------------------------------------------------------
-
     def poll(self) -> bool:
-        """Apply every queued message; True once the job has finished (result or error)."""
+        """Apply every queued message; True once the request has finished (result or error)."""
         while not self.finished:
             try:
                 message = self.messages.get_nowait()
@@ -105,8 +87,8 @@ class EngineJob:
             self._apply(message)
         return True
 
-    def wait(self, on_progress=None, heartbeat: float | None = None) -> "EngineJob":
-        """Apply messages until the job finishes; `on_progress(job)` after each one, and every
+    def wait(self, on_progress=None, heartbeat: float | None = None) -> "Request":
+        """Apply messages until the request finishes; `on_progress(request)` after each one, and every
         `heartbeat` seconds while none comes."""
         while not self.finished:
             try:
@@ -124,20 +106,110 @@ class EngineJob:
         elif kind == "result":
             self.result = message.get("summary", {})
         elif kind == "error":
-            self.error = message.get("message", "the engine failed")
+            cancelled = message.get("kind") == "Cancelled"
+            self.error = "cancelled" if cancelled else message.get("message", "the engine failed")
             self.error_kind = message.get("kind", "")
-        elif kind == "eof":
-            if self.cancelled:
-                self.error = "cancelled"
-            else:
-                tail = "".join(self._stderr[-5:]).strip()
-                self.error = (f"the face swap engine stopped unexpectedly (exit code {message.get('returncode')})"
-                              + (f": {tail}" if tail else ""))
 
     @property
     def fraction(self) -> float:
         return self.done / self.total if self.total else 0.0
 
 
-def run_sync(job: dict, on_progress=None) -> EngineJob:
-    return EngineJob(job).start().wait(on_progress)
+class EngineSession:
+    """The engine process of this Blender session, started on the first request (and again after it died)."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.starts = 0  # processes started in this session
+        self._requests: dict[int, Request] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._stderr: collections.deque = collections.deque(maxlen=40)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def request(self, job: dict) -> Request:
+        """Send a job to the engine (starting it if needed); its answers arrive on the returned Request."""
+        with self._lock:
+            if not self.alive:
+                self._start()
+            request = Request(job, next(self._ids), self)
+            self._requests[request.id] = request
+            process = self.process
+        self.send({**job, "id": request.id}, process)
+        return request
+
+    def send(self, message: dict, process: subprocess.Popen | None = None) -> None:
+        process = process or self.process
+        if message.get("kind") == "cancel":
+            message = {**message, "id": f"cancel-{message['target']}"}
+        try:
+            process.stdin.write(json.dumps(message) + "\n")
+            process.stdin.flush()
+        except (OSError, ValueError, AttributeError):
+            pass  # the process is gone: its reader ends every request in flight with the reason
+
+    def _start(self) -> None:
+        flags = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        self.process = subprocess.Popen([python_executable(), "-m", "facecache.worker", "--serve"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        env=worker_env(), text=True, encoding="utf-8", creationflags=flags)
+        self.starts += 1
+        self._stderr.clear()
+        threading.Thread(target=self._read_stdout, args=(self.process,), daemon=True).start()
+        threading.Thread(target=self._read_stderr, args=(self.process,), daemon=True).start()
+
+    def _read_stdout(self, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self._stderr.append(line)
+                continue
+            with self._lock:
+                request = self._requests.get(message.get("id"))
+                if request is not None and message.get("type") in ("result", "error"):
+                    del self._requests[request.id]
+            if request is not None:
+                request.messages.put(message)
+        returncode = process.wait()
+        with self._lock:
+            if self.process is process:
+                self.process = None
+            orphans, self._requests = list(self._requests.values()), {}
+        tail = "".join(list(self._stderr)[-5:]).strip()
+        for request in orphans:
+            message = "cancelled" if request.cancelled else (
+                f"the face swap engine stopped unexpectedly (exit code {returncode})" + (f": {tail}" if tail else "")
+                + "; the next request starts it again")
+            request.messages.put({"type": "error", "message": message, "kind": "EngineDied"})
+
+    def _read_stderr(self, process: subprocess.Popen) -> None:
+        for line in process.stderr:
+            self._stderr.append(line)
+
+    def stop(self) -> None:
+        """End the engine process (requests in flight end with an error); the next request starts a new one."""
+        with self._lock:
+            process, self.process = self.process, None
+        if process is None:
+            return
+        try:
+            process.stdin.close()  # the engine cancels what runs and exits
+            process.wait(5)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            process.kill()
+
+
+SESSION = EngineSession()
+
+
+def restart() -> None:
+    """The next request starts a fresh engine process (e.g. after the models or the environment changed)."""
+    SESSION.stop()
+
+
+def run_sync(job: dict, on_progress=None) -> Request:
+    return SESSION.request(job).wait(on_progress)

@@ -1,5 +1,7 @@
-"""Running engine jobs from Blender: one at a time, asynchronous in the UI (a `bpy.app.timers` callback
-drains the engine's messages), synchronous in background mode and in the bpy module."""
+"""Running engine jobs from Blender: one at a time, as requests to the session's engine process;
+asynchronous in the UI (a `bpy.app.timers` callback drains the engine's messages), synchronous in
+background mode and in the bpy module. The job's progress and status are runtime state
+(`runtime.STATE.job`), never saved in the .blend."""
 
 from __future__ import annotations
 
@@ -7,12 +9,13 @@ import json
 import os
 
 import bpy
+from bpy.app.handlers import persistent
 
-from . import coverage_overlay, engine_client, paths, progress_lines
+from . import engine_client, paths, progress_lines, runtime
 
-_state = {"job": None, "scene": None, "on_done": None}
+_state = {"job": None, "scene": None, "on_done": None, "items": []}
 
-MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own name for it (facecache.models.locations)
+MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own name for it (facecache.locations)
 MODELS_HINT = ("face models are not installed: open Edit > Preferences > Add-ons > VSE Face Swap and click "
                "Install Default Models (or import a FaceFusion models folder)")
 
@@ -40,20 +43,21 @@ def engine_settings(scene) -> dict:
     return settings
 
 
-def models_dir() -> str:
+def models_dir(create: bool = True) -> str:
     """The preferences' Models Folder, else $FACECACHE_MODELS (the engine CLI's variable: a farm node's
-    models folder on the NAS), else the extension's user folder."""
+    models folder on the NAS), else the extension's user folder (created unless `create` is False:
+    drawing only reads)."""
     p = prefs()
     if p and p.models_dir:
         return bpy.path.abspath(p.models_dir)
-    return os.path.abspath(os.environ[MODELS_DIR_ENV]) if os.environ.get(MODELS_DIR_ENV) else default_models_dir()
+    return os.path.abspath(os.environ[MODELS_DIR_ENV]) if os.environ.get(MODELS_DIR_ENV) else default_models_dir(create)
 
 
-def default_models_dir() -> str:
+def default_models_dir(create: bool = True) -> str:
     try:
-        return bpy.utils.extension_path_user(__package__, path="models", create=True)
+        return bpy.utils.extension_path_user(__package__, path="models", create=create)
     except (ValueError, AttributeError):  # not installed as an extension (development checkout)
-        return os.path.join(bpy.utils.user_resource("DATAFILES", path="vse_faceswap", create=True), "models")
+        return os.path.join(bpy.utils.user_resource("DATAFILES", path="vse_faceswap", create=create), "models")
 
 
 def friendly(message: str, kind: str = "") -> str:
@@ -63,15 +67,16 @@ def friendly(message: str, kind: str = "") -> str:
 
 
 def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None = None):
-    """Start a job (`extra`: more fields of the request, e.g. the folder to import); returns the EngineJob
-    (already finished when synchronous). Raises RuntimeError when busy."""
+    """Start a job (`extra`: more fields of the request, e.g. the folder to import); returns its
+    engine_client.Request (already finished when synchronous). Raises RuntimeError when busy."""
     if running():
         raise RuntimeError("a face swap job is already running: wait for it or press Cancel")
-    job = engine_client.EngineJob({"kind": kind, "settings": engine_settings(scene), "items": items, **(extra or {})})
-    props = scene.faceswap
-    props.running, props.progress, props.status = True, 0.0, f"{kind}: starting"
-    _state.update(job=job, scene=scene.name, on_done=on_done)
-    job.start()
+    status = runtime.STATE.job
+    status.running, status.kind, status.progress, status.text = True, kind, 0.0, f"{kind}: starting"
+    _state.update(scene=scene.name, on_done=on_done, items=items)
+    job = engine_client.SESSION.request({"kind": kind, "settings": engine_settings(scene), "items": items,
+                                         **(extra or {})})
+    _state["job"] = job
     if synchronous():
         lines = progress_lines.ProgressLines(kind)
         job.wait(lines, heartbeat=progress_lines.HEARTBEAT_SECONDS)
@@ -79,7 +84,7 @@ def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None 
         if job.result is not None:
             lines.finished(describe(job.result))
     else:
-        bpy.app.timers.register(_tick, first_interval=0.1)
+        bpy.app.timers.register(_tick, first_interval=0.05)
     return job
 
 
@@ -92,36 +97,36 @@ def _tick():
     if job is None:
         return None
     finished = job.poll()
-    scene = _scene()
-    if scene is not None and not finished:
-        scene.faceswap.progress = job.fraction
-        scene.faceswap.status = f"{job.job['kind']}: {job.label} {job.done}/{job.total}"
+    if not finished:
+        status = runtime.STATE.job
+        status.progress = job.fraction
+        status.text = f"{job.job['kind']}: {job.label} {job.done}/{job.total}"
         _redraw()
-    if finished:
-        _finish(job)
-        return None
-    return 0.1
+        return 0.1
+    _finish(job)
+    return None
 
 
 def _finish(job) -> None:
     scene = _scene()
-    on_done = _state["on_done"]
-    _state.update(job=None, on_done=None)
-    if scene is None:
-        return
-    props = scene.faceswap
-    props.running, props.progress = False, 1.0 if job.result is not None else 0.0
+    on_done, items = _state["on_done"], _state["items"]
+    _state.update(job=None, on_done=None, items=[])
+    status = runtime.STATE.job
+    status.running, status.progress = False, 1.0 if job.result is not None else 0.0
     if job.result is not None:
         summary = dict(job.result)
-        coverage_overlay.remember_analysed(summary.pop("analysed", {}) or {})
-        coverage_overlay.remember_turned_away(summary.pop("turned_away", {}) or {})
-        props.last_report = json.dumps(summary, sort_keys=True)
-        props.status = ("cancelled; finished frames kept: " if summary.get("cancelled") else "") + describe(summary)
+        asked = runtime.asked_frames(items)
+        for kind in ("analysed", "swapped"):
+            if kind in summary:
+                runtime.STATE.replace(kind, summary.pop(kind) or {}, asked)
+        runtime.STATE.add("turned_away", summary.pop("turned_away", {}) or {})
+        status.text = ("cancelled; finished frames kept: " if summary.get("cancelled") else "") + describe(summary)
+        if scene is not None:
+            scene.faceswap.last_report = json.dumps(summary, sort_keys=True)
     else:
-        props.status = "cancelled" if job.error == "cancelled" else f"error: {friendly(job.error or '', job.error_kind)}"
-    if on_done is not None:
+        status.text = "cancelled" if job.error == "cancelled" else f"error: {friendly(job.error or '', job.error_kind)}"
+    if scene is not None and on_done is not None:
         on_done(scene, job)
-    coverage_overlay.invalidate()
     _redraw()
 
 
@@ -148,7 +153,27 @@ def _redraw() -> None:
 
 
 def reset() -> None:
+    """Forget the job of this session (a new file was opened, or the add-on is turned off)."""
     job = _state["job"]
     if job is not None:
         job.cancel()
-    _state.update(job=None, scene=None, on_done=None)
+    _state.update(job=None, scene=None, on_done=None, items=[])
+    runtime.STATE.job = runtime.JobStatus()
+
+
+@persistent
+def on_load_post(*_args):
+    """Another file: a job of the previous one is cancelled (its frames are kept), and nothing known
+    about the previous file's media is shown."""
+    reset()
+    runtime.STATE.forget()
+
+
+def register():
+    bpy.app.handlers.load_post.append(on_load_post)
+
+
+def unregister():
+    reset()
+    if on_load_post in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(on_load_post)

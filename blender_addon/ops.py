@@ -9,7 +9,7 @@ import os
 import bpy
 from bpy.props import IntProperty, StringProperty
 
-from . import compat, coverage_overlay, frame_mapping, jobs, paths, timeline
+from . import compat, frame_mapping, jobs, paths, preview, runtime, timeline
 from .compat import sequencer_scene
 
 
@@ -246,37 +246,24 @@ def report_not_followed(operator, synced: dict) -> None:
             operator.report({"WARNING"}, f"{name}: {problem}")
 
 
-class FACESWAP_OT_preview_frame(_JobOperator, bpy.types.Operator):
-    """Compute the swapped frame under the playhead when it is missing"""
+class FACESWAP_OT_preview_frame(bpy.types.Operator):
+    """Make the swapped frame under the playhead now (recomposited from the cache when it is known)"""
     bl_idname = "faceswap.preview_frame"
     bl_label = "Preview Frame"
     bl_options = {"INTERNAL"}
 
+    @classmethod
+    def poll(cls, context):
+        return sequencer_scene(context) is not None
+
     def execute(self, context):
         scene = sequencer_scene(context)
-        items = preview_items(scene, scene.frame_current)
-        if not items:
+        problem = check_sources(scene)
+        if problem or not preview.items_under_playhead(scene)[0]:
+            self.report({"WARNING"}, problem or "no swapped strip under the playhead")
             return {"CANCELLED"}
-        if check_sources(scene):
-            return {"CANCELLED"}
-        return self.launch(scene, "swap", items, lambda s, job: refresh_images(s))
-
-
-def preview_items(scene, frame: int) -> list[dict]:
-    """Engine items for the originals under `frame` whose swapped frame file is missing."""
-    items = []
-    for original in timeline.originals(scene):
-        if original.mute:
-            continue
-        try:
-            index = frame_mapping.media_frame_at(original, frame)
-        except frame_mapping.UnsupportedStrip:
-            continue
-        media = paths.media_path(original)
-        if index is not None and os.path.isfile(media) and not os.path.isfile(os.path.join(paths.output_folder(scene, media),
-                                                                     timeline.frame_name(index))):
-            items.append({"media": media, "start": index, "stop": index + 1, "out": paths.output_root(scene, media)})
-    return items
+        preview.request(scene, force=True)
+        return {"FINISHED"}
 
 
 class FACESWAP_OT_cancel(bpy.types.Operator):
@@ -310,7 +297,7 @@ class FACESWAP_OT_cache_clear(_JobOperator, bpy.types.Operator):
         return context.window_manager.invoke_confirm(self, event)
 
     def execute(self, context):
-        coverage_overlay.forget_analysed()
+        runtime.STATE.analysed.clear()  # the swapped frames' files stay
         return self.launch(sequencer_scene(context), "cache_clear", [])
 
 

@@ -189,6 +189,7 @@ def _repoint_swapped_strips(old: str, new: str, blend_path: str) -> None:
 
 def register():
     bpy.app.handlers.save_pre.append(on_save_pre)
+    tempfile.gettempdir()  # found (by writing probe files) once now, so the panel's cache path is string work
 
 
 def unregister():

@@ -28,7 +28,7 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
         col = layout.column()
         col.prop(self, "models_dir")
         if not self.models_dir:
-            col.label(text=f"Using {models_dir()}", icon="INFO")
+            col.label(text=f"Using {models_dir(create=False)}", icon="INFO")  # drawing creates nothing
         row = col.row()
         row.operator("faceswap.install_models", icon="IMPORT")
         row.operator("faceswap.import_models", icon="FILE_FOLDER")

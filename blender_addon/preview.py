@@ -1,47 +1,127 @@
-"""Preview: when the playhead rests (0.3 s) on a frame whose swapped output is missing, compute that
-frame first (a one-frame swap job) and refresh the preview. Interactive sessions only."""
+"""Live preview: the frame under the playhead, remade when the playhead rests on it or a blend setting
+changes. Each swapped strip under the playhead gets that frame from the engine session's preview
+sessions: recomposited from the cached analysis and swap (no model runs), or analysed and swapped first
+when the frame is new. Only the swapped strips whose frame was written are refreshed.
+
+Requests never pile up: while one is in flight, a newer playhead position or setting only marks the
+next request, which goes out when the answer comes (the engine answers previews ahead of a running
+job's next frame). Playback does not preview. In background mode (`blender -b`, farms) nothing is
+previewed; `ACTIVE` lets the bpy module's tests and benchmark act as the interactive UI.
+"""
 
 from __future__ import annotations
 
 import bpy
 from bpy.app.handlers import persistent
 
-from . import jobs
+from . import engine_client, frame_mapping, jobs, paths, runtime, timeline
 
-REST_SECONDS = 0.3
-_pending = {"scene": None, "frame": None}
+POLL_SECONDS = 0.01
+_flight = {"request": None, "scene": None, "pending": None}  # the request in flight; the scene asked next
+ACTIVE = {"ui": None}  # None: previews follow `not bpy.app.background`; tests set True
+
+
+def active() -> bool:
+    return ACTIVE["ui"] if ACTIVE["ui"] is not None else not bpy.app.background
+
+
+def items_under_playhead(scene) -> tuple[list[dict], list]:
+    """Engine items (one frame each) for the swapped originals under the playhead, and their swapped strips."""
+    frame = scene.frame_current
+    items, strips = [], []
+    for original in timeline.originals(scene):
+        strip = timeline.overlay_of(original)
+        if strip is None or original.mute:
+            continue
+        try:
+            index = frame_mapping.media_frame_at(original, frame)
+        except frame_mapping.UnsupportedStrip:
+            continue
+        if index is None:
+            continue
+        media = paths.media_path(original)
+        items.append({"media": media, "start": index, "stop": index + 1, "out": paths.output_root(scene, media)})
+        strips.append(strip)
+    return items, strips
+
+
+def request(scene, force: bool = False) -> None:
+    """Preview the frame under `scene`'s playhead (now, or when the request in flight has answered);
+    `force`: even where live previews are off (the Preview Frame operator)."""
+    if scene is None or not scene.faceswap.sources or not (force or active() and scene.faceswap.live_preview):
+        return
+    if _flight["request"] is not None:
+        _flight["pending"] = scene.name
+        return
+    _send(scene)
+
+
+def _send(scene) -> None:
+    items, strips = items_under_playhead(scene)
+    if not items:
+        return
+    job = {"kind": "preview", "settings": jobs.engine_settings(scene), "items": items}
+    _flight.update(request=engine_client.SESSION.request(job), scene=scene.name, strips=[s.name for s in strips])
+    if jobs.synchronous():
+        _flight["request"].wait()
+        _answered()
+    elif not bpy.app.timers.is_registered(_poll):
+        bpy.app.timers.register(_poll, first_interval=POLL_SECONDS)
+
+
+def _poll():
+    request_ = _flight["request"]
+    if request_ is None:
+        return None
+    if not request_.poll():
+        return POLL_SECONDS
+    _answered()
+    return POLL_SECONDS if _flight["request"] is not None else None
+
+
+def _answered() -> None:
+    """Apply the answer in flight: refresh the strips whose frame was written; send what waits."""
+    request_ = _flight["request"]
+    scene = bpy.data.scenes.get(_flight["scene"] or "")
+    _flight.update(request=None, scene=None)
+    if request_.result is not None:
+        runtime.STATE.last_preview = request_.result
+        runtime.STATE.add("swapped", runtime.asked_frames(request_.job["items"]))
+        if scene is not None and request_.result.get("written"):
+            refresh_strips(scene, _flight.get("strips", ()))
+    pending, _flight["pending"] = _flight["pending"], None
+    scene = bpy.data.scenes.get(pending or "")
+    if scene is not None:
+        _send(scene)
+
+
+def refresh_strips(scene, names) -> None:
+    """Make Blender read the swapped strips' frames again (their files changed under the same names)."""
+    for strip in timeline.swapped_strips(scene):
+        if strip.name in names:
+            strip.directory = strip.directory  # setting the path drops the strip's cached images
+    jobs._redraw()
 
 
 @persistent
 def on_frame_change(scene, *_args):
-    if bpy.app.background or jobs.running() or not scene.faceswap.auto_preview:
-        return
     if getattr(bpy.context.screen, "is_animation_playing", False):
         return
-    _pending.update(scene=scene.name, frame=scene.frame_current)
-    if not bpy.app.timers.is_registered(_rest):
-        bpy.app.timers.register(_rest, first_interval=REST_SECONDS)
+    request(scene)
 
 
-def _rest():
-    from .ops import preview_items, refresh_images
-
-    scene = bpy.data.scenes.get(_pending["scene"] or "")
-    if scene is None or jobs.running() or scene.frame_current != _pending["frame"]:
-        return None
-    items = preview_items(scene, scene.frame_current)
-    if items and scene.faceswap.source_paths():
-        try:
-            jobs.start(scene, "swap", items, lambda s, job: refresh_images(s))
-        except (RuntimeError, OSError):
-            pass
-    return None
+@persistent
+def on_load_post(*_args):
+    _flight.update(request=None, scene=None, pending=None)
 
 
 def register():
     bpy.app.handlers.frame_change_post.append(on_frame_change)
+    bpy.app.handlers.load_post.append(on_load_post)
 
 
 def unregister():
-    if on_frame_change in bpy.app.handlers.frame_change_post:
-        bpy.app.handlers.frame_change_post.remove(on_frame_change)
+    for handlers, handler in ((bpy.app.handlers.frame_change_post, on_frame_change),
+                              (bpy.app.handlers.load_post, on_load_post)):
+        if handler in handlers:
+            handlers.remove(handler)

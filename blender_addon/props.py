@@ -50,6 +50,12 @@ def _redraw(_self, context):
             area.tag_redraw()
 
 
+def _blend_changed(self, _context):
+    from . import preview
+
+    preview.request(self.id_data)  # the scene whose blend settings changed
+
+
 def _load_thumbnail(self, _context):
     path = bpy.path.abspath(self.filepath)
     if path and os.path.isfile(path):
@@ -98,9 +104,9 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
     detector: enum_property("Detector", choices.DETECTORS, "detector")
     landmarker: enum_property("Landmarker", choices.LANDMARKERS, "landmarker")
     recognizer: enum_property("Recognizer", choices.RECOGNIZERS, "recognizer")
-    mask_blur: number_property(choices.COMPOSITE[0])
-    color_match: number_property(choices.COMPOSITE[1])
-    opacity: number_property(choices.COMPOSITE[2])
+    mask_blur: number_property(choices.COMPOSITE[0], update=_blend_changed)
+    color_match: number_property(choices.COMPOSITE[1], update=_blend_changed)
+    opacity: number_property(choices.COMPOSITE[2], update=_blend_changed)
     limit_yaw: BoolProperty(name="Skip Turned Faces", default=True,
                             description="Classic swapper: leave faces turned further than the yaw limit as they "
                                         "are (a frontal source on a profile looks wrong); they show orange in "
@@ -110,12 +116,10 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
                               description="Cache folder (// = beside the .blend file)")
     show_coverage: BoolProperty(name="Coverage Bars", default=True, update=_redraw,
                                 description="Show analysed and swapped frames under each movie strip")
-    auto_preview: BoolProperty(name="Preview Missing Frames", default=True,
-                               description="Compute the swapped frame under the playhead first when it is missing")
-    # job state (drawn by the panel)
-    running: BoolProperty(name="Running", default=False)
-    progress: FloatProperty(name="Progress", min=0.0, max=1.0, default=0.0, subtype="FACTOR")
-    status: StringProperty(name="Status", default="")
+    live_preview: BoolProperty(name="Live Preview", default=True,
+                               description="Remake the swapped frame under the playhead when it rests there or a "
+                                           "blend setting changes (from the cache: a blend change runs no model)")
+    # The running job's progress and status are runtime state (runtime.STATE.job), never saved here.
     last_report: StringProperty(name="Last Report", default="",
                                 description="JSON summary of the last job: frames, written, skipped, inferences")
 

@@ -16,7 +16,7 @@ import uuid
 
 import bpy
 
-from . import compat, frame_mapping, paths, shot_group, strip_copy, strip_elements
+from . import compat, frame_mapping, paths, runtime, shot_group, strip_copy, strip_elements
 
 SUFFIX = ".swap"
 # What places the picture, per image: mirrored from the original onto its swapped strip (the two
@@ -255,7 +255,8 @@ def swapped_on_disk(scene, media: str) -> set[int]:
 
 def is_up_to_date(scene, original) -> bool:
     """Whether the swapped strip shows the current settings' faces on every frame, placed as the
-    original is now (timing, geometry, and no composite property left to move to the group)."""
+    original is now (timing, geometry, and no composite property left to move to the group). Its frames
+    come from the engine's last answer (runtime state): no folder is listed."""
     swapped = overlay_of(original)
     if swapped is None or original.faceswap.not_followed:
         return False
@@ -266,7 +267,7 @@ def is_up_to_date(scene, original) -> bool:
     if (not _matches(swapped, place) or swapped.faceswap.settings_key != scene.faceswap.settings_key()
             or not _geometry_matches(original, swapped) or shot_group.has_composite_edits(original)):
         return False
-    return set(place["layout"].used) <= swapped_on_disk(scene, paths.media_path(original))
+    return set(place["layout"].used) <= runtime.STATE.swapped.get(paths.media_path(original), set())
 
 
 def _geometry_matches(original, swapped) -> bool:

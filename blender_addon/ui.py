@@ -1,4 +1,6 @@
-"""The "Face Swap" tab of the sequencer sidebar. Drawing only reads state."""
+"""The "Face Swap" tab of the sequencer sidebar. Drawing only reads: the scene's settings, and the
+runtime state the engine session filled in (`runtime.STATE`); it never lists, stats, opens or creates
+a file (tests/blender/test_blender_draw.py makes such calls fail while everything draws)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import os
 
 import bpy
 
-from . import coverage_overlay, coverage_watch, jobs, paths, timeline
+from . import coverage_overlay, coverage_watch, paths, runtime, timeline
 from .compat import sequencer_scene
 
 
@@ -59,11 +61,12 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         row.operator("faceswap.analyze", icon="VIEWZOOM")
         row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
         row.operator("faceswap.update", icon="FILE_REFRESH")
-        if props.running:
-            layout.progress(factor=props.progress, text=props.status or "working")
+        status = runtime.STATE.job
+        if status.running:
+            layout.progress(factor=status.progress, text=status.text or "working")
             layout.operator("faceswap.cancel", icon="CANCEL")
-        elif props.status:
-            layout.label(text=props.status)
+        elif status.text:
+            layout.label(text=status.text)
 
 
 def _face_list(layout, props, collection: str, active: str) -> None:
@@ -151,7 +154,7 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
         if paths.is_temporary(scene):
             layout.label(text="Unsaved file: temporary cache, moved on first save", icon="ERROR")
         layout.label(text=folder)
-        size = coverage_watch.SESSION.cache_bytes  # measured by the engine on each refresh, never while drawing
+        size = runtime.STATE.cache_bytes  # measured by the engine on each refresh, never while drawing
         size_text = "refresh to measure" if size is None else f"{size / 1e6:.1f} MB"
         layout.label(text=f"Size {size_text} of {paths.max_bytes() / 1e9:.0f} GB")
         manual = coverage_watch.SESSION.mode == "manual"
@@ -161,7 +164,7 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
         if coverage_watch.SESSION.last_error:
             layout.label(text=f"Coverage refresh failed: {coverage_watch.SESSION.last_error}", icon="ERROR")
         layout.prop(scene.faceswap, "show_coverage")
-        layout.prop(scene.faceswap, "auto_preview")
+        layout.prop(scene.faceswap, "live_preview")
         row = layout.row(align=True)
         row.operator("faceswap.cache_prune")
         row.operator("faceswap.cache_clear")

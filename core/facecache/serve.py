@@ -103,6 +103,8 @@ class Server:
     # -- requests run ---------------------------------------------------------------------------
 
     def _run(self, request: Request) -> None:
+        if not request.quick:
+            self.engine.previews.close_all()  # what previews collected goes to the cache before a job
         try:
             if request.cancel.is_set():
                 raise Cancelled("cancelled before it started")

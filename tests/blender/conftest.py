@@ -95,7 +95,7 @@ def addon(bpy, addon_zip, models_dir):
 
     modules = Modules()
     for name in ("frame_mapping", "timeline", "paths", "jobs", "engine_client", "ops", "coverage_overlay", "compat",
-                 "shot_group"):
+                 "shot_group", "runtime", "preview", "coverage_watch", "ui", "props"):
         setattr(modules, name, importlib.import_module(f"{MODULE}.{name}"))
     modules.prefs = bpy.context.preferences.addons[MODULE].preferences
     yield modules
@@ -119,7 +119,7 @@ def project(bpy, addon, tmp_path, portrait_paths):
     with one source face. Returns the scene."""
     bpy.ops.wm.read_homefile(use_empty=True)
     addon.jobs.reset()
-    addon.coverage_overlay.forget_analysed()
+    addon.runtime.STATE.forget()
     addon.prefs.models_dir = str(addon.prefs.models_dir)
     addon.prefs.cache_dir_override = ""
     scene = bpy.context.scene

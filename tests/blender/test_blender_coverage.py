@@ -51,14 +51,14 @@ def test_teammate_analyses_show_after_the_watcher_fires(bpy, addon, project, cli
     assert watch.SESSION.describe().startswith("watching (")
     assert watch.refresh(project) == {"media": 1, "analysed": 0}
     assert addon.coverage_overlay.strip_coverage(project, strip)["analysed"] == 0
-    size_before = watch.SESSION.cache_bytes
+    size_before = addon.runtime.STATE.cache_bytes
 
     watch.SESSION.changed.clear()
     teammate_analyses(cache, models_dir, clip, range(0, 8))
     assert wait_for(watch.SESSION.changed), "the watcher never reported the teammate's write"
 
     assert watch.refresh(project) == {"media": 1, "analysed": 8}
-    assert watch.SESSION.cache_bytes > size_before  # the panel's cache size follows the teammate too
+    assert addon.runtime.STATE.cache_bytes > size_before  # the panel's cache size follows the teammate too
     data = addon.coverage_overlay.strip_coverage(project, strip)
     assert (data["frames"], data["analysed"]) == (24, 8)
     assert len(data["analysed_runs"]) == 1
@@ -111,7 +111,7 @@ def test_faces_turned_past_the_yaw_limit_are_left_and_shown_in_the_coverage(bpy,
     summary = report(project)
     turned = summary["faces_turned_away"]
     assert turned in (3, 6) and summary["faces_swapped"] + turned == 18  # one or two faces a frame
-    assert f"{turned} faces turned past the yaw limit left as they were" in project.faceswap.status
+    assert f"{turned} faces turned past the yaw limit left as they were" in addon.runtime.STATE.job.text
     data = addon.coverage_overlay.strip_coverage(project, strip)
     assert data["swapped"] == 3 and data["turned_away"] == 3 and data["turned_away_runs"]
     # with the option off, every face is swapped

@@ -130,8 +130,8 @@ def test_progress_lines_come_at_least_every_heartbeat_while_the_engine_is_silent
     lines(Job)
     assert len(printed) == 4 and progress.HEARTBEAT_SECONDS <= 60
 
-    # EngineJob.wait calls back on every heartbeat while no message arrives (a claim held elsewhere)
-    job = addon.engine_client.EngineJob({"kind": "swap"})
+    # Request.wait calls back on every heartbeat while no message arrives (a claim held elsewhere)
+    job = addon.engine_client.Request({"kind": "swap"})
     calls = []
 
     def engine():
