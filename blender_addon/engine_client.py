@@ -58,6 +58,7 @@ class Request:
         self.job = job
         self.id = request_id
         self.session = session
+        self.process: subprocess.Popen | None = None  # the engine process it was sent to
         self.messages: queue.Queue = queue.Queue()  # filled by the session's reader thread
         self.result: dict | None = None
         self.error: str | None = None
@@ -71,7 +72,7 @@ class Request:
         """Ask the engine to stop this request (a swap keeps the frames it finished)."""
         self.cancelled = True
         if self.session is not None and not self.finished:
-            self.session.send({"kind": "cancel", "target": self.id})
+            self.session.send({"kind": "cancel", "target": self.id}, self.process)
 
     @property
     def finished(self) -> bool:
@@ -136,13 +137,12 @@ class EngineSession:
             if not self.alive:
                 self._start()
             request = Request(job, next(self._ids), self)
+            request.process = process = self.process
             self._requests[request.id] = request
-            process = self.process
         self.send({**job, "id": request.id}, process)
         return request
 
-    def send(self, message: dict, process: subprocess.Popen | None = None) -> None:
-        process = process or self.process
+    def send(self, message: dict, process: subprocess.Popen) -> None:
         if message.get("kind") == "cancel":
             message = {**message, "id": f"cancel-{message['target']}"}
         try:
@@ -178,7 +178,9 @@ class EngineSession:
         with self._lock:
             if self.process is process:
                 self.process = None
-            orphans, self._requests = list(self._requests.values()), {}
+            orphans = [request for request in self._requests.values() if request.process is process]
+            for request in orphans:
+                del self._requests[request.id]
         tail = "".join(list(self._stderr)[-5:]).strip()
         for request in orphans:
             message = "cancelled" if request.cancelled else (

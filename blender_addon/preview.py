@@ -61,7 +61,7 @@ def _send(scene) -> None:
     if not items:
         return
     job = {"kind": "preview", "settings": jobs.engine_settings(scene), "items": items}
-    _flight.update(request=engine_client.SESSION.request(job), scene=scene.name, strips=[s.name for s in strips])
+    _flight.update(request=engine_client.SESSION.request(job), scene=scene.name, names=[s.name for s in strips])
     if jobs.synchronous():
         _flight["request"].wait()
         _answered()
@@ -88,7 +88,7 @@ def _answered() -> None:
         runtime.STATE.last_preview = request_.result
         runtime.STATE.add("swapped", runtime.asked_frames(request_.job["items"]))
         if scene is not None and request_.result.get("written"):
-            refresh_strips(scene, _flight.get("strips", ()))
+            refresh_strips(scene, _flight.get("names", ()))
     pending, _flight["pending"] = _flight["pending"], None
     scene = bpy.data.scenes.get(pending or "")
     if scene is not None:

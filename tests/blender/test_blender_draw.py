@@ -63,7 +63,7 @@ def gpu_stand_in(drawn):
     return gpu, batch
 
 
-def draw_everything(bpy, addon, monkeypatch):
+def draw_everything(bpy, addon, scene, monkeypatch):
     import addon_utils  # noqa: F401 - imported before the file system is closed off
 
     drawn = []
@@ -79,7 +79,6 @@ def draw_everything(bpy, addon, monkeypatch):
         for panel in panels:
             assert panel.poll(context)
             panel.draw(types.SimpleNamespace(layout=Layout(drawn)), context)
-        scene = addon.ui.sequencer_scene(context)
         for item in scene.faceswap.sources:
             addon.ui.FACESWAP_UL_sources.draw_item(None, context, Layout(drawn), scene.faceswap, item, 0, None,
                                                    "", 0)
@@ -113,7 +112,7 @@ def test_panels_and_overlays_never_touch_the_file_system(bpy, addon, project, cl
     project.faceswap.references.add().filepath = str(clip)
     project.faceswap.selector = "one"
 
-    drawn = draw_everything(bpy, addon, monkeypatch)
+    drawn = draw_everything(bpy, addon, project, monkeypatch)
     text = labels(drawn)
     assert "Analysed 6 / 6 frames" in text and "Swapped 6 / 6 frames" in text  # from the engine's answers
     assert "Swapped strip up to date" in text
@@ -125,7 +124,7 @@ def test_panels_and_overlays_never_touch_the_file_system(bpy, addon, project, cl
     assert bpy.ops.faceswap.update() == {"FINISHED"}
     while addon.jobs._state["job"].done < 1 and addon.jobs._tick() is not None:
         time.sleep(0.02)
-    drawn = draw_everything(bpy, addon, monkeypatch)
+    drawn = draw_everything(bpy, addon, project, monkeypatch)
     assert any(name == "progress" for name, _args, _kwargs in drawn)
     assert "Swapped strip out of date: press Update" in labels(drawn)
     while addon.jobs._tick() is not None:
