@@ -51,7 +51,7 @@ class Session:
         self.mode = "stopped"  # "inotify" | "polling" | "manual" | "waiting" | "stopped"
         self.network = False
         self.problem: str | None = None
-        self.query = None  # (EngineJob, scene name, items) of a coverage query in flight
+        self.query = None  # (engine_client.Request, scene name, items) of a coverage query in flight
         self.last_error: str | None = None
         self.refreshes = 0
 

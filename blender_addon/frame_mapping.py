@@ -100,19 +100,17 @@ def scene_fps(strip) -> float:
     return render.fps / render.fps_base
 
 
-_frame_counts: dict[tuple[str, int, int], int] = {}
+_frame_counts: dict[tuple[str, float, int], int] = {}
 
 
 def movie_frame_count(strip) -> int | None:
     """Frames in the strip's movie file as Blender's own decoder counts them (a movie clip datablock
-    opened and dropped again, once per file version); None when Blender cannot open it, or may not add
-    a datablock now (while drawing)."""
+    opened and dropped again, once per file as the strip knows it); None when Blender cannot open it, or
+    may not add a datablock now (while drawing). Remembered by the strip's path, rate and length, not
+    by the file's stat: drawing calls this and never touches the file system (a file replaced on disk
+    keeps its count until the strip is reloaded, as Blender's own strip does)."""
     path = os.path.abspath(bpy.path.abspath(strip.filepath))
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    key = (path, stat.st_size, stat.st_mtime_ns)
+    key = (path, round(float(strip.fps), 6), int(strip.frame_duration))
     if key not in _frame_counts:
         try:
             clip = bpy.data.movieclips.load(path, check_existing=False)

@@ -28,7 +28,7 @@ class ProgressLines:
         self.last = clock()
 
     def __call__(self, job) -> None:
-        """Called after each engine message and on each heartbeat with the running EngineJob."""
+        """Called after each engine message and on each heartbeat with the running engine_client.Request."""
         percent = int(100 * job.done / job.total) if job.total else 0
         now = self.clock()
         if (percent, job.label) == self.shown and now - self.last < HEARTBEAT_SECONDS:

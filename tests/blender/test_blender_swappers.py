@@ -75,7 +75,7 @@ def test_installed_extension_runs_the_inswapper_and_hyperswap_stand_ins(bpy, add
         overlays = {}
         for swapper in ("inswapper_128", "hyperswap_1a_256"):
             project.faceswap.swapper = swapper
-            assert bpy.ops.faceswap.swap() == {"FINISHED"}, project.faceswap.status
+            assert bpy.ops.faceswap.swap() == {"FINISHED"}, addon.runtime.STATE.job.text
             summary = report(project)
             assert summary["written"] == 3 and summary["inferences"]["swap"] >= 2  # frames with a face
             swapped = addon.timeline.swapped_strips(project)[0]
