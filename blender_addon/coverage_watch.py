@@ -212,6 +212,7 @@ def on_load_post(*_args):
     SESSION.stop()
     SESSION.query = None
     follow_scene()
+    SESSION.changed.set()  # the next tick asks the engine what this file's media have (the panel says "Checking")
 
 
 @persistent

@@ -253,10 +253,11 @@ def swapped_on_disk(scene, media: str) -> set[int]:
     return {int(n[:6]) for n in names if len(n) == 10 and n.endswith(".png") and n[:6].isdigit()}
 
 
-def is_up_to_date(scene, original) -> bool:
+def is_up_to_date(scene, original) -> bool | None:
     """Whether the swapped strip shows the current settings' faces on every frame, placed as the
     original is now (timing, geometry, and no composite property left to move to the group). Its frames
-    come from the engine's last answer (runtime state): no folder is listed."""
+    come from the engine's last answer (runtime state): no folder is listed. None while the engine has
+    not said yet which frames exist (a file just opened: the coverage refresh answers within a second)."""
     swapped = overlay_of(original)
     if swapped is None or original.faceswap.not_followed:
         return False
@@ -267,7 +268,8 @@ def is_up_to_date(scene, original) -> bool:
     if (not _matches(swapped, place) or swapped.faceswap.settings_key != scene.faceswap.settings_key()
             or not _geometry_matches(original, swapped) or shot_group.has_composite_edits(original)):
         return False
-    return set(place["layout"].used) <= runtime.STATE.swapped.get(paths.media_path(original), set())
+    known = runtime.STATE.swapped.get(paths.media_path(original))
+    return None if known is None else set(place["layout"].used) <= known
 
 
 def _geometry_matches(original, swapped) -> bool:

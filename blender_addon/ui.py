@@ -112,8 +112,11 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
         layout.label(text=f"Swapped {data['swapped']} / {data['frames']} frames")
         if strip.faceswap.role == "ORIGINAL":
             ok = timeline.is_up_to_date(scene, strip)
-            layout.label(text="Swapped strip up to date" if ok else "Swapped strip out of date: press Update",
-                         icon="CHECKMARK" if ok else "ERROR")
+            if ok is None:
+                layout.label(text="Checking the swapped frames...", icon="TIME")
+            else:
+                layout.label(text="Swapped strip up to date" if ok else "Swapped strip out of date: press Update",
+                             icon="CHECKMARK" if ok else "ERROR")
             draw_not_followed(layout, strip.faceswap.not_followed)
 
 

@@ -12,6 +12,7 @@ import types
 import pytest
 
 from blender_helpers import add_movie, select_only
+from test_blender_ui import CheckedLayout  # a layout stand-in held to this Blender's UILayout contract
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -23,22 +24,6 @@ class FileSystemTouched(AssertionError):
 FILE_SYSTEM_CALLS = [(os, name) for name in ("listdir", "scandir", "stat", "lstat", "open", "mkdir", "makedirs",
                                               "access", "remove", "unlink", "rename", "replace", "walk")]
 FILE_SYSTEM_CALLS += [(builtins, "open"), (io, "open")]
-
-
-class Layout:
-    """Stands in for a panel's `self.layout` (there is no window in the bpy module): records what is drawn."""
-
-    def __init__(self, drawn):
-        self.drawn = drawn
-
-    def __getattr__(self, name):
-        def call(*args, **kwargs):
-            self.drawn.append((name, args, kwargs))
-            return Layout(self.drawn)
-        return call
-
-    def __setattr__(self, name, value):  # row.active = ..., operator properties
-        object.__setattr__(self, name, value)
 
 
 class WithLayout:
@@ -54,12 +39,12 @@ class WithLayout:
 
 def gpu_stand_in(drawn):
     """The GPU module cannot draw in background mode: a stand-in records the batches instead."""
-    shader = types.SimpleNamespace(bind=lambda: None, uniform_float=lambda *a: drawn.append(("color", a, {})))
+    shader = types.SimpleNamespace(bind=lambda: None, uniform_float=lambda *a: drawn.append(("color", {"args": a})))
     gpu = types.SimpleNamespace(shader=types.SimpleNamespace(from_builtin=lambda name: shader),
                                 state=types.SimpleNamespace(blend_set=lambda mode: None))
     batch = types.ModuleType("gpu_extras.batch")
     batch.batch_for_shader = lambda shader, kind, data, indices: types.SimpleNamespace(
-        draw=lambda shader: drawn.append(("batch", (data["pos"],), {})))
+        draw=lambda shader: drawn.append(("batch", {"pos": data["pos"]})))
     return gpu, batch
 
 
@@ -78,11 +63,11 @@ def draw_everything(bpy, addon, scene, monkeypatch):
             closed.setattr(module, name, _refuse(name))
         for panel in panels:
             assert panel.poll(context)
-            panel.draw(types.SimpleNamespace(layout=Layout(drawn)), context)
+            panel.draw(types.SimpleNamespace(layout=CheckedLayout(bpy, drawn)), context)
         for item in scene.faceswap.sources:
-            addon.ui.FACESWAP_UL_sources.draw_item(None, context, Layout(drawn), scene.faceswap, item, 0, None,
-                                                   "", 0)
-        type(addon.prefs).draw(WithLayout(addon.prefs, Layout(drawn)), context)
+            addon.ui.FACESWAP_UL_sources.draw_item(None, context, CheckedLayout(bpy, drawn), scene.faceswap, item,
+                                                   0, None, "", 0)
+        type(addon.prefs).draw(WithLayout(addon.prefs, CheckedLayout(bpy, drawn)), context)
         for operator in (bpy.ops.faceswap.swap, bpy.ops.faceswap.update, bpy.ops.faceswap.cancel,
                          bpy.ops.faceswap.refresh_coverage):
             operator.poll()
@@ -99,7 +84,7 @@ def _refuse(name):
 
 
 def labels(drawn):
-    return [kwargs.get("text", "") for name, _args, kwargs in drawn if name in ("label", "progress")]
+    return [bound.get("text", "") for name, bound in drawn if name in ("label", "progress")]
 
 
 def test_panels_and_overlays_never_touch_the_file_system(bpy, addon, project, clip, monkeypatch):
@@ -117,7 +102,7 @@ def test_panels_and_overlays_never_touch_the_file_system(bpy, addon, project, cl
     assert "Analysed 6 / 6 frames" in text and "Swapped 6 / 6 frames" in text  # from the engine's answers
     assert "Swapped strip up to date" in text
     assert any(t.startswith("swap: 6 frames: 6 frames written") for t in text)  # the last job's status line
-    assert [args[0] for name, args, _ in drawn if name == "batch"]  # the coverage bars were drawn
+    assert [bound["pos"] for name, bound in drawn if name == "batch"]  # the coverage bars were drawn
 
     monkeypatch.setattr(addon.jobs, "synchronous", lambda: False)  # a job running, drawn with its progress
     project.faceswap.opacity = 0.4
@@ -125,7 +110,7 @@ def test_panels_and_overlays_never_touch_the_file_system(bpy, addon, project, cl
     while addon.jobs._state["job"].done < 1 and addon.jobs._tick() is not None:
         time.sleep(0.02)
     drawn = draw_everything(bpy, addon, project, monkeypatch)
-    assert any(name == "progress" for name, _args, _kwargs in drawn)
+    assert any(name == "progress" for name, _bound in drawn)
     assert "Swapped strip out of date: press Update" in labels(drawn)
     while addon.jobs._tick() is not None:
         time.sleep(0.02)

@@ -109,11 +109,11 @@ def test_panels_draw_in_every_state(bpy, addon, project, clip):
     editor.active_strip = strip
     assert texts(draw(bpy, strip_panel))[-1] == "Swapped strip out of date: press Update"
 
-    project.faceswap.running, project.faceswap.progress, project.faceswap.status = True, 0.5, "swap: 2/4"
+    addon.runtime.STATE.job = addon.runtime.JobStatus(True, "swap", 0.5, "swap: 2/4")  # runtime state
     try:
         calls = draw(bpy, main)
     finally:
-        project.faceswap.running = False
+        addon.runtime.STATE.job = addon.runtime.JobStatus()
     assert ("progress", {"factor": 0.5, "text": "swap: 2/4"}) in calls
     assert ("operator", {"operator": "faceswap.cancel", "icon": "CANCEL"}) in calls
 

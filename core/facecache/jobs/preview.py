@@ -33,6 +33,7 @@ class PreviewSession:
         self.media_id = media_identity(self.target, job.analyzer.cache)
         self._segment: int | None = None
         self._groups = None
+        self._decoded: tuple[int, object] | None = None  # the last frame decoded: a slider moves on one frame
 
     def render(self, index: int, composite: CompositeParams | None = None) -> Path:
         """Make sure the output of media frame `index` exists and is current (with `composite`, the blend
@@ -45,12 +46,20 @@ class PreviewSession:
         key = self.job.output_key(self.media_id, index, self.form)
         if self.manifest.is_current(name, key):
             return self.folder / name
-        ((_, frame),) = self.reader.frames([index])
+        frame = self._frame(index)
         results = self.job.swap_frame(analysis, swaps, index, frame)
         self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode)
         self.manifest.record(name, key)
         self.job.report.written += 1
         return self.folder / name
+
+    def _frame(self, index: int):
+        """The decoded frame `index`; the last one is kept, since going back in a video means seeking to
+        a key frame and decoding forward again, and blend tweaks remake the same frame over and over."""
+        if self._decoded is None or self._decoded[0] != index:
+            ((_, frame),) = self.reader.frames([index])
+            self._decoded = (index, frame)
+        return self._decoded[1]
 
     def _groups_for(self, segment: int):
         if segment != self._segment:
