@@ -101,6 +101,17 @@ def scene_fps(strip) -> float:
 
 
 _frame_counts: dict[tuple[str, float, int], int] = {}
+_movie_rates: dict[str, float] = {}
+
+
+def movie_fps(strip) -> float:
+    """A movie strip's own frame rate. Blender answers `strip.fps` by opening the movie (about 25 ms
+    each time in the bpy module; the live preview and the coverage bars ask on every frame), so it is
+    remembered per file: a movie's rate is a property of the file."""
+    path = bpy.path.abspath(strip.filepath)
+    if path not in _movie_rates:
+        _movie_rates[path] = float(strip.fps)
+    return _movie_rates[path]
 
 
 def movie_frame_count(strip) -> int | None:
@@ -110,7 +121,7 @@ def movie_frame_count(strip) -> int | None:
     by the file's stat: drawing calls this and never touches the file system (a file replaced on disk
     keeps its count until the strip is reloaded, as Blender's own strip does)."""
     path = os.path.abspath(bpy.path.abspath(strip.filepath))
-    key = (path, round(float(strip.fps), 6), int(strip.frame_duration))
+    key = (path, round(movie_fps(strip), 6), int(strip.frame_duration))
     if key not in _frame_counts:
         try:
             clip = bpy.data.movieclips.load(path, check_existing=False)
@@ -127,7 +138,7 @@ def content_length(strip) -> int:
     trimmed = int(strip.animation_offset_start + strip.animation_offset_end)
     if strip.type == "IMAGE":
         return len(strip.elements) - trimmed
-    if strip.type == "MOVIE" and (_has_keys(strip) or abs(strip.fps - scene_fps(strip)) > 1e-3):
+    if strip.type == "MOVIE" and (_has_keys(strip) or abs(movie_fps(strip) - scene_fps(strip)) > 1e-3):
         total = movie_frame_count(strip)
         if total is not None:
             return total - trimmed
@@ -142,9 +153,10 @@ def playback_rate(strip) -> float:
     """Media frames per timeline frame before retiming: 1, or media fps / scene fps for a movie strip
     added with "Adjust Playback Rate" (Blender's default when the clip's rate differs). That flag is
     not in the Python API; the strip's length on the timeline tells which rate Blender uses."""
-    if strip.type != "MOVIE" or strip.fps <= 0 or abs(strip.fps - scene_fps(strip)) <= 1e-3:
+    fps = movie_fps(strip) if strip.type == "MOVIE" else 0.0
+    if fps <= 0 or abs(fps - scene_fps(strip)) <= 1e-3:
         return 1.0
-    rate = strip.fps / scene_fps(strip)
+    rate = fps / scene_fps(strip)
     keys = retiming_keys(strip)
     if keys:  # the last key ends the content: the strip's length is its position at that rate
         return min((1.0, rate), key=lambda r: abs(round_half_up(keys[-1].position / r) + 1 - strip.frame_duration))
