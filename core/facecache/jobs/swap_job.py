@@ -240,8 +240,10 @@ class SwapJob:
                        "in the cache: run the same command again to make the rest", fault.exit_code, fault.errno,
                        fault.path)
 
-    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int) -> None:
-        """Encode and write one output (file mode `mode`), stamped with the key it is made from."""
+    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int,
+                     durable: bool = True) -> None:
+        """Encode and write one output (file mode `mode`), stamped with the key it is made from (`durable=False`:
+        no fsync, for previews; an output a power cut emptied fails its manifest and stamp checks and is remade)."""
         if form == "full":
             data = _encode_png(paste_back(frame, results, self.composite))
         else:
@@ -250,7 +252,7 @@ class SwapJob:
                 encoder = self._encoders.encoder = SparseOverlayEncoder()
             height, width = frame.shape[:2]
             data = encoder.encode(width, height, overlay_patches(frame, results, self.composite))
-        write_atomic(path, stamp_png(data, key), mode=mode)
+        write_atomic(path, stamp_png(data, key), mode=mode, durable=durable)
 
     def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> BaseException | None:
         """Wait for all but the newest `keep` writes; record each finished output in the manifest.

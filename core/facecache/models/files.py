@@ -78,11 +78,13 @@ def _hash_chunks(chunks, sha256: bool, crc32: bool) -> FileHashes:
                       format(crc & 0xFFFFFFFF, "08x") if crc32 else "")
 
 
-def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644) -> Path:
-    """Write `source` to a temp file beside `dest`, fsync it, set its mode, then rename it onto `dest`.
+def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644, durable: bool = True) -> Path:
+    """Write `source` to a temp file beside `dest`, fsync it (unless not `durable`), set its mode, then
+    rename it onto `dest`.
 
     Readers never see a half-written file; a crash leaves only a `.<name>.tmp-*` file behind,
-    which `remove_leftover_temp_files` cleans up.
+    which `remove_leftover_temp_files` cleans up. Without the fsync a power cut may leave `dest`
+    empty: only for files whose readers check them and can remake them.
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +97,8 @@ def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644) -> Pat
                 while chunk := source.read(_CHUNK):
                     out.write(chunk)
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, dest)
     except BaseException:
