@@ -14,7 +14,8 @@ strip. Then, with previews on as in the interactive UI:
            warm session; `first_click_ms` is the same for the first click of a fresh session
 
 Every preview is checked: exactly one overlay written and no model run. The last line printed is one
-JSON object with the figures (milliseconds), the counts and the machine's load.
+JSON object with the figures (milliseconds), the counts, `engine_ms_median` (the engine's own time for
+those previews, from their answers: the rest is Blender, the add-on and the pipe) and the machine's load.
 
     python scripts/bench_blender.py [--frames 48] [--repeat 30] [--workdir DIR]
 """
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
     first_click_ms = click_to_first_progress(bpy, jobs)  # a fresh session: the engine starts, models load
     wait_for_job(jobs)
     addon["preview"].ACTIVE["ui"] = True  # previews follow the playhead and the sliders, as in the UI
-    checked = []
+    checked, engine_ms = [], []
 
     def measured(action) -> float:
         runtime.STATE.last_preview = {}
@@ -114,6 +115,7 @@ def main(argv=None) -> int:
         elapsed = (time.perf_counter() - started) * 1000
         preview = runtime.STATE.last_preview
         checked.append((preview.get("written"), sum(preview.get("inferences", {}).values())))
+        engine_ms.append(1000 * preview.get("seconds", 0.0))  # the engine's own part of it
         return elapsed
 
     say(f"slider: {args.repeat} blend changes on one frame")
@@ -141,6 +143,7 @@ def main(argv=None) -> int:
     assert session.starts == starts, "the second click started another engine process"
 
     result = {**figures("slider", slider), **figures("step", steps), **figures("jump", jumps),
+              "engine_ms_median": round(statistics.median(engine_ms), 2),
               "second_click_ms": round(second_click_ms, 2), "first_click_ms": round(first_click_ms, 2),
               "second_swap_written": summary.get("written"), "frames": args.frames, "size": "1920x1080",
               "engine_processes": session.starts, "cpus": os.cpu_count(),
