@@ -141,7 +141,7 @@ def test_preview_computes_the_missing_frame_under_the_playhead(bpy, addon, proje
     assert bpy.ops.faceswap.preview_frame() == {"FINISHED"}
     preview = addon.runtime.STATE.last_preview
     assert (preview["frames"], preview["written"]) == (1, 1) and sum(preview["inferences"].values()) == 0
-    assert os.path.isfile(os.path.join(swapped.directory, "000003.png"))
+    assert os.path.isfile(os.path.join(bpy.path.abspath(swapped.directory), "000003.png"))
     assert bpy.ops.faceswap.preview_frame() == {"FINISHED"}  # now current: nothing to write
     assert addon.runtime.STATE.last_preview["written"] == 0
 
