@@ -103,28 +103,17 @@ def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int,
 
 def make_overlays(work: Path, frames: int, faces: int, size: tuple[int, int], say) -> Path:
     """The engine's own overlays of the clip (a swap job, every face)."""
-    from facecache.analysis.analyzer import FaceAnalyzer
-    from facecache.analysis.factory import build_model_set
-    from facecache.analysis.selection import Selector
-    from facecache.jobs.swap_job import SwapJob
     from facecache.media.sample_clip import write_group_clip
-    from facecache.models.runtime import SessionFactory
     from facecache.models.store import ModelStore
+    from facecache.pipeline import Settings, build_pipeline
     from facecache.samples import sample_image
-    from facecache.store.cache import FaceCache
-    from facecache.swap.factory import build_swapper
-    from facecache.swap.sources import SourceSet
 
-    models = ModelStore()
-    models.install(["default"])
+    ModelStore().install(["default"])
     portraits = [sample_image("grace_hopper"), sample_image("astronaut")]
     clip = write_group_clip(portraits[:1] if faces == 1 else portraits, work / "clip.mp4", faces, frames, size)
     say(f"swapping {frames} frames with {faces} faces (not timed)")
-    sessions = SessionFactory("cpu")
-    analyzer = FaceAnalyzer(FaceCache(work / "cache"), build_model_set(models, sessions))
-    sources = SourceSet.load([portraits[1]], analyzer)
-    job = SwapJob(analyzer, build_swapper("classic", sources, models, sessions), sources, selector=Selector("many"))
-    report = job.run(clip, work / "out")
+    settings = Settings(cache_dir=str(work / "cache"), providers="cpu", sources=(str(portraits[1]),), selector="many")
+    report = build_pipeline(settings).swap_job().run(clip, work / "out")
     if report.written != frames:
         raise SystemExit(f"the swap job wrote {report.written} of {frames} overlays")
     return work / "out" / clip.stem

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -35,18 +35,12 @@ import cv2
 import numpy as np
 
 from facecache.analysis.analyzer import FaceAnalyzer
-from facecache.analysis.factory import AnalysisSettings, build_model_set
-from facecache.analysis.selection import Selector
 from facecache.bench import quality_metrics as qm
 from facecache.bench.timing import median_ms
-from facecache.models.runtime import SessionFactory
-from facecache.models.store import ModelStore
+from facecache.pipeline import Parts, Pipeline, Settings, build_analyzer, build_pipeline
 from facecache.samples import SAMPLES, sample_image
-from facecache.store.cache import FaceCache
 from facecache.store.records import Face, FrameRecord, Stage
-from facecache.swap.composite import CompositeParams, overlay, paste_back
-from facecache.swap.factory import build_swapper
-from facecache.swap.sources import SourceSet
+from facecache.swap.composite import overlay, paste_back
 
 
 @dataclass(frozen=True)
@@ -91,16 +85,19 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
         pairs: tuple[Pair, ...] | None = None, say: Callable[[str], None] = lambda _: None) -> dict:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    models = ModelStore(models_dir)
-    models.install(["default"])
-    sessions = SessionFactory(providers)
+    parts = Parts()
+    parts.model_store(str(models_dir) if models_dir else None).install(["default"])
     pairs = default_pairs() if pairs is None else pairs
     with tempfile.TemporaryDirectory(prefix="facecache-quality-") as cache_dir:
-        analyzer = FaceAnalyzer(FaceCache(cache_dir), build_model_set(models, sessions, AnalysisSettings()))
+        # every face, with the default blend settings, as `facecache swap --selector many` does
+        settings = Settings(cache_dir=cache_dir, models_dir=str(models_dir) if models_dir else None,
+                            providers=providers, swapper=swapper, selector="many")
+        analyzer = build_analyzer(settings, parts)
         faces, turned, per_pair = [], [], []
         for pair in pairs:
             say(f"{pair.label}")
-            measured, left = _measure_pair(pair, analyzer, models, sessions, swapper, out_dir)
+            pipeline = build_pipeline(replace(settings, sources=(str(sample_image(pair.source)),)), parts)
+            measured, left = _measure_pair(pair, pipeline, out_dir)
             faces += measured
             turned += left
             per_pair.append({"pair": pair.label, "faces": len(measured), "turned_away": len(left),
@@ -156,15 +153,13 @@ def _load(name: str, height: int | None) -> np.ndarray:
     return image
 
 
-def _measure_pair(pair: Pair, analyzer: FaceAnalyzer, models: ModelStore, sessions: SessionFactory,
-                  swapper_name: str, out_dir: Path) -> tuple[list[dict], list[dict]]:
-    sources = SourceSet.load([sample_image(pair.source)], analyzer)
+def _measure_pair(pair: Pair, pipeline: Pipeline, out_dir: Path) -> tuple[list[dict], list[dict]]:
+    analyzer, sources, swapper = pipeline.analyzer, pipeline.sources, pipeline.swapper
     source = sources.faces[0]
     frame = _load(pair.target, pair.target_height)
     record = analyzer.analyze_frame(frame)
-    swapper = build_swapper(swapper_name, sources, models, sessions)
-    params = CompositeParams()  # the default blend settings, as `facecache swap` uses them
-    chosen = Selector("many").select(record.faces, record.width, record.height)
+    params = pipeline.settings.composite
+    chosen = pipeline.selector.select(record.faces, record.width, record.height)
     kept, left = swapper.split_turned(chosen)
     results, timings = [], []
     for face in kept:
