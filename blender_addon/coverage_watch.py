@@ -212,7 +212,9 @@ def on_load_post(*_args):
     SESSION.stop()
     SESSION.query = None
     follow_scene()
-    SESSION.changed.set()  # the next tick asks the engine what this file's media have (the panel says "Checking")
+    scene = current_scene()
+    if scene is not None and hasattr(scene, "faceswap") and timeline.originals(scene):
+        SESSION.changed.set()  # the next tick asks the engine which swapped frames exist (the panel says "Checking")
 
 
 @persistent

@@ -1,11 +1,11 @@
-"""Live preview: the frame under the playhead, remade when the playhead rests on it or a blend setting
-changes. Each swapped strip under the playhead gets that frame from the engine session's preview
+"""Live preview: the frame under the playhead, remade when the playhead lands on it (scrubbing, stepping,
+jumping; playback excepted) or a blend setting changes. Each swapped strip under the playhead gets that frame from the engine session's preview
 sessions: recomposited from the cached analysis and swap (no model runs), or analysed and swapped first
 when the frame is new. Only the swapped strips whose frame was written are refreshed.
 
 Requests never pile up: while one is in flight, a newer playhead position or setting only marks the
 next request, which goes out when the answer comes (the engine answers previews ahead of a running
-job's next frame). Playback does not preview. In background mode (`blender -b`, farms) nothing is
+job's next frame), so the frame where the playhead rests is the one made. In background mode (`blender -b`, farms) nothing is
 previewed; `ACTIVE` lets the bpy module's tests and benchmark act as the interactive UI.
 """
 
