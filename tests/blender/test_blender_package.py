@@ -33,6 +33,9 @@ def test_zip_holds_manifest_wheels_and_engine(addon_zip):
     assert all(w.startswith("./wheels/") and w[2:] in names for w in wheels)
     assert not any("numpy-" in w for w in wheels), "Blender's own numpy must be used"
     assert any("onnxruntime" in w for w in wheels) and any("opencv_python_headless" in w for w in wheels)
+    for requirement in ("msgpack", "xxhash", "watchdog", "platformdirs", "psutil"):  # every run-time dependency
+        assert any(w.split("/")[-1].startswith(requirement + "-") for w in wheels), requirement
+    assert not any(w.split("/")[-1].startswith("onnx-") for w in wheels)  # the emap is read without it
     assert "facecache/worker.py" in names and "facecache/coverage.py" in names
     assert "bl_info" not in init
 
