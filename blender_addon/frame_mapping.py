@@ -1,33 +1,33 @@
 """Timeline frame -> media frame of a movie strip, as Blender computes it: the ONE place that knows
 Blender's timing properties.
 
-What Blender 5.0 shows of a strip at timeline frame t (the sequencer's `give_frame_index`, then the
-movie reader; checked frame by frame against Blender's own mapping in tests/blender):
-    i = t - frame_start                          reversed: frame_start + frame_duration - 1 - t
+What Blender 4.2-5.0 shows of a strip at timeline frame t (the sequencer's `give_frame_index`, then the
+movie reader; checked frame by frame against Blender's own mapping in tests/blender on 4.2, 4.5, 5.0):
+    i = t - frame_start                          reversed: frame_start + length - 1 - t, length = the
+                                                 content's frames on the timeline
     i = max(i, 0) * playback rate                media fps / scene fps, for strips added with
                                                  "Adjust Playback Rate" (Blender's default)
-    i = retiming(i) * content length             retimed strips: keys map positions to content fractions
+    i = retiming(i) * span                       retimed strips: keys map positions to content fractions
+                                                 of a span of content length (5.0) or length - 1 (4.x)
     i = clamp(i, 0, content length - 1)          holds before the start or after the end
     i = i - (i mod strobe)                       strobed strips
     media frame = round(i) + animation_offset_start
 A meta strip shows its content the same way (no retiming), at inner frame `frame_start + round(i)`.
 
-Retiming keys: the Python API exposes only each key's timeline frame, not the content position it
-holds, so `retiming_keys` reads Blender's own key records (see there). Nothing else here touches memory.
+The playback rate flag and the retiming keys' content fractions are not in the Python API: they are read
+from Blender's own records by `strip_records`, the only module that reads a strip's memory.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
-import struct
 from dataclasses import dataclass
 
 import bpy
 from numpy import float32 as f32
 
-from . import compat
+from . import compat, strip_records
 
 
 class UnsupportedStrip(Exception):
@@ -38,56 +38,24 @@ class UnsupportedStrip(Exception):
 SPEED_TRANSITION = 1 | 2
 
 
-@dataclass(frozen=True)
-class RetimingKey:
-    position: float  # frame index in the strip's timeline (after the playback rate), from its start
-    factor: float  # content fraction 0..1 shown there
-    flag: int
-
-
-def _read_key(pointer: int, factor_offset: int) -> RetimingKey:
-    raw = ctypes.string_at(pointer, 20)
-    position, flag = struct.unpack_from("=di", raw, 0)
-    (factor,) = struct.unpack_from("=f", raw, factor_offset)
-    return RetimingKey(position, factor, flag)
-
-
-# Where a key's content fraction lies in Blender's SeqRetimingKey record: after the position (double)
-# and the flag (int), either directly (Blender 5.0) or after a padding int (some 4.x releases).
-_FACTOR_OFFSETS = (12, 16)
-
-
-def retiming_keys(strip) -> list[RetimingKey]:
+def retiming_keys(strip) -> list[strip_records.RetimingKey]:
     """The strip's retiming keys with their content fractions; [] when it is not retimed.
 
     The Python API gives each key's `timeline_frame` only (and in the bpy 5.0.1 module that value is
-    wrong for a strip whose scene holds other strips), not the content fraction it holds. Both are read
-    from the key's own record (`as_pointer()`); a layout is accepted only when the keys start at 0/0,
-    and positions and fractions never decrease up to a last fraction above 0. Otherwise the strip is
-    refused with what to do, never mapped by guess."""
-    keys = list(compat.retiming_keys(strip))
-    if len(keys) < 2:
-        return []
-    for offset in _FACTOR_OFFSETS:
-        read = [_read_key(key.as_pointer(), offset) for key in keys]
-        if _plausible(read):
-            if any(k.flag & SPEED_TRANSITION for k in read):
-                raise UnsupportedStrip(
-                    f"strip {strip.name!r} has a smooth speed transition (retiming), which Face Swap does not "
-                    "follow frame-exactly: remove the transition (keep plain speed keys) or render the retimed clip "
-                    "to a file and swap faces on that")
-            return read
-    raise UnsupportedStrip(f"strip {strip.name!r} is retimed in a way this Blender version does not let Face Swap "
-                           "read: reset its retiming (Strip > Retiming > Reset) or render the retimed clip to a "
-                           "file and swap faces on that")
-
-
-def _plausible(keys: list[RetimingKey]) -> bool:
-    positions, fractions = [k.position for k in keys], [k.factor for k in keys]
-    return (positions[0] == 0.0 and fractions[0] == 0.0 and 0.0 < fractions[-1] <= 1.0
-            and all(0 <= k.flag < 32 for k in keys)
-            and all(a <= b for a, b in zip(positions, positions[1:]))
-            and all(a <= b + 1e-6 for a, b in zip(fractions, fractions[1:])))
+    wrong for a strip whose scene holds other strips), not the content fraction it holds: both are read
+    from Blender's own key records (`strip_records`). Keys that cannot be read there refuse the strip
+    with what to do, never map it by guess."""
+    keys = strip_records.retiming_keys(strip)
+    if keys is None:
+        raise UnsupportedStrip(f"strip {strip.name!r} is retimed in a way this Blender version does not let Face "
+                               "Swap read: reset its retiming (Strip > Retiming > Reset) or render the retimed clip "
+                               "to a file and swap faces on that")
+    if any(k.flag & SPEED_TRANSITION for k in keys):
+        raise UnsupportedStrip(
+            f"strip {strip.name!r} has a smooth speed transition (retiming), which Face Swap does not "
+            "follow frame-exactly: remove the transition (keep plain speed keys) or render the retimed clip "
+            "to a file and swap faces on that")
+    return list(keys)
 
 
 def round_half_up(value: float) -> int:
@@ -151,23 +119,25 @@ def _has_keys(strip) -> bool:
 
 def playback_rate(strip) -> float:
     """Media frames per timeline frame before retiming: 1, or media fps / scene fps for a movie strip
-    added with "Adjust Playback Rate" (Blender's default when the clip's rate differs). That flag is
-    not in the Python API; the strip's length on the timeline tells which rate Blender uses."""
+    added with "Adjust Playback Rate" (Blender's default when the clip's rate differs)."""
     fps = movie_fps(strip) if strip.type == "MOVIE" else 0.0
     if fps <= 0 or abs(fps - scene_fps(strip)) <= 1e-3:
         return 1.0
-    rate = fps / scene_fps(strip)
-    keys = retiming_keys(strip)
-    if keys:  # the last key ends the content: the strip's length is its position at that rate
-        return min((1.0, rate), key=lambda r: abs(round_half_up(keys[-1].position / r) + 1 - strip.frame_duration))
-    total = movie_frame_count(strip)
-    if total is None:
-        return 1.0
-    length = total - strip.animation_offset_start - strip.animation_offset_end
-    return rate if int(strip.frame_duration) == int(length / rate) != length else 1.0
+    adjusted = strip_records.plays_at_clip_rate(strip)
+    if adjusted is None:
+        raise UnsupportedStrip(f"strip {strip.name!r} comes from a {fps:g} fps clip in a {scene_fps(strip):g} fps "
+                               "scene, and this Blender version does not let Face Swap read at which rate it plays: "
+                               "set the scene's frame rate to the clip's, or convert the clip to the scene's rate")
+    return fps / scene_fps(strip) if adjusted else 1.0
 
 
-def _retiming_fraction(keys: list[RetimingKey], index: float) -> float:
+def timeline_length(strip) -> int:
+    """Frames the strip's content spans on the timeline (after retiming and the playback rate), from its
+    handles: Blender 4.2's `frame_duration` is the media's length whatever the retiming or rate."""
+    return round_half_up(strip.frame_final_end + strip.frame_offset_end - strip.frame_start)
+
+
+def _retiming_fraction(keys: list[strip_records.RetimingKey], index: float) -> float:
     """Blender's retiming curve at frame index `index`: straight segments between keys (a freeze frame
     is a segment with equal fractions), in single precision as Blender computes it, so that a content
     position of exactly n + 0.5 rounds the way Blender's does."""
@@ -187,17 +157,19 @@ class Timing:
     """A strip's timing, read once: turns timeline frames into content frame indices."""
 
     start: float
-    duration: int
-    length: int
+    duration: int  # timeline frames of the content
+    length: int  # content frames
+    span: int  # content frames a retiming fraction of 1 reaches past the first
     reverse: bool
     strobe: float
     rate: float
-    keys: tuple[RetimingKey, ...]
+    keys: tuple[strip_records.RetimingKey, ...]
 
     @classmethod
     def of(cls, strip) -> "Timing":
         keys = tuple(retiming_keys(strip)) if strip.type != "META" else ()
-        return cls(strip.frame_start, int(strip.frame_duration), content_length(strip),
+        length = content_length(strip)
+        return cls(strip.frame_start, timeline_length(strip), length, strip_records.retiming_span(length),
                    bool(getattr(strip, "use_reverse_frames", False)), max(1.0, getattr(strip, "strobe", 1.0)),
                    playback_rate(strip), keys)
 
@@ -207,7 +179,7 @@ class Timing:
         i = f32((end - t) if self.reverse else (t - self.start))
         i = f32(max(i, f32(0.0)) * f32(self.rate))
         if self.keys:
-            i = f32(f32(_retiming_fraction(list(self.keys), float(i))) * f32(self.length))
+            i = f32(f32(_retiming_fraction(list(self.keys), float(i))) * f32(self.span))
         i = min(max(i, f32(0.0)), f32(self.length - 1))
         if self.strobe > 1.0:
             i = f32(i - f32(math.fmod(float(i), self.strobe)))
@@ -215,8 +187,10 @@ class Timing:
 
 
 def check_supported(strip) -> None:
-    """Raises UnsupportedStrip when the strip's timing cannot be read (see `retiming_keys`)."""
+    """Raises UnsupportedStrip when the strip's timing cannot be read (see `retiming_keys`,
+    `playback_rate`)."""
     retiming_keys(strip)
+    playback_rate(strip)
 
 
 def visible_frames(strip) -> list[int]:

@@ -29,3 +29,19 @@ def select_only(scene, *chosen):
 
 def report(scene) -> dict:
     return json.loads(scene.faceswap.last_report)
+
+
+def edit_with_operators(bpy, scene) -> None:
+    """Make `scene` the one Blender's sequencer operators edit: the window's scene (before 5.0; the bpy
+    module has one window) and the workspace's sequencer scene (5.0)."""
+    bpy.context.window.scene = scene
+    compat().set_sequencer_scene(bpy.context, scene)
+
+
+def render_uncached(scene) -> None:
+    """Turn the scene's sequencer caches off, so that each render shows what the strips show now: Blender
+    4.2 serves a cached frame after a strip inside nested metas is muted, and 5.0.1 a retimed movie's
+    slowed frames from a cache key that neighbouring frames share."""
+    editor = scene.sequence_editor_create()
+    for cache in (p.identifier for p in editor.bl_rna.properties if p.identifier.startswith("use_cache_")):
+        setattr(editor, cache, False)

@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import compat, report, select_only, top_strips
+from blender_helpers import compat, edit_with_operators, render_uncached, report, select_only, top_strips
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -78,7 +78,7 @@ def set_up(scene, size=SIZE):
     scene.render.image_settings.file_format = "PNG"
     scene.render.fps, scene.render.fps_base = 25, 1.0
     scene.frame_start, scene.frame_end = 1, FRAMES
-    scene.sequence_editor_create()
+    render_uncached(scene)
     background = compat().new_effect(top_strips(scene), "background", "COLOR", 1, -20, length=60)
     background.color = (0.85, 0.7, 0.5)
 
@@ -277,7 +277,8 @@ def swapped_of(shot):
 def retime(bpy, scene, strip, key_frame: int, speed: float) -> None:
     """Strip > Retiming in Blender's own operators: a key at `key_frame`, then a segment speed in percent
     (the data API's `retiming_keys.add()` crashes the bpy module; the operators do not)."""
-    compat().set_sequencer_scene(bpy.context, scene)
+    project = bpy.context.window.scene
+    edit_with_operators(bpy, scene)
     editor = scene.sequence_editor
     group = strip.parent_meta()
     if group is not None:  # the editor opens the face swap group (Tab) to retime the movie strip in it
@@ -292,7 +293,7 @@ def retime(bpy, scene, strip, key_frame: int, speed: float) -> None:
     if group is not None:
         editor.active_strip = None
         assert bpy.ops.sequencer.meta_toggle() == {"FINISHED"} and len(editor.meta_stack) == 0
-    compat().set_sequencer_scene(bpy.context, bpy.context.scene)  # back to the project's scene
+    edit_with_operators(bpy, project)  # back to the project's scene
 
 
 def test_speed_change_computes_only_new_media_frames(bpy, addon, make_shot, shot_clip, tmp_path):

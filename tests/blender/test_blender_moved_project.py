@@ -5,6 +5,7 @@ Each render runs in its own bpy process (`render_frames.py`): before the fix, a 
 Blender allocate from garbage element sizes and segfault (exit 139), which must not end the test run.
 """
 
+import importlib
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import add_movie, compat, report, select_only
+from blender_helpers import MODULE, add_movie, compat, report, select_only, top_strips
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -91,3 +92,25 @@ def test_deleted_frames_cleared_cache_and_a_moved_project(bpy, addon, project, c
     bpy.ops.wm.save_mainfile()
     remade = render(moved / "edit.blend", tmp_path / "r-remade")
     assert all(differs(remade[f], swapped_render[f]) == 0 for f in FRAMES)
+
+
+@pytest.mark.every_blender
+def test_appended_elements_record_the_given_size_or_nothing(bpy, addon, tmp_path, monkeypatch):
+    """The elements a swapped strip gets record the movie's size on every Blender (never the garbage that
+    made a missing frame crash); where their memory does not read as expected, nothing is written."""
+    elements = importlib.import_module(f"{MODULE}.strip_elements")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.sequence_editor_create()
+    names = [f"{i:06d}.png" for i in range(1, 40)]
+    first = top_strips(scene).new_image("sized", str(tmp_path / "000000.png"), 1, 1)
+    assert elements.append_frames(first, names, (320, 240))
+    assert [e.filename for e in first.elements] == ["000000.png", *names]
+    assert all((e.orig_width, e.orig_height) == (320, 240) for e in first.elements)
+
+    second = top_strips(scene).new_image("unsized", str(tmp_path / "000000.png"), 2, 1)
+    monkeypatch.setattr(elements, "_ELEMENT_BYTES", elements._ELEMENT_BYTES + 4)  # a record laid out otherwise
+    before = [(e.orig_width, e.orig_height) for e in second.elements]
+    assert not elements.append_frames(second, names[:3], (320, 240))
+    assert [(e.orig_width, e.orig_height) for e in second.elements][:1] == before
+    assert all((e.orig_width, e.orig_height) != (320, 240) for e in second.elements)
