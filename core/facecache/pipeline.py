@@ -171,7 +171,10 @@ class Parts:
     def source_set(self, paths: tuple[str, ...], face_rank: int, analyzer):
         from facecache.swap.sources import SourceSet
 
-        key = (analyzer.namespace.key, face_rank, tuple((p, *_file_version(p)) for p in paths))
+        # Per cache folder too: loading a set stores the sources' analyses in the cache, where the
+        # project's other processes (render nodes, teammates) look for them.
+        key = (str(analyzer.cache.root), analyzer.namespace.key, face_rank,
+               tuple((p, *_file_version(p)) for p in paths))
         if key not in self._sources:
             self._sources[key] = SourceSet.load([Path(p) for p in paths], analyzer, face_rank)
         return self._sources[key]

@@ -70,6 +70,9 @@ def make_demo_project(bpy, addon, folder: Path, clip: Path, source: Path) -> Pat
     select_only(scene, first, second)
     assert bpy.ops.faceswap.swap(frame_start=1, frame_end=1) == {"FINISHED"}
     assert [(s.frame_final_start, s.frame_final_end) for s in addon.timeline.originals(scene)] == [(1, 25), (29, 37)]
+    # Paths relative to the .blend, as Blender stores the files an editor picks (Relative Paths is on by
+    # default): a node that opens the project through another mount finds the clip at its own path.
+    bpy.ops.file.make_paths_relative()
     bpy.ops.wm.save_mainfile()
     return blend
 
