@@ -41,7 +41,8 @@ def second_source(tmp_path, portraits):
     return path
 
 
-def test_each_change_reruns_only_its_own_stage(tmp_path, models_dir, portrait_paths, second_source):
+def test_each_change_reruns_only_its_own_stage(tmp_path, default_models_dir, portrait_paths, second_source):
+    models_dir = default_models_dir
     source, target = portrait_paths["grace_hopper"], portrait_paths["astronaut"]
     first, report = run_job(tmp_path, models_dir, [source], target)
     assert first.inferences.as_dict(("detect", "swap")) == {"detect": 2, "swap": 1}
@@ -151,7 +152,8 @@ def test_video_target_writes_overlays_by_media_frame_index(tmp_path, models_dir,
     assert report.skipped == 12 and report.written == 0 and again.inferences.total == 0
 
 
-def test_cli_swap_json(tmp_path, models_dir, portrait_paths):
+def test_cli_swap_json(tmp_path, default_models_dir, portrait_paths):
+    models_dir = default_models_dir
     command = [sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["grace_hopper"]),
                "--target", str(portrait_paths["astronaut"]), "--out", str(tmp_path / "out"),
                "--cache-dir", str(tmp_path / "c"), "--models-dir", str(models_dir), "--providers", "cpu", "--json"]
