@@ -11,7 +11,8 @@ programs from Blender's own site, on no package registry):
     variable `{nas}` for the shared storage) and runs each `blender-render` command as
     `{exe} {exeArgs} {argsBefore} {blendfile} {args}`, tasks after their dependencies;
   - the `blender` executable: scripts/bpy_blender.py (see farm_helpers.py).
-The job runs in Flamenco's copy mode: the .blend is copied into a job folder first.
+The job runs in Flamenco's copy mode: the .blend is copied into a job folder first, its relative
+paths rewritten as Flamenco's packer does.
 """
 
 from __future__ import annotations
@@ -100,10 +101,12 @@ def test_chunks_compile_and_their_union_equals_one_whole_timeline_run(bpy, addon
     evaluated = submitted_settings(bpy, job_type)
     assert evaluated["frames"] == "1-36" and evaluated["format"] == "PNG"
     assert evaluated["cache_dir"] == str(farm_demo["blend"].parent / "faceswap_cache")
-    # Copy mode: the Manager works on a copy of the .blend in a job folder.
+    # Copy mode: the Manager works on a copy of the .blend in a job folder. Flamenco's packer (BAT)
+    # rewrites the copy's relative paths so they still reach the media; Save As a copy does the same.
     job_folder = tmp_path / "flamenco-jobs" / "shot-10"
     job_folder.mkdir(parents=True)
-    blendfile = shutil.copy(farm_demo["blend"], job_folder / "edit.flamenco.blend")
+    blendfile = job_folder / "edit.flamenco.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blendfile), copy=True, relative_remap=True)
     nas = tmp_path / "nas"
     settings = submitted_settings(bpy, job_type, chunk_size=12, cache_dir="{nas}/faceswap_cache", render=True,
                                   render_output_path=str(tmp_path / "render" / "######"), blendfile=str(blendfile))

@@ -59,9 +59,13 @@ def test_a_full_output_disk_stops_cleanly_and_keeps_everything(small_disk, share
         assert cv2.imread(str(path), cv2.IMREAD_UNCHANGED) is not None and read_stamp(path)
     assert leftovers(out) == [] and leftovers(cache) == []
 
+    stats = json.loads(cli("cache", "stats", "--cache-dir", cache, "--json").out)
+    (made,) = [n["entries"] for n in stats["namespace_details"] if n["description"]["stage"] == "swap"]
+    assert len(kept) <= made <= 8  # the job stops making frames at the fault; every frame it made is stored
+
     filler.unlink()
     rerun = cli(*args)
     assert rerun.code == 0, rerun.err
     summary = json.loads(rerun.out)
     assert summary["written"] == 8 - len(kept) and summary["skipped"] == len(kept)
-    assert summary["inferences"]["detect"] == 0  # every analysis made before the stop was stored
+    assert summary["inferences"]["detect"] == 8 - made  # and none is analysed twice
