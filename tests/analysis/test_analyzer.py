@@ -152,9 +152,9 @@ def test_cli_analyze_json(tmp_path, models_dir, portrait_paths):
     assert "per_frame" not in second["media"][0]
 
 
-def test_cli_analyze_faces_prints_what_the_cache_holds_per_frame(tmp_path, models_dir, portrait_paths):
+def test_cli_analyze_faces_prints_what_the_cache_holds_per_frame(tmp_path, default_models_dir, portrait_paths):
     command = [sys.executable, "-m", "facecache", "analyze", str(portrait_paths["astronaut"]), "--faces",
-               "--cache-dir", str(tmp_path / "c"), "--models-dir", str(models_dir), "--providers", "cpu"]
+               "--cache-dir", str(tmp_path / "c"), "--models-dir", str(default_models_dir), "--providers", "cpu"]
     listed = json.loads(subprocess.run(command + ["--json"], capture_output=True, text=True, check=True).stdout)
     (frame,) = listed["media"][0]["per_frame"]
     (face,) = frame["faces"]
