@@ -168,15 +168,15 @@ class Parts:
         key = (settings.models_dir, settings.providers, json.dumps([fresh.digests, fresh.settings], sort_keys=True))
         return self._model_sets.setdefault(key, fresh)
 
-    def source_set(self, paths: tuple[str, ...], face_rank: int, analyzer):
+    def source_set(self, paths: tuple[str, ...], face_rank: int, analyzer, embeddings: bool = True):
         from facecache.swap.sources import SourceSet
 
         # Per cache folder too: loading a set stores the sources' analyses in the cache, where the
         # project's other processes (render nodes, teammates) look for them.
-        key = (str(analyzer.cache.root), analyzer.namespace.key, face_rank,
+        key = (str(analyzer.cache.root), analyzer.namespace.key, face_rank, embeddings,
                tuple((p, *_file_version(p)) for p in paths))
         if key not in self._sources:
-            self._sources[key] = SourceSet.load([Path(p) for p in paths], analyzer, face_rank)
+            self._sources[key] = SourceSet.load([Path(p) for p in paths], analyzer, face_rank, embeddings)
         return self._sources[key]
 
     def swapper(self, settings: Settings, sources):
@@ -241,12 +241,14 @@ def build_analyzer(settings: Settings, parts: Parts | None = None):
 def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:
     """Analyzer, source set, selector and swapper for a swap; errors name what to do."""
     from facecache.analysis.selection import Selector, reference_threshold
+    from facecache.swap.factory import needs_source_embedding
 
     parts = parts or Parts()
     analyzer = build_analyzer(settings, parts)
     if not settings.sources:
         raise FaceCacheError("no source face set: give a source face image (--source IMG, or the Face Swap panel)")
-    sources = parts.source_set(settings.sources, settings.source_face, analyzer)
+    sources = parts.source_set(settings.sources, settings.source_face, analyzer,
+                               embeddings=needs_source_embedding(settings.swapper))
     threshold = settings.reference_threshold or reference_threshold(analyzer.models.settings.get("recognizer"))
     selector = Selector(settings.selector, settings.position, _reference_embeddings(settings, analyzer, parts),
                         threshold)

@@ -119,3 +119,38 @@ def test_the_swap_mask_follows_the_68_points(tmp_path, default_models_dir, ident
     # ... mostly inside its 68-point outline (the mask also reaches over the forehead and temples)
     inside = (changed & (hull > 0)).sum() / changed.sum()
     assert inside > 0.7, inside
+
+
+def test_the_recognizer_runs_only_where_an_embedding_is_needed(tmp_path, default_models_dir, identity_photos,
+                                                               portrait_paths, capsys):
+    """The classic swapper with the one selector needs no identity: neither the new source face nor the
+    target runs FaceNet. A later run that selects by reference computes the embeddings alone from the
+    same cache (no detection, no landmarks again) for the faces it already knows."""
+    target = tmp_path / "biden.png"
+    cv2.imwrite(str(target), identity_photos["biden"])
+    reference = tmp_path / "obama.png"
+    cv2.imwrite(str(reference), identity_photos["obama"])
+    common = ["--target", str(target), "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"),
+              "--models-dir", str(default_models_dir), "--providers", "cpu", "--json"]
+
+    def swap(*options):
+        assert main(["swap", "--source", str(portrait_paths["astronaut"]), *options, *common]) == 0
+        return json.loads(capsys.readouterr().out)["inferences"]
+
+    # source and target: detected and landmarked, no embedding; the face swapped
+    assert swap() == {"detect": 2, "landmark": 2, "embed": 0, "swap": 1}
+    # the reference photo is new (every stage); the target's and source's records gain only what they lack:
+    # the target an embedding, the source nothing (the classic swapper does not need its identity);
+    # the target is not the reference person, so nothing is swapped
+    assert swap("--selector", "reference", "--reference", str(reference)) == \
+        {"detect": 1, "landmark": 1, "embed": 2, "swap": 0}
+    assert swap("--selector", "reference", "--reference", str(reference)) == \
+        {"detect": 0, "landmark": 0, "embed": 0, "swap": 0}
+    # a swapper that needs the source's identity later: the source's cached record gains its embedding alone
+    from facecache.pipeline import Settings, build_analyzer
+    from facecache.swap.sources import SourceSet
+
+    analyzer = build_analyzer(Settings(cache_dir=str(tmp_path / "cache"), models_dir=str(default_models_dir),
+                                       providers="cpu"))
+    sources = SourceSet.load([portrait_paths["astronaut"]], analyzer, embeddings=True)
+    assert sources.has_embeddings and analyzer.inferences.as_dict() == {"detect": 0, "landmark": 0, "embed": 1}

@@ -54,6 +54,12 @@ class BoundSwapper:
         return [face for face in faces if not any(face is t for t in turned)], turned
 
 
+def needs_source_embedding(name: str) -> bool:
+    """Whether a swapper needs the source faces' identity embedding (the model swappers do; the
+    classic swapper works from the source's pixels and landmarks alone)."""
+    return name != "classic"
+
+
 def build_swapper(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory,
                   max_yaw: float | None = choices.MAX_YAW.default) -> BoundSwapper:
     """``max_yaw``: the classic swapper leaves faces turned further (degrees) untouched; None: it

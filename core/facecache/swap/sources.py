@@ -2,9 +2,10 @@
 
 Each source image is analysed through the cache like any frame. Its largest
 face is used unless another is chosen (`face_rank`: 0 = largest, 1 = the next
-...). With a recognizer, the set's raw embeddings are averaged. The set's
-digest names exactly which faces of which pixels, analysed how, so it is a
-stable part of the swap stage's cache key.
+...). With a recognizer, and when the caller needs them (a model swapper, the
+reference selector; not the classic swapper), the set's raw embeddings are
+averaged. The set's digest names exactly which faces of which pixels, analysed
+how, so it is a stable part of the swap stage's cache key.
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ class SourceSet:
     recognizer: str | None = None  # the model that made the embeddings
 
     @classmethod
-    def load(cls, paths: list[Path], analyzer: FaceAnalyzer, face_rank: int = 0) -> "SourceSet":
+    def load(cls, paths: list[Path], analyzer: FaceAnalyzer, face_rank: int = 0,
+             embeddings: bool = True) -> "SourceSet":
+        """The faces of `paths` through the cache; `embeddings=False` skips the recognizer (a
+        later load that needs them computes that stage alone)."""
         if not paths:
             raise SourceError("no source face given: pass at least one --source IMAGE")
         faces = []
@@ -51,7 +55,7 @@ class SourceSet:
                 if not reader.info.is_still:
                     raise SourceError(f"source {path} is a video: use a still image (PNG or JPEG) of the face")
                 ((_, image),) = reader.frames([0])
-            record = analyzer.analyze_frame(image, analyzer.stages())
+            record = analyzer.analyze_frame(image, analyzer.stages(embeddings=embeddings))
             if not record.faces:
                 raise SourceError(f"no face found in the source image {path}: choose a photo where the face "
                                   "is clearly visible and at least about 40 pixels wide")
@@ -60,8 +64,8 @@ class SourceSet:
                 raise SourceError(f"the source image {path} has {len(ranked)} face(s); "
                                   f"face rank {face_rank} does not exist (0 = largest)")
             faces.append(SourceFace(Path(path), image, ranked[face_rank], record.fingerprint))
-        embeddings = [s.face.embedding for s in faces if s.face.embedding is not None]
-        embedding = average_embedding(embeddings) if len(embeddings) == len(faces) else None
+        found = [s.face.embedding for s in faces if s.face.embedding is not None]
+        embedding = average_embedding(found) if embeddings and len(found) == len(faces) else None
         digest = bytes_digest("|".join([analyzer.namespace.key, str(face_rank),
                                         *(s.fingerprint for s in faces)]).encode())
         return cls(faces, digest, embedding, analyzer.models.settings.get("recognizer"))
