@@ -15,7 +15,10 @@ FIGURES = ("cold_s", "warm_new_source_s", "param_only_s", "partial_s", "preview_
            "preview_jump_ms", "cache_overhead_fraction", "fingerprint_ms", "sha256_ms",
            "warm_new_source_ratio", "param_only_ratio", "partial_ratio", "cold_per_frame_ms",
            "cold_detector_only_per_frame_ms", "warm_new_source_per_frame_ms", "warm_detector_only_per_frame_ms",
-           "warm_identity_models_ratio")
+           "warm_identity_models_ratio", "cold_reference_per_frame_ms", "cold_cpu_ms_per_frame",
+           "cold_detector_only_cpu_ms_per_frame", "cold_reference_cpu_ms_per_frame", "warm_new_source_cpu_ms_per_frame",
+           "warm_detector_only_cpu_ms_per_frame", "cold_identity_models_cpu_ratio", "cold_reference_cpu_ratio",
+           "warm_identity_models_cpu_ratio")
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +60,25 @@ def test_identity_models_cost_is_reported_with_the_models_used(result):
     assert result["identity_models"] == ["face_mesh_468", "facenet_512"]  # the default pack
     assert result["cold_analysis_cpu_ms_per_frame"] > 0 and result["cold_analysis_cpu_ms_per_frame_detector_only"] > 0
     assert result["identity_models_cost_ratio"] > 0
+    by_model = result["cold_analysis_cpu_ms_per_frame_by_model"]
+    assert set(by_model) == {"mtcnn", "face_mesh_468", "facenet_512"} and all(ms > 0 for ms in by_model.values())
 
 
 def test_cold_cost_is_measured_with_and_without_the_new_models_and_warm_costs_no_inference(result):
     runs, base = result["runs"], result["first_range_frames"]
     assert runs["cold"]["inferences"]["landmark"] >= base  # the face mesh ran on the clip's faces
+    assert runs["cold"]["inferences"]["embed"] == 0  # the default job (classic swapper) needs no identity
     assert runs["cold_detector_only"]["inferences"]["landmark"] == 0
     assert runs["cold_detector_only"]["inferences"]["detect"] == runs["cold"]["inferences"]["detect"]
+    # By reference: every face of the clip through the recognizer too, and every face swapped as in `cold`;
+    # besides them the reference photo of the clip's one person (the source set is kept from `cold`).
+    reference = runs["cold_reference"]["inferences"]
+    clip_faces = runs["cold"]["inferences"]["landmark"] - 1
+    assert reference["swap"] == runs["cold"]["inferences"]["swap"]
+    assert reference["landmark"] == reference["embed"] == clip_faces + 1
+    assert result["cold_reference_cpu_ratio"] > result["cold_identity_models_cpu_ratio"] > 0
     assert runs["warm_new_source"]["inferences"]["landmark"] == 1  # only the new source image
+    assert runs["warm_new_source"]["inferences"]["embed"] == 0
     assert runs["warm_new_source"]["inferences"]["detect"] == runs["warm_detector_only"]["inferences"]["detect"] == 1
     assert runs["warm_detector_only"]["inferences"]["landmark"] == 0
     assert result["warm_identity_models_ratio"] > 0

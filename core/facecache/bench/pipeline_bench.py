@@ -22,8 +22,14 @@ to one output folder, on one cache folder:
                      (skipped from the manifest, no decoding), the extension is new
   cold_detector_only source A, params 1, first range, the detector alone (no landmarker, no
                      recognizer), own cache and outputs: what the landmarker costs a cold swap
-  warm_detector_only source B, params 1, first range, the same: a warm run's cost without the
-                     landmarker and recognizer, against warm_new_source (no model runs in either)
+                     (the default job needs no embeddings: the recognizer does not run)
+  cold_reference     source A, params 1, first range, "swap only these people" with reference
+                     photos of everyone in the clip (so every face is swapped, as in `cold`),
+                     own cache and outputs: the full default pipeline, every face through the
+                     detector, the landmarker and the recognizer
+  warm_detector_only source B, params 1, first range, the detector alone: a warm run's cost without
+                     the landmarker and recognizer, against warm_new_source (no model runs on the
+                     clip in either)
   preview steps      params 3: 30 consecutive frames rendered one by one through a PreviewSession
                      each, timed from the call to the written output
   preview jumps      params 3: frames at random (seeded) that the steps did not touch
@@ -31,7 +37,11 @@ to one output folder, on one cache folder:
   analysis cost      every analysis stage of the first frames, on empty caches, with the
                      model set above and with the detector alone: the cold per-frame cost of
                      the 68-point landmarker and the recognizer (when installed), which take
-                     all faces of a frame in one session run
+                     all faces of a frame in one session run, and each model's share
+
+Cold and warm runs with and without the landmarker and recognizer are also compared by CPU time
+(all threads; the `*_cpu_ms_per_frame` and `*_cpu_ratio` keys): the work itself, which other
+processes on the machine disturb far less than the wall time of runs made one after another.
 
 Each measured run is instrumented (`cache_timer.instrument`) so the time spent
 fingerprinting, resolving the media identity, opening and decoding groups,
@@ -55,7 +65,7 @@ from typing import Callable
 import cv2
 import numpy as np
 
-from facecache.analysis.analyzer import FaceAnalyzer
+from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
 from facecache.bench.cache_timer import READ, WRITE, CacheTimer, instrument
 from facecache.bench.profile_summary import profile, top_functions
 from facecache.bench.timing import median_ms
@@ -76,12 +86,14 @@ PREVIEW_STEPS = 30
 PREVIEW_JUMPS = 10
 PROFILED_FRAMES = 10
 ANALYSIS_FRAMES = 24
+MODEL_ROLES = ("detector", "landmarker", "recognizer")  # ModelSet's, in the order it takes their builders
 GOALS = {
     "warm_new_source_ratio": 0.15,
     "param_only_ratio": 0.10,
     "partial_ratio": 0.15,
     "preview_ms_median": 30.0,
     "cache_overhead_fraction": 0.05,
+    "cold_reference_cpu_ratio": 1.5,
 }
 FIRST_PARAMS = CompositeParams()
 TWEAKED_PARAMS = CompositeParams(mask_blur=0.5, opacity=0.9)
@@ -103,10 +115,12 @@ class Bench:
     parts: Parts
     landmarker: str = "auto"
     recognizer: str = "auto"
+    references: tuple[Path, ...] = ()  # when given, faces are selected by these reference photos
 
     def settings(self, source: Path | None = None, composite: CompositeParams = CompositeParams()) -> Settings:
         return Settings(cache_dir=str(self.cache_root), models_dir=str(self.models_dir) if self.models_dir else None,
-                        providers=self.providers, sources=(str(source),) if source else (), selector="many",
+                        providers=self.providers, sources=(str(source),) if source else (),
+                        selector="reference" if self.references else "many", references=self.references,
                         landmarker=self.landmarker, recognizer=self.recognizer,
                         mask_blur=composite.mask_blur, color_match=composite.color_match, opacity=composite.opacity)
 
@@ -123,6 +137,11 @@ class Bench:
         return replace(self, out=self.out.with_name("out-detector-only"),
                        cache_root=self.cache_root.with_name("cache-detector-only"), landmarker="none", recognizer="none")
 
+    def by_reference(self, people: tuple[Path, ...]) -> "Bench":
+        """The same runs swapping only the faces of `people` (reference photos), on their own cache and outputs."""
+        return replace(self, out=self.out.with_name("out-reference"),
+                       cache_root=self.cache_root.with_name("cache-reference"), references=people)
+
     def timed_run(self, source: Path, composite: CompositeParams, frames: range) -> dict:
         """One whole run (sources, job, frames), timed and instrumented."""
         timer = CacheTimer()
@@ -134,6 +153,7 @@ class Bench:
             cpu_seconds = time.process_time() - cpu_start  # all threads of this process
         return {
             "seconds": round(seconds, 3),
+            "cpu_s": round(cpu_seconds, 3),
             # CPU time over wall time x cores: 1.0 means every core busy the whole run.
             "cpu_utilisation": round(cpu_seconds / (seconds * (os.cpu_count() or 1)), 3),
             "frames": report.frames,
@@ -199,7 +219,7 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-")))
         cache_parent = (Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-", dir=cache_dir)))
                         if cache_dir is not None else work)
-        pipeline, source_a, source_b = _set_up(work, cache_parent / "cache", frames, faces, models_dir,
+        pipeline, source_a, source_b, people = _set_up(work, cache_parent / "cache", frames, faces, models_dir,
                                                samples_dir, providers, size, say)
         result = {"frames": frames, "first_range_frames": base, "extension_frames": frames - base,
                   "size": f"{size[0]}x{size[1]}", "faces": faces}
@@ -220,6 +240,8 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         runs["partial"] = pipeline.timed_run(source_b, TWEAKED_PARAMS, whole)
         say("cold run with MTCNN alone (no 68-point landmarker, no recognizer)")
         runs["cold_detector_only"] = pipeline.detector_only().timed_run(source_a, FIRST_PARAMS, first)
+        say("cold run selecting by reference photos of everyone in the clip (landmarker and recognizer on every face)")
+        runs["cold_reference"] = pipeline.by_reference(people).timed_run(source_a, FIRST_PARAMS, first)
         say("warm run with MTCNN alone: another source face")
         runs["warm_detector_only"] = pipeline.detector_only().timed_run(source_b, FIRST_PARAMS, first)
 
@@ -243,7 +265,9 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
 
 
 def _set_up(work: Path, cache_root: Path, frames: int, faces: int, models_dir: Path | None,
-            samples_dir: Path | None, providers: str, size: tuple[int, int], say) -> tuple[Bench, Path, Path]:
+            samples_dir: Path | None, providers: str, size: tuple[int, int],
+            say) -> tuple[Bench, Path, Path, tuple[Path, ...]]:
+    """(bench, source A, source B, the portraits the clip's faces come from)."""
     parts = Parts()
     models = parts.model_store(str(models_dir) if models_dir else None)
     say(f"models: default pack (MTCNN, face mesh, FaceNet) in {models.root}")
@@ -254,30 +278,56 @@ def _set_up(work: Path, cache_root: Path, frames: int, faces: int, models_dir: P
     portraits = [sample_image("grace_hopper", samples_dir)] + ([source_a] if faces > 1 else [])
     say(f"clip: {frames} frames at {size[0]}x{size[1]}, {faces} face(s) from {', '.join(p.name for p in portraits)}")
     clip = write_group_clip(portraits, work / "bench_clip.mp4", faces, frames=frames, size=size)
-    return Bench(clip, work / "out", cache_root, models_dir, providers, parts), source_a, source_b
+    return Bench(clip, work / "out", cache_root, models_dir, providers, parts), source_a, source_b, tuple(portraits)
 
 
 def _identity_model_cost(bench: Bench, work: Path, frames: range) -> dict:
     """Cold analysis per frame (every stage the model set offers) with the bench's models and
-    with the detector alone, each on an empty cache; models are loaded before timing. CPU time
-    of all threads: the work, which other processes on the machine disturb far less than the
-    wall time of two runs made one after the other."""
-    costs, used = {}, []
+    with the detector alone, each on an empty cache, and the CPU time of each model's calls;
+    models are loaded before timing. CPU time of all threads: the work, which other processes
+    on the machine disturb far less than the wall time of two runs made one after the other."""
+    costs, by_model, used = {}, {}, []
     for name, ids in (("full", {}), ("detector_only", {"landmarker": "none", "recognizer": "none"})):
         model_set = bench.parts.model_set(replace(bench.settings(), **ids))
-        loaded = [role for role in ("detector", "landmarker", "recognizer") if model_set.has(role)]
-        for role in loaded:
-            model_set.get(role)
+        timed = {role: _CpuTimed(model_set.get(role)) for role in MODEL_ROLES if model_set.has(role)}
         if name == "full":
-            used = [model_set.settings[role] for role in loaded if role != "detector"]
-        analyzer = FaceAnalyzer(FaceCache(work / f"analysis-{name}"), model_set)
+            used = [model_set.settings[role] for role in timed if role != "detector"]
+        builders = [(lambda model=timed[role]: model) if role in timed else None for role in MODEL_ROLES]
+        analyzer = FaceAnalyzer(FaceCache(work / f"analysis-{name}"),
+                                ModelSet(model_set.digests, model_set.settings, *builders))
         start = time.process_time()
         analyzer.analyze_media(bench.clip, frames, needed=analyzer.stages())
         costs[name] = (time.process_time() - start) * 1000 / max(len(frames), 1)
+        if name == "full":
+            by_model = {model_set.settings[role]: round(model.cpu_s * 1000 / max(len(frames), 1), 2)
+                        for role, model in timed.items()}
     return {"identity_models": used,
             "cold_analysis_cpu_ms_per_frame": round(costs["full"], 2),
             "cold_analysis_cpu_ms_per_frame_detector_only": round(costs["detector_only"], 2),
+            "cold_analysis_cpu_ms_per_frame_by_model": by_model,
             "identity_models_cost_ratio": _ratio(costs["full"], costs["detector_only"])}
+
+
+class _CpuTimed:
+    """A model whose method calls add up their CPU time (all threads) in `cpu_s`."""
+
+    def __init__(self, model) -> None:
+        self._model = model
+        self.cpu_s = 0.0
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._model, name)
+        if not callable(attribute):
+            return attribute
+
+        def timed(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return attribute(*args, **kwargs)
+            finally:
+                self.cpu_s += time.process_time() - start
+
+        return timed
 
 
 def _digest_costs(clip: Path) -> dict:
@@ -317,6 +367,15 @@ def _figures(runs: dict, stepped: dict, jumped: dict) -> dict:
         "warm_detector_only_per_frame_ms": round(runs["warm_detector_only"]["seconds"] * 1000
                                                  / runs["warm_detector_only"]["frames"], 2),
         "warm_identity_models_ratio": _ratio(warm["seconds"], runs["warm_detector_only"]["seconds"]),
+        "cold_reference_per_frame_ms": round(runs["cold_reference"]["seconds"] * 1000
+                                             / runs["cold_reference"]["frames"], 2),
+        **{f"{name}_cpu_ms_per_frame": round(runs[name]["cpu_s"] * 1000 / runs[name]["frames"], 2)
+           for name in ("cold", "cold_detector_only", "cold_reference", "warm_new_source", "warm_detector_only")},
+        # The default job (classic swapper, every face): the landmarker runs, the recognizer does not.
+        "cold_identity_models_cpu_ratio": _ratio(runs["cold"]["cpu_s"], runs["cold_detector_only"]["cpu_s"]),
+        # Selecting by reference: every face through the landmarker and the recognizer too.
+        "cold_reference_cpu_ratio": _ratio(runs["cold_reference"]["cpu_s"], runs["cold_detector_only"]["cpu_s"]),
+        "warm_identity_models_cpu_ratio": _ratio(warm["cpu_s"], runs["warm_detector_only"]["cpu_s"]),
         "warm_new_source_ratio": _ratio(warm["seconds"], cold),
         "param_only_ratio": _ratio(runs["param_only"]["seconds"], cold),
         "partial_ratio": _ratio(runs["partial"]["seconds"], cold),
