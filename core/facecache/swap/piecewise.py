@@ -104,9 +104,9 @@ def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
     affine = np.zeros((len(triangles), 3, 2))
     affine[usable] = np.linalg.solve(corners[usable], src[triangles[usable]])
     ids = np.full((size, size), -1, np.int32)
-    for number in np.nonzero(usable)[0]:
-        cv2.fillConvexPoly(ids, np.round(dst[triangles[number]] * 16).astype(np.int32), int(number),
-                           lineType=cv2.LINE_8, shift=4)
+    fixed = np.round(dst[triangles] * 16).astype(np.int32)  # every triangle's corners, 4 fractional bits
+    for number in np.nonzero(usable)[0].tolist():
+        cv2.fillConvexPoly(ids, fixed[number], number, lineType=cv2.LINE_8, shift=4)
     ys, xs = np.mgrid[0:size, 0:size].astype(np.float32)
     coefficients = affine.astype(np.float32)[np.maximum(ids, 0)]  # (size, size, 3, 2)
     map_x = xs * coefficients[..., 0, 0] + ys * coefficients[..., 1, 0] + coefficients[..., 2, 0]
