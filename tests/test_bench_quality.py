@@ -145,3 +145,13 @@ def test_a_real_run_on_the_group_photo(tmp_path, default_models_dir, capsys):
     assert (result["models"]["landmarker"] is None) == (result["expression_error"] is None)
     assert (result["models"]["recognizer"] is None) == (result["identity_margin_mean"] is None)
     assert ("not measured" in shown) == (result["expression_error"] is None)
+
+
+@pytest.mark.index
+def test_identity_is_measured_with_the_default_models(tmp_path, default_models_dir):
+    """The classic swap itself needs no source identity (its source set has no embedding); the
+    measurement gets one from the same cache."""
+    result = run(tmp_path / "pictures", models_dir=default_models_dir, providers="cpu",
+                 pairs=(Pair("astronaut", "grace_hopper"),))
+    assert result["faces"] == 1 and result["identity_margin_mean"] is not None
+    assert result["expression_error"] is not None

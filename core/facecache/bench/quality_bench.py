@@ -41,6 +41,7 @@ from facecache.pipeline import Parts, Pipeline, Settings, build_analyzer, build_
 from facecache.samples import SAMPLES, sample_image
 from facecache.store.records import Face, FrameRecord, Stage
 from facecache.swap.composite import overlay, paste_back
+from facecache.swap.sources import SourceSet
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,8 @@ def _load(name: str, height: int | None) -> np.ndarray:
 def _measure_pair(pair: Pair, pipeline: Pipeline, out_dir: Path) -> tuple[list[dict], list[dict]]:
     analyzer, sources, swapper = pipeline.analyzer, pipeline.sources, pipeline.swapper
     source = sources.faces[0]
+    # The classic swapper needs no source identity; measuring one does (from the cache, plus the embedding).
+    sources = SourceSet.load([face.path for face in sources.faces], analyzer, embeddings=True)
     frame = _load(pair.target, pair.target_height)
     record = analyzer.analyze_frame(frame)
     params = pipeline.settings.composite
