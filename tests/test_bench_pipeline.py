@@ -11,7 +11,7 @@ from facecache.cli import build_parser
 pytestmark = pytest.mark.index  # the default models and portraits come from the package index
 
 FIGURES = ("cold_s", "warm_new_source_s", "param_only_s", "partial_s", "preview_ms_median", "preview_ms_p95",
-           "preview_first_ms", "preview_ms_p95_after_first",
+           "preview_first_ms", "preview_ms_p95_after_first", "preview_cpu_ms_median", "preview_jump_cpu_ms",
            "preview_jump_ms", "cache_overhead_fraction", "fingerprint_ms", "sha256_ms",
            "warm_new_source_ratio", "param_only_ratio", "partial_ratio", "cold_per_frame_ms",
            "cold_detector_only_per_frame_ms", "warm_new_source_per_frame_ms", "warm_detector_only_per_frame_ms",

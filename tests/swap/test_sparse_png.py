@@ -62,3 +62,36 @@ def test_a_moving_face_does_not_compress_the_empty_rows_again(monkeypatch):
     band_bytes = 180 * 20 * row_bytes
     # Empty runs are made of power-of-two row counts compressed once: fewer than 2 x 256 rows in all.
     assert sum(compressed) - band_bytes < 2 * 256 * row_bytes
+
+
+def test_large_bands_go_in_pieces_the_same_with_or_without_a_thread_pool():
+    """A 4K face's band is deflated in pieces (sync-flushed segments, Adler-32 sums combined); a pool
+    spreads them over threads and the bytes stay the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from facecache.swap import sparse_png
+
+    rng = np.random.default_rng(4)
+    width, height = 3840, 2160
+    patches = [(1500, 500, rng.integers(0, 256, (700, 900, 4), dtype=np.uint8)),
+               (100, 1400, rng.integers(0, 256, (30, 60, 4), dtype=np.uint8))]
+    assert 700 * (1 + 4 * width) > 5 * sparse_png._PIECE_BYTES  # the first band makes several pieces
+    alone = SparseOverlayEncoder().encode(width, height, patches)
+    with ThreadPoolExecutor(2) as pool:
+        pooled = SparseOverlayEncoder(pool=pool).encode(width, height, patches)
+    assert pooled == alone
+    full = np.zeros((height, width, 4), np.uint8)
+    for x, y, patch in patches:
+        full[y:y + patch.shape[0], x:x + patch.shape[1]] = patch
+    assert np.array_equal(decode(alone), full)  # OpenCV checks the stream's Adler-32 as it inflates
+
+
+def test_adler32_of_pieces_combines_into_the_whole():
+    import zlib
+
+    from facecache.swap.sparse_png import _adler_combine
+
+    data = np.random.default_rng(2).integers(0, 256, 300_000, dtype=np.uint8).tobytes()
+    for cut in (0, 1, 5551, 65521, 200_000, len(data)):
+        first, second = data[:cut], data[cut:]
+        assert _adler_combine(zlib.adler32(first), zlib.adler32(second), len(second)) == zlib.adler32(data)

@@ -153,16 +153,17 @@ def test_video_target_writes_overlays_by_media_frame_index(tmp_path, models_dir,
 
 
 def test_cli_swap_json(tmp_path, default_models_dir, portrait_paths):
-    models_dir = default_models_dir
     command = [sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["grace_hopper"]),
                "--target", str(portrait_paths["astronaut"]), "--out", str(tmp_path / "out"),
-               "--cache-dir", str(tmp_path / "c"), "--models-dir", str(models_dir), "--providers", "cpu", "--json"]
+               "--cache-dir", str(tmp_path / "c"), "--models-dir", str(default_models_dir), "--providers", "cpu",
+               "--json"]
     run = subprocess.run(command, capture_output=True, text=True, check=True)
     first = json.loads(run.stdout)
     assert (first["frames"], first["written"], first["skipped"]) == (1, 1, 0)
     assert (first["faces_found"], first["faces_swapped"]) == (1, 1) and "facecache: warning" not in run.stderr
-    # source and target: detection and 68 landmarks; the embedding only for the source (the one selector needs none)
-    assert first["inferences"] == {"detect": 2, "landmark": 2, "embed": 1, "swap": 1}
+    # source and target: detection and 68 landmarks; no embedding (neither the classic swapper nor the one
+    # selector needs an identity)
+    assert first["inferences"] == {"detect": 2, "landmark": 2, "embed": 0, "swap": 1}
     second = json.loads(subprocess.run(command + ["--mask-blur", "0.6"], capture_output=True, text=True,
                                        check=True).stdout)
     assert second["inferences"] == {"detect": 0, "landmark": 0, "embed": 0, "swap": 0} and second["written"] == 1

@@ -170,18 +170,19 @@ class Bench:
     def preview(self, source: Path, composite: CompositeParams, indices: list[int]) -> dict:
         """One job for the new composite params (made once, as the add-on would on a tweak),
         then a PreviewSession rendering frame after frame; per-frame wall times from the call to the
-        written output."""
+        written output, and the CPU time of all threads per frame (the work, for a loaded machine)."""
         start = time.perf_counter()
         job, analyzer = self.job(source, composite)
         setup_ms = (time.perf_counter() - start) * 1000
-        times = []
+        times, cpu_times = [], []
         with PreviewSession(job, self.clip, self.out) as session:
             setup_ms = (time.perf_counter() - start) * 1000
             for index in indices:
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 session.render(index)
                 times.append((time.perf_counter() - start) * 1000)
-        return {"ms": times, "setup_ms": setup_ms, "written": job.report.written,
+                cpu_times.append((time.process_time() - cpu_start) * 1000)
+        return {"ms": times, "cpu_ms": cpu_times, "setup_ms": setup_ms, "written": job.report.written,
                 "inferences": analyzer.inferences.total}
 
     def profiled_preview(self, source: Path, composite: CompositeParams, indices: list[int]) -> dict:
@@ -381,11 +382,13 @@ def _figures(runs: dict, stepped: dict, jumped: dict) -> dict:
         "partial_ratio": _ratio(runs["partial"]["seconds"], cold),
         "preview_ms_median": round(statistics.median(step_ms), 2),
         "preview_ms_p95": round(_percentile(step_ms, 95), 2),
+        "preview_cpu_ms_median": round(statistics.median(stepped["cpu_ms"]), 2),
         # The first step opens the segment's packs and reaches the frame from the session's start:
         # apart from it, the p95 is the steady steps' spread.
         "preview_first_ms": round(step_ms[0], 2),
         "preview_ms_p95_after_first": round(_percentile(step_ms[1:] or step_ms, 95), 2),
         "preview_jump_ms": round(statistics.median(jumped["ms"]), 2) if jumped["ms"] else None,
+        "preview_jump_cpu_ms": round(statistics.median(jumped["cpu_ms"]), 2) if jumped["ms"] else None,
         "preview_setup_ms": round(stepped["setup_ms"], 2),
         "preview_frames": len(step_ms),
         "preview_jumps": len(jumped["ms"]),

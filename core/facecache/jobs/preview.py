@@ -4,12 +4,15 @@ A `PreviewSession` keeps what a one-frame job would redo on every call: the
 open video (so the next frame is one decode), the media identity, the current
 segment's analysis and swap records, and the output manifest. Each `render`
 then costs a decode, a composite and an encode; models run only for frames
-never analysed or swapped before. Close the session (or use it as a context
+never analysed or swapped before. An editor waits for each frame, so the
+session spreads an overlay's deflating over the cores (the encoder's pieces on a
+thread pool): a 4K face's band is 10 MB. Close the session (or use it as a context
 manager) to write the collected records and the manifest.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from facecache.analysis.analyzer import checked_range
@@ -17,8 +20,10 @@ from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.swap_job import SwapJob, output_name, prepare_output_folder
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
+from facecache.models.runtime import usable_cores
 from facecache.store.frame_store import SEGMENT_FRAMES, group_key
 from facecache.swap.composite import CompositeParams
+from facecache.swap.sparse_png import SparseOverlayEncoder
 
 
 class PreviewSession:
@@ -34,6 +39,9 @@ class PreviewSession:
         self._segment: int | None = None
         self._groups = None
         self._decoded: tuple[int, object] | None = None  # the last frame decoded: a slider moves on one frame
+        cores = usable_cores()
+        self._pool = ThreadPoolExecutor(cores, thread_name_prefix="facecache-preview") if cores > 1 else None
+        self._encoder = SparseOverlayEncoder(pool=self._pool)
 
     def render(self, index: int, composite: CompositeParams | None = None) -> Path:
         """Make sure the output of media frame `index` exists and is current (with `composite`, the blend
@@ -50,7 +58,7 @@ class PreviewSession:
         results = self.job.swap_frame(analysis, swaps, index, frame)
         # No fsync: measured at a fifth of a preview's time under load; a lost preview is made again.
         self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode,
-                              durable=False)
+                              durable=False, encoder=self._encoder)
         self.manifest.record(name, key)
         self.job.report.written += 1
         return self.folder / name
@@ -80,6 +88,8 @@ class PreviewSession:
     def close(self) -> None:
         self._flush()
         self.reader.close()
+        if self._pool is not None:
+            self._pool.shutdown()
 
     def __enter__(self) -> "PreviewSession":
         return self

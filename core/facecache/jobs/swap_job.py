@@ -241,13 +241,14 @@ class SwapJob:
                        fault.path)
 
     def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int,
-                     durable: bool = True) -> None:
+                     durable: bool = True, encoder: SparseOverlayEncoder | None = None) -> None:
         """Encode and write one output (file mode `mode`), stamped with the key it is made from (`durable=False`:
-        no fsync, for previews; an output a power cut emptied fails its manifest and stamp checks and is remade)."""
+        no fsync, for previews; an output a power cut emptied fails its manifest and stamp checks and is remade).
+        Overlays go through `encoder` when given, else through this thread's own."""
         if form == "full":
             data = _encode_png(paste_back(frame, results, self.composite))
         else:
-            encoder = getattr(self._encoders, "encoder", None)
+            encoder = encoder or getattr(self._encoders, "encoder", None)
             if encoder is None:  # one per thread: it caches compressed empty rows
                 encoder = self._encoders.encoder = SparseOverlayEncoder()
             height, width = frame.shape[:2]
