@@ -38,7 +38,9 @@ class FakeOrt:
         return self.available
 
     def SessionOptions(self):
-        return SimpleNamespace()
+        options = SimpleNamespace(config={})
+        options.add_session_config_entry = options.config.__setitem__
+        return options
 
     def InferenceSession(self, path, sess_options, providers, provider_options):
         self.created.append((path, tuple(providers), sess_options))
@@ -137,6 +139,7 @@ def test_threads_and_session_options(model_files):
     options = ort.created[0][2]
     assert options.intra_op_num_threads == usable_cores() >= 1
     assert options.inter_op_num_threads == 1 and options.execution_mode == "sequential"
+    assert options.config == {"session.intra_op.allow_spinning": "0"}  # waiting threads sleep
     SessionFactory("cpu", ort=ort, threads=3).session(a)
     assert ort.created[1][2].intra_op_num_threads == 3
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 import cv2
 import numpy as np
 
-from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, transform_points, warp
+from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, linear_det, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.face_region import face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
@@ -157,7 +157,7 @@ class ClassicSwapper:
     def _side_of(self, kps5: np.ndarray) -> float:
         """The crop side at which a face with these key points is one to one (pixel for pixel)."""
         matrix = alignment_matrix(kps5, self.settings.template, _REFERENCE_SIDE)
-        return _REFERENCE_SIDE / math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
+        return _REFERENCE_SIDE / math.sqrt(abs(linear_det(matrix)))
 
 
 def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
@@ -166,7 +166,7 @@ def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
     by ``crop_map`` (for each crop pixel, the crop position to read), in one bicubic resampling
     from the pyramid level that needs the least shrinking beyond a half (so detail is averaged,
     not aliased)."""
-    scale = math.sqrt(abs(float(np.linalg.det(matrix[:, :2]))))
+    scale = math.sqrt(abs(linear_det(matrix)))
     level = 0
     while level + 1 < len(pyramid) and scale * 2 ** (level + 1) <= 1.0:
         level += 1

@@ -98,11 +98,19 @@ def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
     border points are added to both. Pixels no triangle covers map onto themselves."""
     src = np.vstack([np.asarray(source, np.float64), border_points(size)])
     dst = np.vstack([np.asarray(target, np.float64), border_points(size)])
-    # Per triangle, the affine map taking its target corners onto its source corners.
-    corners = np.concatenate([dst[triangles], np.ones((len(triangles), 3, 1))], axis=2)  # (T, 3, 3)
-    usable = np.abs(np.linalg.det(corners)) > 1e-6  # a triangle squashed flat in the target maps nothing
-    affine = np.zeros((len(triangles), 3, 2))
-    affine[usable] = np.linalg.solve(corners[usable], src[triangles[usable]])
+    # Per triangle, the affine map taking its target corners onto its source corners, written out
+    # (numpy's batched solve is slow here: see align.linear_det): with edges e1, e2 from the first
+    # target corner and f1, f2 from the first source corner, a point p maps to s0 + F E^-1 (p - d0).
+    d, s = dst[triangles], src[triangles]  # (T, 3, 2)
+    e1, e2, f1, f2 = d[:, 1] - d[:, 0], d[:, 2] - d[:, 0], s[:, 1] - s[:, 0], s[:, 2] - s[:, 0]
+    det = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    usable = np.abs(det) > 1e-6  # a triangle squashed flat in the target maps nothing
+    inv_det = np.where(usable, 1.0 / np.where(usable, det, 1.0), 0.0)
+    # E^-1 = [[e2y, -e2x], [-e1y, e1x]] / det; the linear part L = F E^-1, column by column.
+    lx = (f1 * e2[:, 1:2] - f2 * e1[:, 1:2]) * inv_det[:, None]   # L's column for x: (T, 2)
+    ly = (f2 * e1[:, 0:1] - f1 * e2[:, 0:1]) * inv_det[:, None]   # L's column for y
+    offset = s[:, 0] - lx * d[:, 0, 0:1] - ly * d[:, 0, 1:2]
+    affine = np.stack([lx, ly, offset], axis=1)  # (T, 3, 2): rows for x, y and 1
     ids = np.full((size, size), -1, np.int32)
     fixed = np.round(dst[triangles] * 16).astype(np.int32)  # every triangle's corners, 4 fractional bits
     for number in np.nonzero(usable)[0].tolist():

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from facecache.analysis.align import linear_det
 from facecache.errors import FaceCacheError
 
 
@@ -56,7 +57,7 @@ class SwapResult:
         matrix = np.asarray(self.matrix)
         if matrix.shape != (2, 3) or not np.all(np.isfinite(matrix)):
             raise SwapResultError(f"a swap result's matrix must be a finite (2, 3) affine, got shape {matrix.shape}")
-        if abs(float(np.linalg.det(matrix[:, :2].astype(np.float64)))) < 1e-12:
+        if abs(linear_det(matrix)) < 1e-12:
             raise SwapResultError("a swap result's matrix is singular; the face's key points are degenerate, "
                                   "re-run the analysis of this frame")
         size = crop.shape[0]
