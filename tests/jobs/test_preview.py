@@ -22,7 +22,7 @@ def test_preview_renders_the_same_frames_as_a_job_and_reuses_everything(tmp_path
     with PreviewSession(job, clip, tmp_path / "preview") as session:
         paths = [session.render(i) for i in (60, 61, 62, 70, 5)]
     assert job.analyzer.inferences.detect == 1  # only frame 5 was never analysed
-    for path in paths[:4]:
+    for path in paths[:4]:  # made from the cache without decoding: the job's decoded frames' bytes
         assert path.read_bytes() == (tmp_path / "job" / "clip" / path.name).read_bytes()
 
     job = make_job(tmp_path, models_dir, portrait_paths["grace_hopper"], CompositeParams(mask_blur=0.6))
@@ -33,5 +33,6 @@ def test_preview_renders_the_same_frames_as_a_job_and_reuses_everything(tmp_path
         for index in range(60, 66):
             session.render(index)
         again = session.render(63)
-    assert job.analyzer.inferences.total == 0 and reads == list(range(60, 66))
+    # every face came from the cache with its colour transfer: nothing to run, nothing to decode
+    assert job.analyzer.inferences.total == 0 and reads == []
     assert cv2.imread(str(again), cv2.IMREAD_UNCHANGED).shape == (240, 320, 4)

@@ -152,6 +152,40 @@ def test_video_target_writes_overlays_by_media_frame_index(tmp_path, models_dir,
     assert report.skipped == 12 and report.written == 0 and again.inferences.total == 0
 
 
+def test_a_blend_change_composes_cached_faces_without_decoding(tmp_path, models_dir, portrait_paths, portraits,
+                                                              monkeypatch):
+    """Overlays made from cached swaps need no pixels of the frame: a blend change decodes nothing, and
+    its overlays are byte for byte those of a run that decoded every frame."""
+    from facecache.media.reader import MediaReader
+
+    clip = tmp_path / "clip.mp4"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 25, (512, 512))
+    for i in range(6):
+        writer.write(np.roll(portraits["astronaut"], 8 * i, axis=1) if i != 3 else np.zeros((512, 512, 3), np.uint8))
+    writer.release()
+    decoded, read = [], MediaReader.frames
+
+    def counted(reader, indices):
+        indices = list(indices)
+        if reader.path == clip:  # (the source photo is read too)
+            decoded.extend(indices)
+        return read(reader, indices)
+
+    monkeypatch.setattr(MediaReader, "frames", counted)
+    source, tweaked = [portrait_paths["grace_hopper"]], CompositeParams(mask_blur=0.5, opacity=0.8)
+
+    run_job(tmp_path, models_dir, source, clip)
+    assert sorted(decoded) == list(range(6))
+    decoded.clear()
+    _, report = run_job(tmp_path, models_dir, source, clip, composite=tweaked)
+    assert report.written == 6 and decoded == []  # every face came from the cache with its colour transfer
+    _, fresh = run_job(tmp_path / "elsewhere", models_dir, source, clip, composite=tweaked)
+    assert fresh.written == 6 and sorted(decoded) == list(range(6))  # a new cache: every frame decoded
+    for index in range(6):
+        name = f"clip/{index:06d}.png"
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "elsewhere" / "out" / name).read_bytes()
+
+
 def test_cli_swap_json(tmp_path, default_models_dir, portrait_paths):
     command = [sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["grace_hopper"]),
                "--target", str(portrait_paths["astronaut"]), "--out", str(tmp_path / "out"),

@@ -15,6 +15,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 from facecache.analysis.analyzer import checked_range
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.swap_job import SwapJob, output_name, prepare_output_folder
@@ -54,7 +56,8 @@ class PreviewSession:
         key = self.job.output_key(self.media_id, index, self.form)
         if self.manifest.is_current(name, key):
             return self.folder / name
-        frame = self._frame(index)
+        size = self.job.size_without_pixels(analysis, swaps, index, self.form)
+        frame = self._frame(index) if size is None else np.zeros((*size, 3), np.uint8)  # see size_without_pixels
         results = self.job.swap_frame(analysis, swaps, index, frame)
         # No fsync: measured at a fifth of a preview's time under load; a lost preview is made again.
         self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode,

@@ -17,6 +17,7 @@ encoder (only the rows crossing the faces are compressed) about half that.
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
 import tempfile
@@ -203,8 +204,12 @@ class SwapJob:
         swaps = self.store.open_group(swap_group)
         pending: list[tuple[str, str, Future]] = []
         failed: BaseException | None = None
+        # Frames whose faces are all in the cache, ready to composite, are not decoded (a blend change).
+        sizes = {index: self.size_without_pixels(analysis, swaps, index, seg.form) for index in todo}
+        cached = ((index, np.zeros((*size, 3), np.uint8)) for index, size in sizes.items() if size is not None)
+        decoded = seg.reader.frames([index for index, size in sizes.items() if size is None])
         try:
-            for index, frame in seg.reader.frames(todo):
+            for index, frame in itertools.chain(cached, decoded):
                 name = output_name(seg.target, index, seg.still)
                 results = self.swap_frame(analysis, swaps, index, frame)
                 key = self.output_key(seg.media_id, index, seg.form)
@@ -268,6 +273,21 @@ class SwapJob:
             manifest.record(name, key)
             self.report.written += 1
         return failed
+
+    def size_without_pixels(self, analysis, swaps, index: int, form: str) -> tuple[int, int] | None:
+        """(height, width) of media frame `index` when its output can be made without its pixels: an
+        overlay whose analysis and swap are cached, each face with its fitted colour transfer (or
+        colour matching off), reads no pixel of the frame, so zeros of its size stand in for it (the
+        OS maps them lazily; a 4K frame's decode is a third of a blend change's time). None when the
+        frame must be decoded. Reads the cache without counting it."""
+        fingerprint = analysis.fingerprint_at(index)
+        record = analysis.content.records.get(fingerprint) if form == "overlay" and fingerprint else None
+        if record is None or not record.has(self.needed):
+            return None
+        cached = swaps.content.records.get(record.fingerprint)
+        if cached is None or (self.composite.color_match > 0 and any(r.color is None for r in cached.results)):
+            return None
+        return record.height, record.width
 
     def swap_frame(self, analysis, swaps, index: int, frame: np.ndarray) -> list:
         """The swap results of a decoded frame: from the cache, else analysed (as needed) and swapped."""
