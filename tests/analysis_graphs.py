@@ -7,7 +7,8 @@ shape). ``echo_model`` outputs the first values of the flattened input, so a
 test can see exactly what an adapter fed. ``batched_landmarker_model`` and
 ``echo_model(..., batch="N")`` leave the batch axis open, as graphs that take
 all faces of a frame in one run. ``RecordingSession`` is a plain Python session
-that returns fixed outputs and keeps the feeds.
+that returns fixed outputs and keeps the feeds; ``CountingSession`` wraps a real
+session and counts its runs and their batch sizes.
 """
 
 from __future__ import annotations
@@ -133,3 +134,21 @@ class RecordingSession:
         self.feeds.append({k: np.array(v) for k, v in feeds.items()})
         values = self._respond(feeds) if self._respond else self._values
         return [values[name] for name in (names or [o.name for o in self._outputs])]
+
+
+class CountingSession:
+    """A real ONNX Runtime session that counts its runs and the batch size fed to each."""
+
+    def __init__(self, session):
+        self._session = session
+        self.batches: list[int] = []
+
+    def get_inputs(self):
+        return self._session.get_inputs()
+
+    def get_outputs(self):
+        return self._session.get_outputs()
+
+    def run(self, names, feeds):
+        self.batches.append(len(next(iter(feeds.values()))))
+        return self._session.run(names, feeds)

@@ -5,7 +5,7 @@ FaceFusion models' input and output names; their values are not the real models'
 import numpy as np
 import pytest
 
-from analysis_graphs import batched_landmarker_model, cpu_session, echo_model, standin_model
+from analysis_graphs import CountingSession, batched_landmarker_model, cpu_session, echo_model, standin_model
 from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
 from facecache.analysis.arcface import ArcFaceRecognizer
 from facecache.analysis.fan68 import Fan68Landmarker
@@ -13,24 +13,6 @@ from facecache.analysis.results import Detection
 from facecache.store.cache import FaceCache
 
 POINTS = np.stack([np.linspace(60, 200, 68), np.linspace(70, 190, 68), np.zeros(68)], axis=1).astype(np.float32)
-
-
-class CountingSession:
-    """An ONNX Runtime session that counts its runs and the batch size of each."""
-
-    def __init__(self, session):
-        self._session = session
-        self.batches: list[int] = []
-
-    def get_inputs(self):
-        return self._session.get_inputs()
-
-    def get_outputs(self):
-        return self._session.get_outputs()
-
-    def run(self, names, feeds):
-        self.batches.append(len(next(iter(feeds.values()))))
-        return self._session.run(names, feeds)
 
 
 class SixFaces:

@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 import pytest
 
+from analysis_graphs import CountingSession
 from facecache.analysis.face_mesh import CROP_SIZE as MESH_CROP, FaceMeshLandmarker, roi_matrix
 from facecache.analysis.facenet import CROP_SIZE as FACENET_CROP, FaceNetRecognizer, crop_matrix, prewhitened
 from facecache.analysis.mtcnn import MtcnnDetector
@@ -33,23 +34,6 @@ pytestmark = pytest.mark.index  # the models and photographs come from the packa
 REFERENCE = Path(__file__).resolve().parent.parent / "data" / "facenet_reference.json"
 MESH_TOLERANCE = 1e-3  # crop pixels (of 192); float32 reorderings give ~1e-4
 FACENET_TOLERANCE = 1e-4  # per component of a unit-length embedding
-
-
-class CountingSession:
-    """A real session that counts its runs and the batch sizes fed."""
-
-    def __init__(self, session):
-        self.session, self.batches = session, []
-
-    def get_inputs(self):
-        return self.session.get_inputs()
-
-    def get_outputs(self):
-        return self.session.get_outputs()
-
-    def run(self, names, feeds):
-        self.batches.append(len(next(iter(feeds.values()))))
-        return self.session.run(names, feeds)
 
 
 @pytest.fixture(scope="module")
