@@ -19,6 +19,12 @@ from facecache.store.cache import FaceCache
 pytestmark = pytest.mark.index  # real weights and portraits come from the package index
 
 FRAMES = 192  # three 64-frame segments
+# Frames that may be analysed twice. A claim handed from one mount to the other can reach the new
+# holder while its mount still lists the group as it was up to a second ago (sshfs dcache_timeout=1):
+# the previous holder's pack is not seen and that segment is analysed again (the README: a pack not
+# yet visible is a miss, never a bad read). At most one segment in these runs; without the claims
+# every job analyses every frame (3-4 x FRAMES).
+HANDOVER_SLACK = 64
 WORKER = Path(__file__).with_name("nas_worker.py")
 
 
@@ -73,10 +79,9 @@ def test_four_writers_on_two_mounts_split_the_work_and_match_one_process(nas, sc
     reports = [_finish(process, report) for process, report in started]
 
     detects = sum(r["detect"] for r in reports)
-    # Every frame analysed about once: claims keep the others off a segment being made. (A claim
-    # could only expire here if a holder stalled for 20 s; allow a few frames for that.)
-    assert FRAMES <= detects <= FRAMES + 8, reports
-    assert sum(r["written"] for r in reports) <= FRAMES + 8, reports
+    # Every frame analysed about once: claims keep the others off a segment being made (see HANDOVER_SLACK).
+    assert FRAMES <= detects <= FRAMES + HANDOVER_SLACK, reports
+    assert sum(r["written"] for r in reports) <= FRAMES + HANDOVER_SLACK, reports
     assert all(not r["warnings"] for r in reports), [r["warnings"] for r in reports]
     assert sum(r["written"] > 0 for r in reports) >= 2, "the work was not shared at all"
     assert _outputs(nas.export / "team4" / "renders" / "clip") == scene["expected"]
@@ -109,7 +114,7 @@ def test_different_faces_and_a_render_node_analyse_each_frame_once(nas, scene):
     assert analysed["frames"] == FRAMES
 
     detects = sum(r["detect"] for r in reports) + analysed["inferences"]["detect"]
-    assert FRAMES <= detects <= FRAMES + 8, (reports, analysed["inferences"])  # without claims: about 3 x FRAMES
+    assert FRAMES <= detects <= FRAMES + HANDOVER_SLACK, (reports, analysed["inferences"])
     assert all(not r["warnings"] for r in reports), [r["warnings"] for r in reports]
     assert all(r["swap"] > 0 for r in reports)  # each face was swapped by its own job
     assert _outputs(nas.export / "team-mixed" / "renders-a" / "clip") == scene["expected"]
@@ -152,6 +157,6 @@ def test_a_writer_killed_mid_run_leaves_nothing_corrupt_and_its_claim_expires(na
     assert rerun["written"] == FRAMES - 128 and rerun["skipped"] == 128  # the gap, and only the gap
     # The victim's analyses died with it (a segment's records are written when it ends): the
     # survivors and the rerun analysed each frame once between them.
-    assert sum(r["detect"] for r in reports) + rerun["detect"] <= FRAMES + 8
+    assert sum(r["detect"] for r in reports) + rerun["detect"] <= FRAMES + HANDOVER_SLACK
     assert _outputs(outputs) == scene["expected"]
     shutil.rmtree(nas.export / "team-kill", ignore_errors=True)
