@@ -82,7 +82,7 @@ def test_four_writers_on_two_mounts_split_the_work_and_match_one_process(nas, sc
     # Every frame analysed about once: claims keep the others off a segment being made (see HANDOVER_SLACK).
     assert FRAMES <= detects <= FRAMES + HANDOVER_SLACK, reports
     assert sum(r["written"] for r in reports) <= FRAMES + HANDOVER_SLACK, reports
-    assert all(not r["warnings"] for r in reports), [r["warnings"] for r in reports]
+    assert all(not r["warnings"] for r in reports), "\n".join(w for r in reports for w in r["warnings"])
     assert sum(r["written"] > 0 for r in reports) >= 2, "the work was not shared at all"
     assert _outputs(nas.export / "team4" / "renders" / "clip") == scene["expected"]
     report = FaceCache(nas.b / "team4" / "cache").verify(temp_grace_seconds=0)
@@ -115,7 +115,7 @@ def test_different_faces_and_a_render_node_analyse_each_frame_once(nas, scene):
 
     detects = sum(r["detect"] for r in reports) + analysed["inferences"]["detect"]
     assert FRAMES <= detects <= FRAMES + HANDOVER_SLACK, (reports, analysed["inferences"])
-    assert all(not r["warnings"] for r in reports), [r["warnings"] for r in reports]
+    assert all(not r["warnings"] for r in reports), "\n".join(w for r in reports for w in r["warnings"])
     assert all(r["swap"] > 0 for r in reports)  # each face was swapped by its own job
     assert _outputs(nas.export / "team-mixed" / "renders-a" / "clip") == scene["expected"]
     assert FaceCache(cache_b).verify(temp_grace_seconds=0).clean
@@ -147,7 +147,7 @@ def test_a_writer_killed_mid_run_leaves_nothing_corrupt_and_its_claim_expires(na
               _start(tmp, "survivor-b", cache_b, out_b, nas.b / shot / "clip.mp4", scene["source"],
                      scene["models"], 32, 127, ttl)]
     reports = [_finish(process, report) for process, report in others]
-    assert all(not r["warnings"] for r in reports), [r["warnings"] for r in reports]
+    assert all(not r["warnings"] for r in reports), "\n".join(w for r in reports for w in r["warnings"])
     assert sorted(p.name for p in outputs.glob("*.png"))[:128] == [f"{i:06d}.png" for i in range(128)]
     assert FaceCache(cache_b).verify(temp_grace_seconds=0).clean  # nothing corrupt; dead temp files set aside
     assert not [p for p in claims.iterdir() if p.name.endswith(".claim")]

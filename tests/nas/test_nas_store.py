@@ -175,3 +175,29 @@ def test_a_claim_of_a_dead_process_on_this_machine_is_taken_over_at_once(share, 
               f"assert ClaimBook(FaceCache(sys.argv[1]), ttl=3600).try_claim('{keys[0]}', '{keys[1]}')")
     subprocess.run([_sys.executable, "-c", script, str(a / "cache")], check=True)  # exits holding it
     assert ClaimBook(FaceCache(b / "cache"), ttl=3600).try_claim(*keys) is not None
+
+
+def test_claims_raced_from_two_mounts_have_one_winner_and_no_fault(share):
+    """sshfs answers the loser of two simultaneous exclusive creates with EPERM, not EEXIST (CI
+    once stopped a survivor's storing on it): a lost race must read as "someone holds it"."""
+    import threading
+
+    from facecache.store.claims import ClaimBook
+
+    a, b, _server = share
+    caches = [FaceCache(a / "cache"), FaceCache(b / "cache")]
+    books = [ClaimBook(cache, ttl=60) for cache in caches]
+    races = 200
+    winners = [[None, None] for _ in range(races)]
+
+    def claim_all(side: int) -> None:
+        for race in range(races):
+            winners[race][side] = books[side].try_claim(f"{race:032x}", "5" * 32)
+
+    threads = [threading.Thread(target=claim_all, args=(side,)) for side in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(cache.storing for cache in caches) and all(book.usable for book in books)
+    assert all(sum(claim is not None for claim in pair) == 1 for pair in winners)

@@ -25,7 +25,8 @@ import xxhash
 
 from facecache.models.files import LEFTOVER_TEMP_SECONDS, remove_leftover_temp_files
 from facecache.processes import host_tag, local_process_is_gone
-from facecache.store.fileops import DOOMED_PREFIX, OPEN_NEW, OPEN_READ, delete_file, set_mode, unlink_quietly
+from facecache.store.fileops import (DOOMED_PREFIX, OPEN_NEW, OPEN_READ, create_new, delete_file, set_mode,
+                                     unlink_quietly)
 from facecache.store.permissions import Permissions
 
 _MAX_CLAIM_BYTES = 4096
@@ -50,7 +51,7 @@ class Lease:
         owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         for _ in range(3):
             try:
-                fd = os.open(path, OPEN_NEW, perms.file_mode)
+                fd = create_new(path, perms.file_mode)
             except FileExistsError:
                 if not _take_over_if_stale(path, perms):
                     return None
@@ -179,7 +180,7 @@ def _take_over_if_stale(path: Path, perms: Permissions) -> bool:
     # One marker per stale claim (its inode, mtime and content): one taker per claim.
     key = xxhash.xxh3_64_hexdigest(b"%d:%d:%d:" % (info.st_dev, info.st_ino, info.st_mtime_ns) + data)
     try:
-        os.close(os.open(path.with_name(_TAKEOVER_PREFIX + key), OPEN_NEW, perms.file_mode))
+        os.close(create_new(path.with_name(_TAKEOVER_PREFIX + key), perms.file_mode))
     except FileExistsError:
         return False
     doomed = path.with_name(f".del-{secrets.token_hex(8)}")
