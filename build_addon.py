@@ -45,7 +45,7 @@ PLATFORMS = {
 GPU_RUNTIME = {"linux-x64": True, "windows-x64": True, "macos-arm64": False}  # onnxruntime-gpu wheels exist
 # The engine's run-time dependencies (pyproject.toml's), less numpy and onnxruntime (chosen above).
 COMMON_REQUIREMENTS = ["opencv-python-headless>=4.9,<4.12", "msgpack>=1.0", "xxhash>=3.0", "watchdog>=4.0",
-                       "platformdirs>=3.0", "psutil>=5.9"]
+                       "platformdirs>=3.0", "psutil>=5.9", "zlib-ng>=0.5"]
 BLENDER_NUMPY = "numpy==1.26.4"  # Blender 4.2-5.0's own numpy: resolved against, never shipped
 
 

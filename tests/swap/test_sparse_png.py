@@ -95,3 +95,16 @@ def test_adler32_of_pieces_combines_into_the_whole():
     for cut in (0, 1, 5551, 65521, 200_000, len(data)):
         first, second = data[:cut], data[cut:]
         assert _adler_combine(zlib.adler32(first), zlib.adler32(second), len(second)) == zlib.adler32(data)
+
+
+def test_one_encoder_shared_by_threads_gives_each_frame_its_own_bytes():
+    """A job's writer threads share one encoder (its empty-row runs are made once for them all)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(9)
+    frames = [[(int(x), int(y), rng.integers(0, 256, (40, 30, 4), dtype=np.uint8))]
+              for x, y in zip(rng.integers(0, 600, 24), rng.integers(0, 400, 24))]
+    expected = [SparseOverlayEncoder().encode(640, 480, patches) for patches in frames]
+    shared = SparseOverlayEncoder()
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda patches: shared.encode(640, 480, patches), frames)) == expected
