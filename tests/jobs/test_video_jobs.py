@@ -181,3 +181,36 @@ def test_memory_stays_bounded_by_a_window_not_the_clip(tmp_path, models_dir, por
             tracemalloc.stop()
     # Three times the frames, the same peak: it does not grow with the clip's length.
     assert peaks[192] < 1.1 * peaks[64], peaks
+
+
+def test_the_faces_of_a_frame_swapped_side_by_side_give_the_same_outputs(tmp_path, models_dir, portrait_paths,
+                                                                         monkeypatch):
+    """A job swaps the faces of a frame on its writer threads; the outputs are those of one face after
+    another, byte for byte."""
+    from facecache.analysis.selection import Selector
+    from facecache.media.sample_clip import write_group_clip
+
+    clip = write_group_clip([portrait_paths["grace_hopper"], portrait_paths["astronaut"]], tmp_path / "group.mp4",
+                            faces=4, frames=4, size=(640, 360))
+
+    def run(name: str):
+        job = make_job(tmp_path / name, models_dir, portrait_paths["astronaut"])
+        job.selector = Selector("many")
+        report = job.run(clip, tmp_path / name / "out")
+        folder = tmp_path / name / "out" / clip.stem
+        return report, {path.name: path.read_bytes() for path in sorted(folder.glob("*.png"))}
+
+    original = SwapJob._swap_faces
+    pooled = []
+
+    def noting_the_pool(self, frame, faces, pool):
+        pooled.append(pool is not None and len(faces) > 1)
+        return original(self, frame, faces, pool)
+
+    monkeypatch.setattr(SwapJob, "_swap_faces", noting_the_pool)
+    side_by_side, outputs = run("pooled")
+    assert pooled and all(pooled)  # every frame's faces went through the writer threads
+    monkeypatch.setattr(SwapJob, "_swap_faces", lambda self, frame, faces, pool: original(self, frame, faces, None))
+    one_by_one, expected = run("serial")
+    assert one_by_one.faces_swapped == side_by_side.faces_swapped
+    assert outputs == expected and len(outputs) == 4

@@ -57,7 +57,7 @@ class PreviewSession:
             return self.folder / name
         size = self.job.size_without_pixels(analysis, swaps, index, self.form)
         frame = self._frame(index) if size is None else self._blank(size)
-        results = self.job.swap_frame(analysis, swaps, index, frame)
+        results = self.job.swap_frame(analysis, swaps, index, frame, self._pool)
         # No fsync: measured at a fifth of a preview's time under load; a lost preview is made again.
         self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode,
                               durable=False, encoder=self._encoder)

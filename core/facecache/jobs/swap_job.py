@@ -23,7 +23,7 @@ import os
 import tempfile
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -47,6 +47,7 @@ from facecache.store.namespace import Namespace
 from facecache.store.permissions import Permissions, make_dir, permissions_for, secure_folder
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
 from facecache.swap.factory import BoundSwapper
+from facecache.swap.result import SwapResult
 from facecache.swap.sparse_png import SparseOverlayEncoder
 from facecache.swap.sources import SourceSet
 from facecache.swap.swap_records import SWAP_CODEC, SwapRecord, quantise_mask
@@ -214,7 +215,7 @@ class SwapJob:
         try:
             for index, frame in itertools.chain(cached, decoded):
                 name = output_name(seg.target, index, seg.still)
-                results = self.swap_frame(analysis, swaps, index, frame)
+                results = self.swap_frame(analysis, swaps, index, frame, seg.writer)
                 key = self.output_key(seg.media_id, index, seg.form)
                 pending.append((name, key, seg.writer.submit(self.write_output, seg.folder / name, frame, results,
                                                              seg.form, key, seg.manifest.perms.file_mode)))
@@ -290,8 +291,9 @@ class SwapJob:
             return None
         return record.height, record.width
 
-    def swap_frame(self, analysis, swaps, index: int, frame: np.ndarray) -> list:
-        """The swap results of a decoded frame: from the cache, else analysed (as needed) and swapped."""
+    def swap_frame(self, analysis, swaps, index: int, frame: np.ndarray, pool: Executor | None = None) -> list:
+        """The swap results of a decoded frame: from the cache, else analysed (as needed) and swapped
+        (the faces of a frame side by side on `pool`'s threads when given)."""
         record = self.analyzer.cached(analysis, index, self.needed)
         if record is None or not record.has(self.needed):
             record = self.analyzer.ensure(analysis, index, frame, self.needed)
@@ -299,7 +301,7 @@ class SwapJob:
         if cached is None:
             faces, turned = self.swapper.split_turned(self.selector.select(record.faces, record.width,
                                                                             record.height))
-            results = [quantise_mask(self.swapper.swap(frame, face)) for face in faces]
+            results = self._swap_faces(frame, faces, pool)
             self.analyzer.inferences.swap += len(faces)
             cached = SwapRecord(record.fingerprint, results, len(turned))
         self.report.faces_found += len(record.faces)
@@ -310,6 +312,15 @@ class SwapJob:
         if swaps.fingerprint_at(index) != record.fingerprint or cached.fingerprint not in swaps.content.records:
             swaps.put(cached, index)
         return cached.results
+
+    def _swap_faces(self, frame: np.ndarray, faces: list, pool: Executor | None) -> list:
+        def swap(face) -> SwapResult:
+            return quantise_mask(self.swapper.swap(frame, face))
+
+        if pool is None or len(faces) < 2:
+            return [swap(face) for face in faces]
+        first = swap(faces[0])  # builds the swapper, once, before threads share it
+        return [first, *pool.map(swap, faces[1:])]
 
     def output_key(self, media_id: str, index: int, form: str) -> str:
         """What an output is made from: the media's content and frame index under this decoder
