@@ -52,8 +52,8 @@ _PIECE_BYTES = 1 << 20
 class SparseOverlayEncoder:
     """Encodes (width, height, [(x, y, bgra patch), ...]) as a full-size RGBA PNG. Keeps a small
     cache of compressed empty-row runs, shared by the threads that encode through it. With `pool`,
-    the pieces of the face bands are filtered and deflated on its threads (zlib and numpy release
-    the GIL)."""
+    the pieces of the face bands are filtered and deflated on its threads (zlib-ng and numpy
+    release the GIL)."""
 
     def __init__(self, cache_entries: int = 64, pool: Executor | None = None):
         self._empty_runs: OrderedDict[tuple[int, int], bytes] = OrderedDict()
