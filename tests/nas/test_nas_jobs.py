@@ -19,12 +19,12 @@ from facecache.store.cache import FaceCache
 pytestmark = pytest.mark.index  # real weights and portraits come from the package index
 
 FRAMES = 192  # three 64-frame segments
-# Frames that may be analysed twice. A claim handed from one mount to the other can reach the new
-# holder while its mount still lists the group as it was up to a second ago (sshfs dcache_timeout=1):
-# the previous holder's pack is not seen and that segment is analysed again (the README: a pack not
-# yet visible is a miss, never a bad read). At most one segment in these runs; without the claims
-# every job analyses every frame (3-4 x FRAMES).
-HANDOVER_SLACK = 64
+# Frames that may be analysed twice: only if a holder stalled past its claim's expiry (20 s). A
+# claim handed from one mount to the other is followed by a fresh listing of the segment's groups
+# (FaceCache.read_group(fresh=True)), so the previous holder's pack is seen although the new
+# holder's mount cached the listing from before it; without that, CI once saw a whole segment
+# analysed again. Without claims every job analyses every frame (3-4 x FRAMES).
+HANDOVER_SLACK = 8
 WORKER = Path(__file__).with_name("nas_worker.py")
 
 

@@ -201,3 +201,25 @@ def test_claims_raced_from_two_mounts_have_one_winner_and_no_fault(share):
         thread.join()
     assert all(cache.storing for cache in caches) and all(book.usable for book in books)
     assert all(sum(claim is not None for claim in pair) == 1 for pair in winners)
+
+
+def test_a_group_opened_fresh_lists_what_the_other_mount_just_wrote(share):
+    """sshfs serves a folder's listing from its cache for dcache_timeout (1 s here, 20 s by default).
+    A holder on mount A writes its segment's pack (folding the group's packs into one); mount B, which
+    listed the group while A held it, still lists the old pack, which is gone: B sees fewer records,
+    and would analyse them again. Opened `fresh` (as a job does after taking a segment's claim), B
+    lists the group as the server has it."""
+    a, b, _server = share
+    writer, reader = FrameStore(FaceCache(a / "cache"), NS), FrameStore(FaceCache(b / "cache"), NS)
+    key = group_id(0)
+    behind = []
+    for frame in range(3):
+        time.sleep(1.2)  # B's cached listing has expired
+        reader.open_group(key)  # B looks at the segment while A holds it...
+        group = writer.open_group(key)  # ...A writes its pack and releases...
+        group.put(make_record(fingerprint_for(key, frame), 3), frame)
+        group.flush()
+        behind.append(len(reader.open_group(key).content.records) < frame + 1)  # ...B's listing is old
+        assert len(reader.open_group(key, fresh=True).content.records) == frame + 1
+    assert any(behind)  # the race this guards against did happen
+    assert FaceCache(b / "cache").verify(temp_grace_seconds=0).clean  # no probe file left behind

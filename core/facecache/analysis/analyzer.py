@@ -161,7 +161,7 @@ class FaceAnalyzer:
                     claim = claims.try_claim(self.namespace.key, group.key)
                     if claim is None:
                         return False
-                    group = self.open_segment(media_id, segment)  # with what the last holder wrote
+                    group = self.open_segment(media_id, segment, fresh=True)  # with what the last holder wrote
                 try:
                     cached = {i: self.cached(group, i, needed) for i in wanted}
                     todo = [i for i in wanted if cached[i] is None or not cached[i].has(needed)]
@@ -194,9 +194,9 @@ class FaceAnalyzer:
                 lacking.append(index)
         return lacking
 
-    def open_segment(self, media_id: str, segment: int) -> FrameGroup:
-        """The analysis records of one 64-frame segment of a media file."""
-        return self.store.open_group(group_key(media_id, DECODER_ID, segment))
+    def open_segment(self, media_id: str, segment: int, fresh: bool = False) -> FrameGroup:
+        """The analysis records of one 64-frame segment of a media file (`fresh`: see FrameStore.open_group)."""
+        return self.store.open_group(group_key(media_id, DECODER_ID, segment), fresh)
 
     def cached(self, group: FrameGroup, index: int, needed: Stage) -> FrameRecord | None:
         """The cached record of a media frame, found without decoding (counted as hit,

@@ -201,8 +201,9 @@ class SwapJob:
 
     def _make_outputs(self, seg: "_Segment", swap_group: str, todo: list[int], claim,
                       report_progress, cancel) -> None:
-        analysis = self.analyzer.open_segment(seg.media_id, seg.segment)
-        swaps = self.store.open_group(swap_group)
+        # Under a claim, as the file server lists the groups now: with what a previous holder wrote.
+        analysis = self.analyzer.open_segment(seg.media_id, seg.segment, fresh=claim is not None)
+        swaps = self.store.open_group(swap_group, fresh=claim is not None)
         pending: list[tuple[str, str, Future]] = []
         failed: BaseException | None = None
         # Frames whose faces are all in the cache, ready to composite, are not decoded (a blend change).

@@ -237,16 +237,34 @@ class FaceCache:
         return self.root / "ns" / namespace_key / group[:2] / group
 
     def read_group(self, namespace_key: str, group: str,
-                   decode: Callable[[packfile.Pack], T] = lambda pack: pack) -> list[StoredPack[T]]:
+                   decode: Callable[[packfile.Pack], T] = lambda pack: pack, fresh: bool = False) -> list[StoredPack[T]]:
         """Every good pack of a group, passed through `decode` (which raises CorruptPack
-        on content it rejects). Bad packs are set aside and skipped."""
-        folder = self._real_group_dir(namespace_key, group, check_group=False)  # checked on opening
+        on content it rejects). Bad packs are set aside and skipped. `fresh`: as the file server
+        lists them now (after taking a group's claim, to see what the previous holder wrote)."""
+        folder = self._real_group_dir(namespace_key, group, check_group=fresh)  # else checked on opening
+        if fresh:
+            self._refresh_listing(folder)
         for _attempt in range(2):
             packs, vanished = self._read_packs_in(folder, decode)
             if not vanished:
                 return packs
             # A pack disappeared while we read: a writer compacted the group into a new pack.
         return packs
+
+    def _refresh_listing(self, folder: Path) -> None:
+        """Network clients (sshfs, NFS) list a folder from a cache for a while (sshfs's dcache_timeout,
+        NFS's acdirmin) but drop that cache when they change the folder themselves, so a probe file
+        is created in it and removed. On tests/nas's sshfs mounts a pack written through the other
+        mount was missing from the listing until the probe, every time. Best effort: a folder that is
+        missing or cannot be written is listed as it is."""
+        if not self.storing:
+            return
+        probe = folder / f"{_TEMP_PREFIX}{secrets.token_hex(6)}-{os.getpid()}-listing"
+        try:
+            os.close(os.open(probe, OPEN_NEW, self.perms.file_mode))
+        except OSError:
+            return
+        unlink_quietly(probe)
 
     def write_pack(self, namespace_key: str, group: str, meta: dict, arrays: dict, entries: int) -> str | None:
         """Store a pack in a group (write-once, atomic); returns its name (digest), or None when the

@@ -53,9 +53,10 @@ class FrameStore:
         self.stats = stats if stats is not None else RunStats()
         self.codec = codec
 
-    def open_group(self, key: str) -> "FrameGroup":
+    def open_group(self, key: str, fresh: bool = False) -> "FrameGroup":
+        """The group's records (`fresh`: as the file server lists its packs now; see FaceCache.read_group)."""
         stored = self.cache.read_group(self.namespace_key, key,
-                                       decode=lambda pack: self.codec.decode(pack.meta, pack.arrays))
+                                       decode=lambda pack: self.codec.decode(pack.meta, pack.arrays), fresh=fresh)
         content = GroupRecords()
         for item in stored:
             merge(content, item.content, self.codec)
