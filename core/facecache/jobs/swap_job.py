@@ -280,9 +280,9 @@ class SwapJob:
     def size_without_pixels(self, analysis, swaps, index: int, form: str) -> tuple[int, int] | None:
         """(height, width) of media frame `index` when its output can be made without its pixels: an
         overlay whose analysis and swap are cached, each face with its fitted colour transfer (or
-        colour matching off), reads no pixel of the frame, so zeros of its size stand in for it (the
-        OS maps them lazily; a 4K frame's decode is a third of a blend change's time). None when the
-        frame must be decoded. Reads the cache without counting it."""
+        colour matching off), reads no pixel of the frame, so a `blank_frame` of its size stands in for
+        it (a 4K frame's decode was a third of a blend change's time). None when the frame must be
+        decoded. Reads the cache without counting it."""
         fingerprint = analysis.fingerprint_at(index)
         record = analysis.content.records.get(fingerprint) if form == "overlay" and fingerprint else None
         if record is None or not record.has(self.needed):
