@@ -7,8 +7,8 @@ shape). ``echo_model`` outputs the first values of the flattened input, so a
 test can see exactly what an adapter fed. ``batched_landmarker_model`` and
 ``echo_model(..., batch="N")`` leave the batch axis open, as graphs that take
 all faces of a frame in one run. ``RecordingSession`` is a plain Python session
-that returns fixed outputs and keeps the feeds; ``CountingSession`` wraps a real
-session and counts its runs and their batch sizes.
+that returns fixed outputs and keeps the feeds; ``ForwardingSession`` wraps a real
+session and keeps the feeds (and batch sizes) of its runs.
 """
 
 from __future__ import annotations
@@ -136,19 +136,24 @@ class RecordingSession:
         return [values[name] for name in (names or [o.name for o in self._outputs])]
 
 
-class CountingSession:
-    """A real ONNX Runtime session that counts its runs and the batch size fed to each."""
+class ForwardingSession:
+    """A real ONNX Runtime session wrapped: every run is forwarded, and its feeds are kept."""
 
-    def __init__(self, session):
-        self._session = session
-        self.batches: list[int] = []
+    def __init__(self, inner):
+        self.inner = inner
+        self.feeds: list[dict] = []
 
     def get_inputs(self):
-        return self._session.get_inputs()
+        return self.inner.get_inputs()
 
     def get_outputs(self):
-        return self._session.get_outputs()
+        return self.inner.get_outputs()
 
     def run(self, names, feeds):
-        self.batches.append(len(next(iter(feeds.values()))))
-        return self._session.run(names, feeds)
+        self.feeds.append({k: np.array(v, copy=True) for k, v in feeds.items()})
+        return self.inner.run(names, feeds)
+
+    @property
+    def batches(self) -> list[int]:
+        """The batch size fed to each run."""
+        return [len(next(iter(feed.values()))) for feed in self.feeds]

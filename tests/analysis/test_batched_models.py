@@ -5,7 +5,7 @@ FaceFusion models' input and output names; their values are not the real models'
 import numpy as np
 import pytest
 
-from analysis_graphs import CountingSession, batched_landmarker_model, cpu_session, echo_model, standin_model
+from analysis_graphs import ForwardingSession, batched_landmarker_model, cpu_session, echo_model, standin_model
 from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
 from facecache.analysis.arcface import ArcFaceRecognizer
 from facecache.analysis.fan68 import Fan68Landmarker
@@ -57,8 +57,8 @@ def analyzer(tmp_path, landmarker, recognizer):
 
 
 def test_six_faces_go_through_each_model_in_one_run(tmp_path, graphs, frame):
-    landmark_session = CountingSession(cpu_session(graphs["batched_landmarker"]))
-    embed_session = CountingSession(cpu_session(graphs["batched_recognizer"]))
+    landmark_session = ForwardingSession(cpu_session(graphs["batched_landmarker"]))
+    embed_session = ForwardingSession(cpu_session(graphs["batched_recognizer"]))
     analysis = analyzer(tmp_path, Fan68Landmarker(landmark_session), ArcFaceRecognizer(embed_session))
     record = analysis.analyze_frame(frame)
     assert len(record.faces) == 6
@@ -76,8 +76,8 @@ def test_six_faces_go_through_each_model_in_one_run(tmp_path, graphs, frame):
 
 
 def test_a_graph_with_a_fixed_batch_of_one_runs_once_per_face(tmp_path, graphs, frame):
-    landmark_session = CountingSession(cpu_session(graphs["fixed_landmarker"]))
-    embed_session = CountingSession(cpu_session(graphs["fixed_recognizer"]))
+    landmark_session = ForwardingSession(cpu_session(graphs["fixed_landmarker"]))
+    embed_session = ForwardingSession(cpu_session(graphs["fixed_recognizer"]))
     batched = analyzer(tmp_path / "a", Fan68Landmarker(cpu_session(graphs["batched_landmarker"])),
                        ArcFaceRecognizer(cpu_session(graphs["batched_recognizer"]))).analyze_frame(frame)
     record = analyzer(tmp_path / "b", Fan68Landmarker(landmark_session),

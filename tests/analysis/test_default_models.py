@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 import pytest
 
-from analysis_graphs import CountingSession
+from analysis_graphs import ForwardingSession
 from facecache.analysis.face_mesh import CROP_SIZE as MESH_CROP, FaceMeshLandmarker, roi_matrix
 from facecache.analysis.facenet import CROP_SIZE as FACENET_CROP, FaceNetRecognizer, crop_matrix, prewhitened
 from facecache.analysis.mtcnn import MtcnnDetector
@@ -127,8 +127,8 @@ def test_all_faces_of_a_frame_go_through_one_session_run(store, sessions, photos
     group = np.hstack([cv2.resize(photos[n], (400, 480)) for n in ("obama2", "biden", "grace_hopper")])
     faces = MtcnnDetector(*(sessions.session(store.path("mtcnn", r)) for r in ("pnet", "rnet", "onet"))).detect(group)
     assert len(faces) == 3
-    mesh = CountingSession(sessions.session(store.path("face_mesh_468")))
-    net = CountingSession(sessions.session(store.path("facenet_512")))
+    mesh = ForwardingSession(sessions.session(store.path("face_mesh_468")))
+    net = ForwardingSession(sessions.session(store.path("facenet_512")))
     landmarks = FaceMeshLandmarker(mesh).landmarks_batch(group, faces)
     embeddings = FaceNetRecognizer(net).embed_batch(group, faces)
     assert mesh.batches == [3] and net.batches == [3]

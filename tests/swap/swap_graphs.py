@@ -10,7 +10,7 @@ the output exactly:
 - hyperswap stand-in: ``output = -target + GAIN * (source . probe)`` and
   ``mask = mean over channels of target / 2 + 0.5`` (the target's mean 0..1 value).
 
-``RecordingSession`` wraps a session and keeps every feed and run.
+A session that keeps the feeds of every run is ``analysis_graphs.ForwardingSession``.
 """
 
 from __future__ import annotations
@@ -110,20 +110,3 @@ def hyperswap_standin(path: Path, probe: np.ndarray, *, mask_first: bool = False
 def cpu_session(path: Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
-
-class RecordingSession:
-    """A session that forwards to another and keeps the feeds of every run."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.feeds: list[dict] = []
-
-    def get_inputs(self):
-        return self.inner.get_inputs()
-
-    def get_outputs(self):
-        return self.inner.get_outputs()
-
-    def run(self, names, feeds):
-        self.feeds.append({k: np.array(v, copy=True) for k, v in feeds.items()})
-        return self.inner.run(names, feeds)

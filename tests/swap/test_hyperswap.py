@@ -8,7 +8,8 @@ from facecache.store.records import Face
 from facecache.swap.composite import CompositeParams, crop_mask, paste_back
 from facecache.swap.hyperswap import HyperswapSwapper
 
-from swap_graphs import GAIN, RecordingSession, cpu_session, hyperswap_standin, inswapper_standin, emap_matrix, probe_vector
+from analysis_graphs import ForwardingSession
+from swap_graphs import GAIN, cpu_session, hyperswap_standin, inswapper_standin, emap_matrix, probe_vector
 
 KPS = np.array([[260.0, 200.0], [340.0, 198.0], [300.0, 245.0], [268.0, 290.0], [334.0, 288.0]], np.float32)
 TARGET = Face(box=np.array([220, 140, 380, 330], np.float32), score=0.99, kps5=KPS)
@@ -27,7 +28,7 @@ def embedding():
 @pytest.mark.parametrize("mask_first", [False, True])
 def test_feeds_outputs_and_mask_follow_the_contract(tmp_path, embedding, noise_frame, mask_first):
     path = hyperswap_standin(tmp_path / "hyperswap.onnx", probe_vector(), mask_first=mask_first)
-    session = RecordingSession(cpu_session(path))
+    session = ForwardingSession(cpu_session(path))
     result = HyperswapSwapper(session).swap(noise_frame, TARGET, embedding)
     (feeds,) = session.feeds
     unit = embedding.astype(np.float64) / np.linalg.norm(embedding.astype(np.float64))

@@ -14,7 +14,8 @@ from facecache.swap.embedding import average_embedding
 from facecache.swap.errors import SwapInputError
 from facecache.swap.inswapper import InswapperSwapper
 
-from swap_graphs import GAIN, RecordingSession, cpu_session, emap_matrix, inswapper_standin, probe_vector
+from analysis_graphs import ForwardingSession
+from swap_graphs import GAIN, cpu_session, emap_matrix, inswapper_standin, probe_vector
 
 KPS = np.array([[260.0, 200.0], [340.0, 198.0], [300.0, 245.0], [268.0, 290.0], [334.0, 288.0]], np.float32)
 
@@ -72,7 +73,7 @@ def test_emap_errors_say_what_to_do(tmp_path, standin):
 
 
 def test_feeds_follow_the_contract_and_output_comes_back_as_bgr(standin, target_face, embedding, noise_frame):
-    session = RecordingSession(cpu_session(standin))
+    session = ForwardingSession(cpu_session(standin))
     emap = load_emap(standin)
     swapper = InswapperSwapper(session, emap)
     result = swapper.swap(noise_frame, target_face, embedding)
@@ -96,7 +97,7 @@ def test_half_precision_graph_gets_half_precision_feeds(tmp_path, target_face, e
     path = inswapper_standin(tmp_path / "inswapper_128_fp16.onnx", emap_matrix(), probe_vector(), fp16=True)
     emap = load_emap(path)
     assert emap.dtype == np.float32 and np.allclose(emap, emap_matrix(), atol=1e-3)
-    session = RecordingSession(cpu_session(path))
+    session = ForwardingSession(cpu_session(path))
     result = InswapperSwapper(session, emap, model="inswapper_128_fp16").swap(noise_frame, target_face, embedding)
     assert session.feeds[0]["source"].dtype == np.float16 and session.feeds[0]["target"].dtype == np.float16
     expected, _, _ = expected_crop(noise_frame, session.feeds[0]["source"].astype(np.float64))
@@ -104,7 +105,7 @@ def test_half_precision_graph_gets_half_precision_feeds(tmp_path, target_face, e
 
 
 def test_a_face_object_or_several_sources_work_as_the_source(standin, target_face, embedding, noise_frame):
-    session = RecordingSession(cpu_session(standin))
+    session = ForwardingSession(cpu_session(standin))
     swapper = InswapperSwapper(session, load_emap(standin))
     swapper.swap(noise_frame, target_face, Face(box=np.zeros(4), score=1.0, kps5=KPS, embedding=embedding))
     other = -embedding
@@ -114,7 +115,7 @@ def test_a_face_object_or_several_sources_work_as_the_source(standin, target_fac
 
 
 def test_composite_changes_never_rerun_the_model(standin, target_face, embedding, noise_frame):
-    session = RecordingSession(cpu_session(standin))
+    session = ForwardingSession(cpu_session(standin))
     result = InswapperSwapper(session, load_emap(standin)).swap(noise_frame, target_face, embedding)
     for params in (CompositeParams(), CompositeParams(mask_blur=0.6, opacity=0.5),
                    CompositeParams(color_match=1.0, mask_padding=(10, 0, 0, 0))):
