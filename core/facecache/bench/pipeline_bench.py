@@ -173,7 +173,6 @@ class Bench:
         written output, and the CPU time of all threads per frame (the work, for a loaded machine)."""
         start = time.perf_counter()
         job, analyzer = self.job(source, composite)
-        setup_ms = (time.perf_counter() - start) * 1000
         times, cpu_times = [], []
         with PreviewSession(job, self.clip, self.out) as session:
             setup_ms = (time.perf_counter() - start) * 1000
