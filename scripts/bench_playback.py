@@ -21,6 +21,11 @@ full-frame encoder: the other side of the write-speed trade) and fully transpare
 of any full-frame overlay). `added_first_pass_ms` = first_pass - muted (wall, median per frame)
 is the figure with a goal (<= 10 ms at 1080p with six faces); under load from other processes
 read the CPU figures (`--one-core` makes them count work on one core).
+
+Each pass also counts the process's minor page faults a frame. Blender's wall times move with them
+as much as with any encoding: whether glibc hands a freed full-frame buffer back to the OS (and the
+next frame faults its pages in again) follows its own thresholds, so the same pass took 18 ms at
+~600 faults a frame and 38-49 ms at ~7000 in one session. Read a slow pass next to its faults.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import tempfile
@@ -73,7 +79,8 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"muted (the movie alone): {result['muted_ms']} ms, {result['muted_cpu_ms']} ms CPU a frame")
+        print(f"muted (the movie alone): {result['muted_ms']} ms, {result['muted_cpu_ms']} ms CPU, "
+              f"{result['muted_page_faults']} page faults a frame")
         for name, figures in result["encodings"].items():
             print(f"{name}:")
             for key, value in figures.items():
@@ -182,18 +189,21 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
         strip.blend_type = "ALPHA_OVER"  # as the extension's timeline.sync_swapped
         strips[name] = strip
 
-    def one_pass(empty_cache: bool) -> tuple[float, float]:
+    def one_pass(empty_cache: bool) -> tuple[float, float, float]:
+        """(median wall ms, mean CPU ms, minor page faults) a frame."""
         if empty_cache:  # changing the cache settings frees Blender's sequencer cache
             editor.use_cache_raw = editor.use_cache_final = False
             editor.use_cache_raw = True
         wall, cpu = [], []
+        faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for frame in range(1, frames + 1):
             scene.frame_set(frame)
             start, cpu_start = time.perf_counter(), time.process_time()
             bpy.ops.render.render(scene=scene.name)
             wall.append((time.perf_counter() - start) * 1000)
             cpu.append((time.process_time() - cpu_start) * 1000)
-        return statistics.median(wall), statistics.mean(cpu)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
+        return statistics.median(wall), statistics.mean(cpu), faults / frames
 
     def show(only: str | None) -> None:
         for name, strip in strips.items():
@@ -212,8 +222,9 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
             passes[name]["cached"].append(one_pass(False))
 
     def summary(samples: list, key: str) -> dict:
-        return {f"{key}_ms": round(statistics.median(w for w, _ in samples), 2),
-                f"{key}_cpu_ms": round(min(c for _, c in samples), 2)}
+        return {f"{key}_ms": round(statistics.median(w for w, _, _ in samples), 2),
+                f"{key}_cpu_ms": round(min(c for _, c, _ in samples), 2),
+                f"{key}_page_faults": round(statistics.median(f for _, _, f in samples))}
 
     result = {"muted": summary(muted, "muted")}
     for name, kinds in passes.items():

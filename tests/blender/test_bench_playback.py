@@ -1,0 +1,36 @@
+"""The playback benchmark on a tiny shot, in the real bpy module: it runs end to end and reports
+every figure for each encoding (the bench itself checks that each encoding gives the overlay's
+pixels back). Timings belong to `./dev bench-playback`, not to tests."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.blender, pytest.mark.index]  # bpy; the default models and portraits from the index
+
+ROOT = Path(__file__).resolve().parents[2]
+PASS_FIGURES = ("first_pass_ms", "first_pass_cpu_ms", "first_pass_page_faults", "cached_ms", "cached_cpu_ms",
+                "cached_page_faults", "added_first_pass_ms", "added_first_pass_cpu_ms", "encode_cpu_ms",
+                "bytes_per_frame", "goal_met")
+
+
+def test_every_encoding_is_played_and_measured(default_models_dir, portrait_paths, tmp_path):
+    pytest.importorskip("bpy")
+    env = {**os.environ, "FACECACHE_MODELS": str(default_models_dir),
+           "FACECACHE_DATA": str(portrait_paths["astronaut"].parent)}
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_playback.py"), "--frames", "3", "--faces", "2",
+                          "--size", "480x270", "--rounds", "1", "--workdir", str(tmp_path), "--json"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout[run.stdout.index("{"):])
+    assert (result["frames"], result["faces"], result["size"]) == (3, 2, "480x270")
+    assert {"muted_ms", "muted_cpu_ms", "muted_page_faults"} <= set(result)
+    assert set(result["encodings"]) == {"sparse_png", "opencv_png", "transparent_png"}
+    for figures in result["encodings"].values():
+        assert set(PASS_FIGURES) <= set(figures)
+        assert figures["first_pass_page_faults"] >= 0 and figures["bytes_per_frame"] > 0
+    assert len(list((tmp_path / "out" / "clip").glob("*.png"))) == 3  # the engine's own overlays were played
