@@ -24,8 +24,8 @@ read the CPU figures (`--one-core` makes them count work on one core).
 
 Each pass also counts the process's minor page faults a frame. Blender's wall times move with them
 as much as with any encoding: whether glibc hands a freed full-frame buffer back to the OS (and the
-next frame faults its pages in again) follows its own thresholds, so the same pass took 18 ms at
-~600 faults a frame and 38-49 ms at ~7000 in one session. Read a slow pass next to its faults.
+next frame faults its pages in again) follows its own thresholds, so the same pass took 17.5 ms a
+frame at ~600 faults and 22.7 ms at ~4500 in one session. Read a slow pass next to its faults.
 """
 
 from __future__ import annotations
