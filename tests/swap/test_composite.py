@@ -118,6 +118,20 @@ def test_separate_faces_give_separate_patches_and_overlapping_ones_one(noise_fra
         assert covered.max() == 1 and not full[covered == 0].any()  # patches never overlap
 
 
+def test_groups_composited_on_a_thread_pool_give_the_same_patches(noise_frame):
+    from concurrent.futures import ThreadPoolExecutor
+
+    left, right = flat_result(similarity(0.8, 0, -10, -60)), flat_result(similarity(0.8, 0, -420, -200))
+    overlapping = flat_result(similarity(0.8, 10, -360, -180), colour=(250, 10, 10))
+    params = plain(mask_blur=0.4, opacity=0.9)
+    alone = overlay_patches(noise_frame, [left, overlapping, right], params)
+    with ThreadPoolExecutor(2) as pool:
+        pooled = overlay_patches(noise_frame, [left, overlapping, right], params, pool)
+    assert len(alone) == len(pooled) == 2
+    for (x, y, patch), (px, py, pooled_patch) in zip(alone, pooled):  # in the same order, byte for byte
+        assert (x, y) == (px, py) and np.array_equal(patch, pooled_patch)
+
+
 def test_groups_never_overlap_even_when_a_face_lies_inside_another_groups_box():
     from facecache.swap.composite import _overlapping_groups
 

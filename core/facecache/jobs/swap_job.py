@@ -251,16 +251,19 @@ class SwapJob:
                        fault.path)
 
     def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int,
-                     durable: bool = True, encoder: SparseOverlayEncoder | None = None) -> None:
+                     durable: bool = True, encoder: SparseOverlayEncoder | None = None,
+                     pool: Executor | None = None) -> None:
         """Encode and write one output (file mode `mode`), stamped with the key it is made from (`durable=False`:
         no fsync, for previews; an output a power cut emptied fails its manifest and stamp checks and is remade).
-        Overlays go through `encoder` when given, else through the job's own."""
+        Overlays go through `encoder` when given, else through the job's own; with `pool`, an overlay's
+        groups of faces are composited on its threads (a preview's one frame; a job's frames are already
+        side by side)."""
         if form == "full":
             data = _encode_png(paste_back(frame, results, self.composite))
         else:
             encoder = encoder or self._encoder
             height, width = frame.shape[:2]
-            data = encoder.encode(width, height, overlay_patches(frame, results, self.composite))
+            data = encoder.encode(width, height, overlay_patches(frame, results, self.composite, pool))
         write_atomic(path, stamp_png(data, key), mode=mode, durable=durable)
 
     def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> BaseException | None:
