@@ -37,11 +37,11 @@ from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine,
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.face_region import face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
-from facecache.swap.piecewise import TRIANGLES, inner_mouth, piecewise_map
+from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 2  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
-#                        a piecewise warp over 68 landmarks
+CLASSIC_VERSION = 3  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+#                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source shows
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -137,19 +137,25 @@ class ClassicSwapper:
         if source.landmarks68 is not None and target68 is not None:
             # The source takes the target's shape and expression; the mask is the target's face from
             # the jaw to the forehead, less an open mouth (the target's own mouth shows through it).
+            # Both meshes are untangled in the face's own frame, so a turned or tilted head never
+            # folds a triangle (the mask keeps the target's own outline).
             target_points = transform_points(target68, matrix)
-            map_x, map_y = piecewise_map(with_forehead(transform_points(source.landmarks68, source_matrix)),
-                                         target_outline, TRIANGLES, size)
-            crop = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
+            target_mesh = untangle(target_outline, TRIANGLES, size)
+            source_mesh = untangle(with_forehead(transform_points(source.landmarks68, source_matrix)), TRIANGLES, size,
+                                   onto=target_mesh)
+            crop_map = piecewise_map(source_mesh, target_mesh, TRIANGLES, size)
+            crop, coverage = _resample(source.pyramid, source_matrix, size, crop_map)
             jaw_to_brows = face_mask(target_points, size, feather)
             # Above the brows only the source's skin comes along (not its hair, cap or background).
             forehead = face_mask(target_outline, size, feather) * skin_likeness(crop, jaw_to_brows)
             mask = np.maximum(jaw_to_brows, forehead) * (1.0 - _open_mouth(target_points, size))
         else:
-            crop = _resample(source.pyramid, source_matrix, size)
+            crop, coverage = _resample(source.pyramid, source_matrix, size)
             # The region both faces cover: the source's skin, over the target's.
             mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
                               face_mask(target_outline, size, feather))
+        if coverage is not None:  # only what the source picture shows (its edge repeated is a smear)
+            mask = mask * _faded(coverage, feather)
         if s.seamless:
             crop = _poisson_blend(crop, warp(frame, matrix, size), mask)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
@@ -161,9 +167,10 @@ class ClassicSwapper:
 
 
 def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
-              crop_map: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """The source in a ``size`` crop: warped by ``matrix`` (source to crop), then, when given,
-    by ``crop_map`` (for each crop pixel, the crop position to read), in one bicubic resampling
+              crop_map: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the source in a ``size`` crop, where the crop lies inside the source picture or None when
+    all of it does). The source is warped by ``matrix`` (source to crop), then, when given, by
+    ``crop_map`` (for each crop pixel, the crop position to read), in one bicubic resampling
     from the pyramid level that needs the least shrinking beyond a half (so detail is averaged,
     not aliased)."""
     scale = math.sqrt(abs(linear_det(matrix)))
@@ -172,14 +179,30 @@ def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
         level += 1
     matrix = np.asarray(matrix, np.float64).copy()
     matrix[:, :2] *= 2 ** level  # level pixels are 2**level source pixels
+    image = pyramid[level]
+    height, width = image.shape[:2]
     if crop_map is None:
-        return cv2.warpAffine(pyramid[level], matrix, (size, size), flags=cv2.INTER_CUBIC,
-                              borderMode=cv2.BORDER_REPLICATE)
+        crop = cv2.warpAffine(image, matrix, (size, size), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+        corners = transform_points(border_points(size)[::2], invert_affine(matrix))
+        if np.all((corners >= 0) & (corners <= (width - 1, height - 1))):
+            return crop, None
+        inside = cv2.warpAffine(np.ones((height, width), np.uint8), matrix, (size, size), flags=cv2.INTER_NEAREST,
+                                borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        return crop, inside.astype(bool)
     back = invert_affine(matrix)  # crop position -> level pixel
     map_x, map_y = crop_map
     level_x = (back[0, 0] * map_x + back[0, 1] * map_y + back[0, 2]).astype(np.float32)
     level_y = (back[1, 0] * map_x + back[1, 1] * map_y + back[1, 2]).astype(np.float32)
-    return cv2.remap(pyramid[level], level_x, level_y, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    crop = cv2.remap(image, level_x, level_y, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    inside = (level_x >= 0) & (level_x <= width - 1) & (level_y >= 0) & (level_y <= height - 1)
+    return crop, None if inside.all() else inside
+
+
+def _faded(inside: np.ndarray, feather: float) -> np.ndarray:
+    """A mask of ``inside`` (bool, crop pixels) that rises from 0 at its edge over ``feather`` px."""
+    distance = cv2.distanceTransform(inside.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    t = np.clip(distance / max(float(feather), 1.0), 0.0, 1.0)
+    return (t * t * (3.0 - 2.0 * t)).astype(np.float32)
 
 
 def _open_mouth(points68: np.ndarray, size: int) -> np.ndarray:
