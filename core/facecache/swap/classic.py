@@ -5,12 +5,15 @@ faces' five key points are fitted (similarity: rotation, uniform scale,
 translation) to one template, so the source's aligned crop already sits where
 the target's face is in *its* aligned crop. When both faces have 68 landmarks,
 the source is then warped piecewise onto the target's landmarks
-(``swap.piecewise``), so the target's expression (an open mouth, a turn of the
-jaw) survives, and the mask is the target's face from the jaw to the forehead
-(the hull of its 68 points and forehead points) less an open mouth. Otherwise the mask is the region both faces share
+(``swap.piecewise``, both meshes untangled so a turned or tilted head folds no
+triangle), so the target's expression (an open mouth, a turn of the jaw)
+survives, and the mask is the target's face from the jaw to the brows (the hull
+of its 68 points) and, where both faces show skin, on to the forehead, the
+temples and a margin below the jaw, less an open mouth. Otherwise the mask is the region both faces share
 (a key-point outline of brows, eyes, nose, mouth, cheeks and chin). The swap
 result is that crop (optionally Poisson-blended into the target), the target's
-frame-to-crop matrix and the feathered mask. Colour is left to the composite stage (``swap.color``), so
+frame-to-crop matrix and the feathered mask, which never reaches past what the
+source picture shows. Colour is left to the composite stage (``swap.color``), so
 the blend setting ``color_match`` is the one colour setting.
 
 Detail: each crop is as large as the target face is in the frame (so the
@@ -35,7 +38,7 @@ import numpy as np
 
 from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, linear_det, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
-from facecache.swap.face_region import face_mask, outline, skin_likeness, with_forehead
+from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
@@ -45,6 +48,9 @@ CLASSIC_VERSION = 3  # 2: crops sized by the face, bicubic from a pyramid, colou
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
+# Lines on the target's skin up to this share of the crop's side wide are closed over (a glasses'
+# arm is 1-3 % of the crop: the eye distance is 27 % of it).
+_LINE_WIDTH = 0.05
 # An inner-lip gap wider than this share of the eye distance is an open mouth (the target's shows).
 _OPEN_MOUTH = 0.06
 
@@ -141,14 +147,17 @@ class ClassicSwapper:
             # folds a triangle (the mask keeps the target's own outline).
             target_points = transform_points(target68, matrix)
             target_mesh = untangle(target_outline, TRIANGLES, size)
-            source_mesh = untangle(with_forehead(transform_points(source.landmarks68, source_matrix)), TRIANGLES, size,
-                                   onto=target_mesh)
+            source_mesh = untangle(with_forehead(transform_points(source.landmarks68, source_matrix)), TRIANGLES, size)
             crop_map = piecewise_map(source_mesh, target_mesh, TRIANGLES, size)
             crop, coverage = _resample(source.pyramid, source_matrix, size, crop_map)
             jaw_to_brows = face_mask(target_points, size, feather)
-            # Above the brows only the source's skin comes along (not its hair, cap or background).
-            forehead = face_mask(target_outline, size, feather) * skin_likeness(crop, jaw_to_brows)
-            mask = np.maximum(jaw_to_brows, forehead) * (1.0 - _open_mouth(target_points, size))
+            # Beyond the landmarks (forehead, temples, below the jaw) the swapped face goes where both
+            # faces show skin: not the source's hair, cap, collar or background, nor the target's
+            # hair or background; thin dark lines on the target's skin (glasses' arms) are covered.
+            beyond = face_mask(beyond_landmarks(target_outline), size, feather)
+            beyond *= skin_likeness(crop, jaw_to_brows) * _skin_under_lines(warp(frame, matrix, size), jaw_to_brows)
+            mask = np.maximum(jaw_to_brows, beyond)
+            mask *= 1.0 - _open_mouth(target_points, size)
         else:
             crop, coverage = _resample(source.pyramid, source_matrix, size)
             # The region both faces cover: the source's skin, over the target's.
@@ -196,6 +205,15 @@ def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
     crop = cv2.remap(image, level_x, level_y, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
     inside = (level_x >= 0) & (level_x <= width - 1) & (level_y >= 0) & (level_y <= height - 1)
     return crop, None if inside.all() else inside
+
+
+def _skin_under_lines(image: np.ndarray, skin: np.ndarray) -> np.ndarray:
+    """``skin_likeness`` with thin lines across the skin closed over (a glasses' arm or rim, a
+    wrinkle): skin on both sides of a line makes the line skin too; hair and background, wider
+    than a line, stay what they are."""
+    likeness = skin_likeness(image, skin)
+    width = max(3, int(round(_LINE_WIDTH * image.shape[0])) | 1)
+    return cv2.morphologyEx(likeness, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width)))
 
 
 def _faded(inside: np.ndarray, feather: float) -> np.ndarray:

@@ -4,7 +4,7 @@ Inputs are the original frame and the cached swap results; nothing here runs
 a model, so changing ``CompositeParams`` only reruns this module. Each
 result's mask is the minimum of a box mask with faded edges and the
 swapper's own mask; the crop (optionally colour-matched to the original
-frame's face) and the mask are warped back into the frame only inside the
+frame's face, its edge to the original's local lighting there) and the mask are warped back into the frame only inside the
 face's bounding region, and blended as ``frame * (1 - m) + crop * m`` with
 ``m = mask * opacity``. Where every mask is 0, output pixels are the
 original's exactly.
@@ -27,10 +27,12 @@ from facecache import choices
 from facecache.analysis.align import warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
+from facecache.swap.edge_light import edge_lighting
 from facecache.swap.masks import box_mask, check_padding, combine_masks
 from facecache.swap.result import SwapResult
 
-COMPOSITE_FORMAT = "composite/2"  # 2: colour match by the fitted transfer, detail and range kept
+COMPOSITE_FORMAT = "composite/3"  # 2: colour match by the fitted transfer, detail and range kept;
+#                                   3: the face's edge in the target's local lighting (swap.edge_light)
 # Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
 FIT_MASK_BLUR = 0.3
 DEFAULT_COLOR_MATCH = next(number.default for number in choices.COMPOSITE if number.name == "color_match")
@@ -227,7 +229,9 @@ def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[
     if params.color_match > 0.0:
         transfer = color_transfer(result, frame)
         if transfer is not None:  # only where the face shows
-            crop = transfer.apply(crop, params.color_match, _mask_box(mask))
+            # the face's edge also takes the target's local lighting (as much as its colours)
+            lighting = edge_lighting(crop, warp(frame, result.matrix, result.size), mask, transfer, params.color_match)
+            crop = transfer.apply(crop, params.color_match, _mask_box(mask), lighting)
     bx0, by0, bx1, by1 = box
     # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
     to_crop = result.matrix.astype(np.float64).copy()

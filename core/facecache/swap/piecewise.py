@@ -37,9 +37,6 @@ _OUTLINE = np.r_[0:17, 68:78]
 # Each step keeps this share of a folded point's own offset from its frontal place.
 _UNTANGLE_KEEP = 0.7
 _UNTANGLE_STEPS = 24
-# A source triangle at the outline mapped onto a target triangle this many times larger (in area,
-# over the face's median) reads a sliver of the source across the target: a smear.
-MAX_STRETCH = 4.0
 # Triangles this small on the frontal layout (a closed mouth's inner lips) have no orientation to keep.
 _FLAT_AREA = 1e-3
 
@@ -148,18 +145,13 @@ def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
     return map_x, map_y
 
 
-def untangle(points: np.ndarray, triangles: np.ndarray, size: int, onto: np.ndarray | None = None) -> np.ndarray:
+def untangle(points: np.ndarray, triangles: np.ndarray, size: int) -> np.ndarray:
     """``points`` (the 68 landmarks and their 10 forehead points, in crop pixels) with every triangle
     of ``triangles`` that folds over (turned the other way than on the layout the mesh was cut on)
     undone: the points of folded triangles move step by step towards their place on the face's
     frontal layout (``layout_68`` around the same eyes and mouth, with the same opening), outline
     points first, until none folds. Triangles flat on that layout (a closed mouth's lips) have no
-    side to keep. Points of triangles that do not fold are left exactly where they are.
-
-    ``onto``: the points these are mapped onto (a source's mesh is mapped onto the target's). A
-    triangle at the outline that would be stretched over MAX_STRETCH times the face's median
-    counts as folded too: a squashed source triangle (landmarks found on a face cut by the
-    picture's edge, a cheek turned away) is smeared across the target's."""
+    side to keep. Points of triangles that do not fold are left exactly where they are."""
     points = np.asarray(points, np.float64).reshape(78, 2)
     eyes = np.array([points[36:42].mean(axis=0), points[42:48].mean(axis=0)])
     eye_distance = max(float(np.linalg.norm(eyes[1] - eyes[0])), 1e-6)
@@ -171,23 +163,13 @@ def untangle(points: np.ndarray, triangles: np.ndarray, size: int, onto: np.ndar
     oriented = np.abs(_signed_areas(frontal, triangles)) > _FLAT_AREA * eye_distance ** 2
     outline = np.zeros(len(every), bool)
     outline[_OUTLINE] = True
-    at_outline = outline[triangles].any(axis=1) & (triangles < 78).all(axis=1)
-    target_areas = None
-    if onto is not None:
-        target_areas = _signed_areas(np.vstack([np.asarray(onto, np.float64).reshape(78, 2), border_points(size)]),
-                                     triangles) * sides
     keep = np.ones(len(every))
     for _ in range(_UNTANGLE_STEPS):
         current = frontal + keep[:, None] * (every - frontal)
-        areas = _signed_areas(current, triangles) * sides
-        bad = oriented & (areas <= 0)
-        if target_areas is not None:
-            stretch = target_areas / np.maximum(areas, 1e-9)
-            usual = np.median(stretch[oriented & (areas > 0) & (target_areas > 0)])
-            bad |= oriented & at_outline & (stretch > MAX_STRETCH * usual)
-        if not bad.any():
+        folded = oriented & (_signed_areas(current, triangles) * sides <= 0)
+        if not folded.any():
             return current[:78]
-        for corners in triangles[bad]:
+        for corners in triangles[folded]:
             movable = [i for i in corners if i < 78 and outline[i] and keep[i] > 0.05]
             for i in movable or [i for i in corners if i < 78]:
                 keep[i] *= _UNTANGLE_KEEP

@@ -1,0 +1,62 @@
+"""The swapped face's edge in the lighting of the target's skin.
+
+The colour transfer (``swap.color``) gives the swapped face the original face's colours as a
+whole: one mean and spread for the face. But light falls unevenly: a source lit from above has a
+brighter forehead than cheeks, the target may be lit from the side, and where the mask ends the
+difference shows as a band (a pale forehead edge, a dark rim under the jaw). So along the inside
+of the mask's edge, the difference between the target's local colour and the swapped face's is
+measured (in L*a*b*, on a quarter-size copy: lighting is slow), spread smoothly inwards
+(normalised convolution), and added to the swapped face with a weight that is full at the edge
+and gone a short way in: the edge meets the target's skin as it is lit there, and the middle of
+the face keeps the source's own shading, which carries its shape.
+
+    field = edge_lighting(crop, target_crop, mask, transfer, strength)  # (h, w, 3) L*a*b* offsets
+    crop = transfer.apply(crop, strength, lighting=field)
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from facecache.swap.color import ColorTransfer
+
+# Fractions of the crop's side: the band inside the mask's edge where the difference is measured,
+# how far smoothing spreads it, and how far in the correction fades to nothing.
+BAND = 0.04
+SPREAD = 0.04
+REACH = 0.09
+# The largest correction, in L*a*b* units (8-bit L* scale for lightness): a target's dark glasses
+# rim or hair at the very edge moves the face's edge a little, never paints it.
+_LIMIT = np.array([24.0, 10.0, 10.0], np.float32)
+_SHRINK = 4
+_MIN_SIDE = 16
+
+
+def edge_lighting(crop: np.ndarray, target: np.ndarray, mask: np.ndarray, transfer: ColorTransfer,
+                  strength: float) -> np.ndarray | None:
+    """(h, w, 3) float32 offsets in OpenCV's 8-bit L*a*b* units to add to ``crop`` (BGR uint8, the
+    swapped face) once ``transfer`` gives it the target's colours at ``strength``, so that the
+    inside of the edge of ``mask`` (float, 0..1) takes ``target``'s (BGR uint8, the original
+    picture in the crop's place) local colour; None when the mask has no inside."""
+    height, width = mask.shape
+    small = (max(_MIN_SIDE, width // _SHRINK), max(_MIN_SIDE, height // _SHRINK))
+    weights = cv2.resize(mask, small, interpolation=cv2.INTER_AREA)
+    inside = (weights >= 0.5 * float(weights.max())).astype(np.uint8)
+    if not inside.any():
+        return None
+    side = float(max(small))
+    distance = cv2.distanceTransform(cv2.copyMakeBorder(inside, 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=0),
+                                     cv2.DIST_L2, 3)[1:-1, 1:-1]
+    band = ((distance > 0) & (distance <= max(BAND * side, 1.0))).astype(np.float32)
+    matched = transfer.apply(cv2.resize(crop, small, interpolation=cv2.INTER_AREA), strength)
+    lab_crop = cv2.cvtColor(matched, cv2.COLOR_BGR2LAB)
+    lab_target = cv2.cvtColor(cv2.resize(target, small, interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2LAB)
+    difference = np.clip(lab_target.astype(np.float32) - lab_crop.astype(np.float32), -_LIMIT, _LIMIT)
+    sigma = max(SPREAD * side, 0.5)
+    spread = cv2.GaussianBlur(difference * band[..., None], (0, 0), sigma)
+    support = cv2.GaussianBlur(band, (0, 0), sigma)
+    field = spread / np.maximum(support, 1e-3)[..., None]
+    fade = np.clip(1.0 - (distance - 1.0) / max(REACH * side, 1.0), 0.0, 1.0)
+    field *= (fade * fade * (3.0 - 2.0 * fade) * (support > 1e-3))[..., None]
+    return cv2.resize(field, (width, height), interpolation=cv2.INTER_LINEAR)
