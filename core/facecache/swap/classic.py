@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass
 import cv2
 import numpy as np
 
-from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, linear_det, transform_points, warp
+from facecache.analysis.align import (TEMPLATES, alignment_matrix, invert_affine, linear_det, shrunk_matrix,
+                                      transform_points, warp)
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
@@ -155,7 +156,7 @@ class ClassicSwapper:
             # faces show skin: not the source's hair, cap, collar or background, nor the target's
             # hair or background; thin dark lines on the target's skin (glasses' arms) are covered.
             beyond = face_mask(beyond_landmarks(target_outline), size, feather)
-            beyond *= skin_likeness(crop, jaw_to_brows) * _skin_under_lines(warp(frame, matrix, size), jaw_to_brows)
+            beyond *= skin_likeness(crop, jaw_to_brows) * _skin_under_lines(frame, matrix, size, jaw_to_brows)
             mask = np.maximum(jaw_to_brows, beyond)
             mask *= 1.0 - _open_mouth(target_points, size)
         else:
@@ -207,13 +208,17 @@ def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
     return crop, None if inside.all() else inside
 
 
-def _skin_under_lines(image: np.ndarray, skin: np.ndarray) -> np.ndarray:
-    """``skin_likeness`` with thin lines across the skin closed over (a glasses' arm or rim, a
-    wrinkle): skin on both sides of a line makes the line skin too; hair and background, wider
-    than a line, stay what they are."""
-    likeness = skin_likeness(image, skin)
-    width = max(3, int(round(_LINE_WIDTH * image.shape[0])) | 1)
-    return cv2.morphologyEx(likeness, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width)))
+def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, skin: np.ndarray) -> np.ndarray:
+    """``skin_likeness`` of the target (``frame`` in the crop of ``matrix``) with thin lines across
+    the skin closed over (a glasses' arm or rim, a wrinkle): skin on both sides of a line makes
+    the line skin too; hair and background, wider than a line, stay what they are. Worked out on
+    a quarter-size crop (it is smooth anyway)."""
+    small = max(16, size // 4)
+    image = warp(frame, shrunk_matrix(matrix, small / size), small)
+    likeness = skin_likeness(image, cv2.resize(skin, (small, small), interpolation=cv2.INTER_AREA))
+    width = max(3, int(round(_LINE_WIDTH * small)) | 1)
+    closed = cv2.morphologyEx(likeness, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width)))
+    return cv2.resize(closed, (size, size), interpolation=cv2.INTER_LINEAR)
 
 
 def _faded(inside: np.ndarray, feather: float) -> np.ndarray:

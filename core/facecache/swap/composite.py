@@ -230,7 +230,7 @@ def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[
         transfer = color_transfer(result, frame)
         if transfer is not None:  # only where the face shows
             # the face's edge also takes the target's local lighting (as much as its colours)
-            lighting = edge_lighting(crop, warp(frame, result.matrix, result.size), mask, transfer, params.color_match)
+            lighting = edge_lighting(crop, frame, result.matrix, mask, transfer, params.color_match)
             crop = transfer.apply(crop, params.color_match, _mask_box(mask), lighting)
     bx0, by0, bx1, by1 = box
     # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).

@@ -10,7 +10,7 @@ measured (in L*a*b*, on a quarter-size copy: lighting is slow), spread smoothly 
 and gone a short way in: the edge meets the target's skin as it is lit there, and the middle of
 the face keeps the source's own shading, which carries its shape.
 
-    field = edge_lighting(crop, target_crop, mask, transfer, strength)  # (h, w, 3) L*a*b* offsets
+    field = edge_lighting(crop, frame, matrix, mask, transfer, strength)  # (h, w, 3) L*a*b* offsets
     crop = transfer.apply(crop, strength, lighting=field)
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from facecache.analysis.align import shrunk_matrix, warp
 from facecache.swap.color import ColorTransfer
 
 # Fractions of the crop's side: the band inside the mask's edge where the difference is measured,
@@ -33,12 +34,12 @@ _SHRINK = 4
 _MIN_SIDE = 16
 
 
-def edge_lighting(crop: np.ndarray, target: np.ndarray, mask: np.ndarray, transfer: ColorTransfer,
-                  strength: float) -> np.ndarray | None:
+def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask: np.ndarray,
+                  transfer: ColorTransfer, strength: float) -> np.ndarray | None:
     """(h, w, 3) float32 offsets in OpenCV's 8-bit L*a*b* units to add to ``crop`` (BGR uint8, the
-    swapped face) once ``transfer`` gives it the target's colours at ``strength``, so that the
-    inside of the edge of ``mask`` (float, 0..1) takes ``target``'s (BGR uint8, the original
-    picture in the crop's place) local colour; None when the mask has no inside."""
+    swapped face, square) once ``transfer`` gives it the target's colours at ``strength``, so that
+    the inside of the edge of ``mask`` (float, 0..1) takes the local colour of ``frame`` (the
+    original picture; ``matrix`` takes it to the crop); None when the mask has no inside."""
     height, width = mask.shape
     small = (max(_MIN_SIDE, width // _SHRINK), max(_MIN_SIDE, height // _SHRINK))
     weights = cv2.resize(mask, small, interpolation=cv2.INTER_AREA)
@@ -51,7 +52,8 @@ def edge_lighting(crop: np.ndarray, target: np.ndarray, mask: np.ndarray, transf
     band = ((distance > 0) & (distance <= max(BAND * side, 1.0))).astype(np.float32)
     matched = transfer.apply(cv2.resize(crop, small, interpolation=cv2.INTER_AREA), strength)
     lab_crop = cv2.cvtColor(matched, cv2.COLOR_BGR2LAB)
-    lab_target = cv2.cvtColor(cv2.resize(target, small, interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2LAB)
+    target = warp(frame, shrunk_matrix(matrix, small[0] / width), small)
+    lab_target = cv2.cvtColor(target, cv2.COLOR_BGR2LAB)
     difference = np.clip(lab_target.astype(np.float32) - lab_crop.astype(np.float32), -_LIMIT, _LIMIT)
     sigma = max(SPREAD * side, 0.5)
     spread = cv2.GaussianBlur(difference * band[..., None], (0, 0), sigma)
