@@ -108,11 +108,9 @@ class ColorTransfer:
         return cls(array[0].copy(), array[1].copy())
 
     def apply(self, image: np.ndarray, strength: float = 1.0,
-              box: tuple[int, int, int, int] | None = None, lighting: np.ndarray | None = None) -> np.ndarray:
+              box: tuple[int, int, int, int] | None = None) -> np.ndarray:
         """``image`` (BGR uint8) with the transfer applied at ``strength`` (0..1); a new image.
-        ``box`` (x0, y0, x1, y1): change only that part (the rest is copied as it is).
-        ``lighting``: (h, w, 3) offsets in 8-bit L*a*b* units added on top, at ``strength`` too
-        (``swap.edge_light``: the face's edge in the target's local lighting)."""
+        ``box`` (x0, y0, x1, y1): change only that part (the rest is copied as it is)."""
         if not 0.0 <= float(strength) <= 1.0:
             raise ValueError(f"colour match strength must be in 0..1, got {strength}")
         if strength == 0.0:
@@ -121,8 +119,7 @@ class ColorTransfer:
             x0, y0, x1, y1 = box
             out = image.copy()
             if x1 > x0 and y1 > y0:
-                out[y0:y1, x0:x1] = self.apply(image[y0:y1, x0:x1], strength,
-                                               lighting=None if lighting is None else lighting[y0:y1, x0:x1])
+                out[y0:y1, x0:x1] = self.apply(image[y0:y1, x0:x1], strength)
             return out
         s = float(strength)
         # OpenCV's 8-bit L*a*b* (L scaled to 0..255, a and b offset by 128) goes through lookup tables:
@@ -134,9 +131,6 @@ class ColorTransfer:
         change *= cv2.LUT(lab8[..., 0], _DARK_FADE)[..., None]
         moved = lab + change
         moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + self.offset[0] * _L8)
-        if lighting is not None:
-            moved += np.float32(s) * lighting
-            change[..., 1:] += np.float32(s) * lighting[..., 1:]  # part of the chroma change (kept in range below)
         lightness = moved[..., 0]
         near_limits = (lightness < _KNEE * _L8) | (lightness > (100.0 - _KNEE) * _L8)
         if near_limits.any():

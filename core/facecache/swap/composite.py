@@ -4,7 +4,7 @@ Inputs are the original frame and the cached swap results; nothing here runs
 a model, so changing ``CompositeParams`` only reruns this module. Each
 result's mask is the minimum of a box mask with faded edges and the
 swapper's own mask; the crop (optionally colour-matched to the original
-frame's face, its edge to the original's local lighting there) and the mask are warped back into the frame only inside the
+frame's face) and the mask are warped back into the frame only inside the
 face's bounding region, and blended as ``frame * (1 - m) + crop * m`` with
 ``m = mask * opacity``. Where every mask is 0, output pixels are the
 original's exactly.
@@ -27,12 +27,11 @@ from facecache import choices
 from facecache.analysis.align import warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
-from facecache.swap.edge_light import edge_lighting
+from facecache.swap.edge_light import lit_edge
 from facecache.swap.masks import box_mask, check_padding, combine_masks
 from facecache.swap.result import SwapResult
 
-COMPOSITE_FORMAT = "composite/3"  # 2: colour match by the fitted transfer, detail and range kept;
-#                                   3: the face's edge in the target's local lighting (swap.edge_light)
+COMPOSITE_FORMAT = "composite/2"  # 2: colour match by the fitted transfer, detail and range kept
 # Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
 FIT_MASK_BLUR = 0.3
 DEFAULT_COLOR_MATCH = next(number.default for number in choices.COMPOSITE if number.name == "color_match")
@@ -85,9 +84,15 @@ def color_transfer(result: SwapResult, frame: np.ndarray) -> ColorTransfer | Non
 
 
 def with_color_transfer(result: SwapResult, frame: np.ndarray) -> SwapResult:
-    """The result with its colour transfer fitted (done once, in the swap stage, and cached)."""
+    """The result with its colour transfer fitted and its crop's edge in the target's local
+    lighting (``swap.edge_light``; done once, in the swap stage, where the frame's pixels are, and
+    cached: a blend change composes without decoding the frame)."""
     transfer = color_transfer(result, frame)
-    return result if transfer is None else result.with_color(transfer.as_array())
+    if transfer is None:
+        return result
+    weights = result.mask if result.mask is not None else box_mask(result.size, FIT_MASK_BLUR)
+    crop = lit_edge(result.crop, frame, result.matrix, weights, transfer)
+    return SwapResult(crop, result.matrix, result.mask, transfer.as_array())
 
 
 def crop_mask(result: SwapResult, params: CompositeParams, box: np.ndarray | None = None) -> np.ndarray:
@@ -229,9 +234,7 @@ def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[
     if params.color_match > 0.0:
         transfer = color_transfer(result, frame)
         if transfer is not None:  # only where the face shows
-            # the face's edge also takes the target's local lighting (as much as its colours)
-            lighting = edge_lighting(crop, frame, result.matrix, mask, transfer, params.color_match)
-            crop = transfer.apply(crop, params.color_match, _mask_box(mask), lighting)
+            crop = transfer.apply(crop, params.color_match, _mask_box(mask))
     bx0, by0, bx1, by1 = box
     # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
     to_crop = result.matrix.astype(np.float64).copy()

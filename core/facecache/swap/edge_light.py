@@ -10,8 +10,12 @@ measured (in L*a*b*, on a quarter-size copy: lighting is slow), spread smoothly 
 and gone a short way in: the edge meets the target's skin as it is lit there, and the middle of
 the face keeps the source's own shading, which carries its shape.
 
-    field = edge_lighting(crop, frame, matrix, mask, transfer, strength)  # (h, w, 3) L*a*b* offsets
-    crop = transfer.apply(crop, strength, lighting=field)
+    crop = lit_edge(crop, frame, matrix, mask, transfer)   # in the swap stage, where the frame is
+
+The correction is put into the crop itself, divided by the transfer's gain, so that the
+composite's colour transfer (at full strength) turns it into exactly the wanted step; the
+composite needs no frame pixels (a blend change decodes nothing). At a colour match below 1 the
+edge keeps this correction while the rest of the face keeps more of its own colours.
 """
 
 from __future__ import annotations
@@ -32,6 +36,18 @@ REACH = 0.09
 _LIMIT = np.array([24.0, 10.0, 10.0], np.float32)
 _SHRINK = 4
 _MIN_SIDE = 16
+
+
+def lit_edge(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask: np.ndarray,
+             transfer: ColorTransfer) -> np.ndarray:
+    """``crop`` with ``edge_lighting``'s field (at full colour match) put into it, divided by the
+    transfer's gain; the crop itself when there is nothing to correct."""
+    field = edge_lighting(crop, frame, matrix, mask, transfer, 1.0)
+    if field is None:
+        return crop
+    lab = cv2.cvtColor(crop, cv2.COLOR_BGR2LAB).astype(np.float32)
+    lab += field / np.maximum(transfer.gain, 1e-3)
+    return cv2.cvtColor(np.clip(np.rint(lab), 0, 255).astype(np.uint8), cv2.COLOR_LAB2BGR)
 
 
 def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask: np.ndarray,

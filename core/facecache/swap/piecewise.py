@@ -165,7 +165,7 @@ def untangle(points: np.ndarray, triangles: np.ndarray, size: int) -> np.ndarray
     outline[_OUTLINE] = True
     keep = np.ones(len(every))
     for _ in range(_UNTANGLE_STEPS):
-        current = frontal + keep[:, None] * (every - frontal)
+        current = every - (1.0 - keep[:, None]) * (every - frontal)  # exactly ``every`` where kept
         folded = oriented & (_signed_areas(current, triangles) * sides <= 0)
         if not folded.any():
             return current[:78]
