@@ -273,29 +273,34 @@ def _measure_face(frame, output, face, result, params, source, sources, analyzer
              "seam_ratio": _rounded(qm.seam_ratio(output, frame, alpha)),
              "seams": {part: _rounded(value) for part, value in seams.items()},
              "seam_worst": _rounded(max(seams.values())) if seams else None,
-             "leftover_ratio": _rounded(qm.leftover_ratio(output, resampled, alpha, eyes)),
-             "found_again": again is not None}
+             "leftover_ratio": _rounded(qm.leftover_ratio(output, resampled, alpha, eyes))}
+    # the face as the analysis sees it there: None when the landmarker sees no face at all
     swapped = _reanalysed(analyzer, output, again if again is not None else face)
+    entry["found_again"] = again is not None and swapped is not None
+    if swapped is None:
+        return entry
     if swapped.embedding is not None and sources.embedding is not None and face.embedding is not None:
         entry["identity_margin"] = _rounded(qm.identity_margin(swapped.embedding, sources.embedding, face.embedding))
     if again is not None:
         entry["kps5_shift"] = _rounded(qm.point_shift(again.kps5, face.kps5, eyes))
         entry["landmark_shift"] = entry["kps5_shift"]
-    if again is not None and swapped.landmarks68 is not None and face.landmarks68 is not None:
-        entry["landmark_shift"] = _rounded(qm.landmark_error(swapped.landmarks68, face.landmarks68))
     if swapped.landmarks68 is not None and face.landmarks68 is not None:
+        if again is not None:
+            entry["landmark_shift"] = _rounded(qm.landmark_error(swapped.landmarks68, face.landmarks68))
         opening = qm.mouth_opening(face.landmarks68)
         entry["target_mouth_open"] = opening > qm.OPEN_MOUTH
         entry["mouth_kept_open"] = qm.mouth_opening(swapped.landmarks68) > 0.5 * opening
     return entry
 
 
-def _reanalysed(analyzer: FaceAnalyzer, image: np.ndarray, face: Face) -> Face:
+def _reanalysed(analyzer: FaceAnalyzer, image: np.ndarray, face: Face) -> Face | None:
     """The face at ``face``'s box and key points in ``image``, with its 68 landmarks and embedding
-    found by the analysis's own models, as the analysis finds them."""
+    found by the analysis's own models, as the analysis finds them; None when its landmarker sees
+    no face there (the analysis would drop it)."""
     height, width = image.shape[:2]
     record = FrameRecord("0" * 32, Stage.DETECT, height, width, [Face(box=face.box, score=face.score, kps5=face.kps5)])
-    return analyzer.complete(record, image, record.fingerprint, Stage.LANDMARK68 | Stage.EMBED).faces[0]
+    faces = analyzer.complete(record, image, record.fingerprint, Stage.LANDMARK68 | Stage.EMBED).faces
+    return faces[0] if faces else None
 
 
 def _rounded(value: float | None) -> float | None:

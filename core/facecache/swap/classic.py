@@ -41,6 +41,7 @@ from facecache.analysis.align import (TEMPLATES, alignment_matrix, invert_affine
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
+from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
@@ -148,9 +149,8 @@ class ClassicSwapper:
             # folds a triangle (the mask keeps the target's own outline).
             target_points = transform_points(target68, matrix)
             target_mesh = untangle(target_outline, TRIANGLES, size)
-            source_mesh = untangle(with_forehead(transform_points(source.landmarks68, source_matrix)), TRIANGLES, size)
-            crop_map = piecewise_map(source_mesh, target_mesh, TRIANGLES, size)
-            crop, coverage = _resample(source.pyramid, source_matrix, size, crop_map)
+            source_mesh = with_forehead(transform_points(source.landmarks68, source_matrix))
+            crop, coverage = _warped_source(source, source_matrix, source_mesh, target_mesh, size)
             jaw_to_brows = face_mask(target_points, size, feather)
             # Beyond the landmarks (forehead, temples, below the jaw) the swapped face goes where both
             # faces show skin: not the source's hair, cap, collar or background, nor the target's
@@ -206,6 +206,29 @@ def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
     crop = cv2.remap(image, level_x, level_y, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
     inside = (level_x >= 0) & (level_x <= width - 1) & (level_y >= 0) & (level_y <= height - 1)
     return crop, None if inside.all() else inside
+
+
+def _warped_source(source: ClassicSource, source_matrix: np.ndarray, source_points: np.ndarray,
+                   target_mesh: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the source warped piecewise onto ``target_mesh`` in a ``size`` crop, where it lies inside
+    the source picture: ``_resample``). A source turned the other way from the target is read
+    mirrored (``swap.far_side``), its 78 ``source_points`` (crop pixels) mirrored with it; within
+    the short range where that fades in, both readings are mixed."""
+    amount = flip_amount(source_points, target_mesh)
+    readings = []
+    if amount < 1.0:
+        crop_map = piecewise_map(untangle(source_points, TRIANGLES, size), target_mesh, TRIANGLES, size)
+        readings.append((1.0 - amount, *_resample(source.pyramid, source_matrix, size, crop_map)))
+    if amount > 0.0:
+        map_x, map_y = piecewise_map(untangle(mirrored(source_points, size), TRIANGLES, size), target_mesh,
+                                     TRIANGLES, size)
+        readings.append((amount, *_resample(source.pyramid, source_matrix, size, ((size - 1.0) - map_x, map_y))))
+    if len(readings) == 1:
+        return readings[0][1:]
+    (_, first, first_inside), (weight, second, second_inside) = readings
+    crop = cv2.addWeighted(first, 1.0 - weight, second, weight, 0.0)
+    inside = [np.ones((size, size), bool) if part is None else part for part in (first_inside, second_inside)]
+    return crop, None if first_inside is None and second_inside is None else inside[0] & inside[1]
 
 
 def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, skin: np.ndarray) -> np.ndarray:
