@@ -27,11 +27,10 @@ from facecache import choices
 from facecache.analysis.align import warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
-from facecache.swap.edge_light import lit_edge
 from facecache.swap.masks import box_mask, check_padding, combine_masks
 from facecache.swap.result import SwapResult
 
-COMPOSITE_FORMAT = "composite/2"  # 2: colour match by the fitted transfer, detail and range kept
+COMPOSITE_FORMAT = "composite/3"  # 2: colour match by the fitted transfer, detail and range kept; 3: and the light's direction
 # Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
 FIT_MASK_BLUR = 0.3
 DEFAULT_COLOR_MATCH = next(number.default for number in choices.COMPOSITE if number.name == "color_match")
@@ -84,15 +83,9 @@ def color_transfer(result: SwapResult, frame: np.ndarray) -> ColorTransfer | Non
 
 
 def with_color_transfer(result: SwapResult, frame: np.ndarray) -> SwapResult:
-    """The result with its colour transfer fitted and its crop's edge in the target's local
-    lighting (``swap.edge_light``; done once, in the swap stage, where the frame's pixels are, and
-    cached: a blend change composes without decoding the frame)."""
+    """The result with its colour transfer fitted (done once, in the swap stage, and cached)."""
     transfer = color_transfer(result, frame)
-    if transfer is None:
-        return result
-    weights = result.mask if result.mask is not None else box_mask(result.size, FIT_MASK_BLUR)
-    crop = lit_edge(result.crop, frame, result.matrix, weights, transfer)
-    return SwapResult(crop, result.matrix, result.mask, transfer.as_array())
+    return result if transfer is None else result.with_color(transfer.as_array())
 
 
 def crop_mask(result: SwapResult, params: CompositeParams, box: np.ndarray | None = None) -> np.ndarray:
