@@ -127,8 +127,7 @@ def test_skin_tone_is_matched_to_the_target_by_the_one_colour_setting(portraits)
 
     matched = paste_back(frame, [result], CompositeParams(color_match=1.0))
     raw = paste_back(frame, [result], CompositeParams(color_match=0.0))
-    # (within 5 of 255: the edge also takes the target's local lighting, which moves the mean a little)
-    assert np.abs(mean_lab(matched) - mean_lab(frame)).max() < 5
+    assert np.abs(mean_lab(matched) - mean_lab(frame)).max() < 3
     assert np.abs(mean_lab(raw) - mean_lab(frame)).max() > 5
     assert np.array_equal(raw[inside], np.clip(paste_back(frame, [result], CompositeParams(color_match=0.0))[inside], 0, 255))
 
