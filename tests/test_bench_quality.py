@@ -108,16 +108,16 @@ def test_landmarks_mouth_and_identity_measures():
 
 
 def test_summary_and_goals():
-    faces = [dict(clipped_pixels=1, face_pixels=1000, sharpness_ratio=0.9, seam_ratio=1.2, ms=4.0,
+    faces = [dict(clipped_pixels=1, face_pixels=1000, sharpness_ratio=0.9, seam_ratio=1.2, ms=4.0, cpu_ms=3.0,
                   identity_margin=0.1, yaw=3.0),
-             dict(clipped_pixels=0, face_pixels=1000, sharpness_ratio=0.7, seam_ratio=1.0, ms=6.0,
+             dict(clipped_pixels=0, face_pixels=1000, sharpness_ratio=0.7, seam_ratio=1.0, ms=6.0, cpu_ms=2.0,
                   identity_margin=-0.05, yaw=-12.0),
-             dict(clipped_pixels=0, face_pixels=0, sharpness_ratio=None, seam_ratio=None, ms=5.0,
+             dict(clipped_pixels=0, face_pixels=0, sharpness_ratio=None, seam_ratio=None, ms=5.0, cpu_ms=9.0,
                   identity_margin=-0.2, yaw=40.0)]  # turned: not a frontal pair
     result = summarise(faces)
     assert result["clipped_fraction"] == 0.0005 and result["sharpness_ratio"] == 0.8
     assert result["sharpness_worst"] == 0.7 and result["faces_lost"] == 0
-    assert result["identity_closer_share"] == 0.5 and result["ms_per_face"] == 5.0
+    assert result["identity_closer_share"] == 0.5 and result["ms_per_face"] == 5.0 and result["cpu_ms_per_face"] == 3.0
     assert result["identity_closer_share_all"] == pytest.approx(1 / 3, abs=1e-3)
     assert result["expression_error"] is None and result["goals_met"]["expression_error"] is None
     assert result["goals_met"]["identity_closer_share"] is False and result["goals_met"]["clipped_fraction"] is True
@@ -176,7 +176,7 @@ def test_a_real_run_on_the_group_photo(tmp_path, default_models_dir, capsys):
                  pairs=(Pair("grace_hopper", "group"),))
     for key in ("identity_closer_share", "identity_margin_mean", "clipped_fraction", "sharpness_ratio",
                 "sharpness_worst", "expression_error", "landmark_shift_worst", "seam_ratio", "seam_worst",
-                "leftover_worst", "ms_per_face"):
+                "leftover_worst", "ms_per_face", "cpu_ms_per_face"):
         assert key in result
     # six people: the one turned three-quarters (and any other the head pose puts past 45 degrees) is
     # left and listed; every other face is swapped and measured

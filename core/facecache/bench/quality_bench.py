@@ -31,6 +31,8 @@ each measure is reported beside the mean:
                           just outside the swapped face / the same ring of the source's own
                           picture; the worst face
   ms_per_face             the swapper plus the composite, per face (median; depends on the load)
+  cpu_ms_per_face         the same as CPU time on one OpenCV thread (median over the faces): the
+                          cost per face to compare versions by, which the load barely moves
 
 Faces turned further than the swapper's yaw limit are left as they are and listed, not measured.
 The output folder gets a side-by-side PNG per pair (target | swapped | source), a contact sheet
@@ -54,7 +56,7 @@ from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_sheet as sheet
 from facecache.bench.quality_pictures import Pair, source_path, target_picture
-from facecache.bench.timing import median_ms
+from facecache.bench.timing import median_cpu_ms, median_ms
 from facecache.pipeline import Parts, Pipeline, Settings, build_analyzer, build_pipeline
 from facecache.samples import SAMPLES
 from facecache.store.records import Face, FrameRecord, Stage
@@ -175,6 +177,8 @@ def summarise(faces: list[dict]) -> dict:
         "leftover_ratio": mean("leftover_ratio"),
         "leftover_worst": extreme("leftover_ratio", max),
         "ms_per_face": round(statistics.median(f["ms"] for f in faces), 2) if faces else None,
+        "cpu_ms_per_face": round(statistics.median(f["cpu_ms"] for f in faces), 2)
+        if faces and all("cpu_ms" in f for f in faces) else None,
     }
     result["goals"] = {key: f"{sign} {value}" for key, (sign, value) in GOALS.items()}
     result["goals_met"] = {key: (None if result[key] is None else _meets(result[key], sign, value))
@@ -219,12 +223,12 @@ def _measure_pair(pair: Pair, pipeline: Pipeline, out_dir: Path) -> tuple[list[d
             paste_back(frame, [result], params)
             return result
         results.append(swap_one())  # the first run loads and prepares; the timed runs follow
-        timings.append(median_ms(swap_one, TIMING_REPEATS))
+        timings.append((median_ms(swap_one, TIMING_REPEATS), _one_thread_cpu_ms(swap_one)))
     output = paste_back(frame, results, params)
     found = _found_again(analyzer, output, kept)
     measured, rows = [], []
-    for number, (face, result, ms, again) in enumerate(zip(kept, results, timings, found), 1):
-        entry = {"pair": pair.label, "face": number}
+    for number, (face, result, (ms, cpu_ms), again) in enumerate(zip(kept, results, timings, found), 1):
+        entry = {"pair": pair.label, "face": number, "cpu_ms": round(cpu_ms, 2)}
         entry.update(_measure_face(frame, output, face, result, params, source, sources, analyzer, ms, again))
         far = shortfall(entry)
         entry["shortfall"] = None if far is None else round(far, 3)
@@ -235,6 +239,17 @@ def _measure_pair(pair: Pair, pipeline: Pipeline, out_dir: Path) -> tuple[list[d
     turned = [{"pair": pair.label, "box": [round(float(v)) for v in face.box],
                "yaw": None if face.pose is None else round(float(face.pose[1]), 1)} for face in left]
     return measured, turned, rows
+
+
+def _one_thread_cpu_ms(action: Callable[[], object]) -> float:
+    """``action``'s median CPU time with OpenCV on one thread: the cost of the work itself, which
+    neither the cores other programs leave free nor idle worker threads change."""
+    threads = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+        return median_cpu_ms(action, TIMING_REPEATS)
+    finally:
+        cv2.setNumThreads(threads)
 
 
 def _found_again(analyzer: FaceAnalyzer, output: np.ndarray, faces: list[Face]) -> list[Face | None]:
