@@ -66,18 +66,18 @@ def test_the_target_expression_survives_the_swap(portraits):
 def test_a_folded_mesh_is_untangled_and_an_upright_one_left_alone():
     """A head turned far puts the jaw's top inside the eye's corner: that triangle folds over. Only
     the points of folded triangles move (jaw and forehead first), and afterwards none folds."""
-    from facecache.swap.piecewise import _canonical_sides, _signed_areas, untangle
+    from facecache.swap.piecewise import _SIDES, _signed_areas, untangle
 
     kps5 = [[80, 100], [176, 100], [128, 150], [90, 190], [166, 190]]
     upright = with_forehead(synthetic_68(kps5, mouth_open=0.1))
-    assert np.allclose(untangle(upright, TRIANGLES, 256), upright, atol=1e-3)
+    assert np.allclose(untangle(upright, 256), upright, atol=1e-3)
     turned = upright.copy()
     turned[0] = turned[36] + [12, 2]  # the jaw's top point inside the eye's outer corner
     def folded(points):
-        areas = _signed_areas(np.vstack([points, border_points(256)]), TRIANGLES) * _canonical_sides(TRIANGLES)
+        areas = _signed_areas(np.vstack([points, border_points(256)]), TRIANGLES) * _SIDES
         return int((areas <= 0).sum())
     assert folded(turned) > folded(upright)  # (the upright face's nearly closed lips are flat, not folded)
-    fixed = untangle(turned, TRIANGLES, 256)
+    fixed = untangle(turned, 256)
     assert folded(fixed) == folded(upright)
     moved = np.linalg.norm(fixed - turned, axis=1) > 1e-9
     assert moved[0]  # the jaw point moved towards its frontal place

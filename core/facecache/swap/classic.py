@@ -148,7 +148,7 @@ class ClassicSwapper:
             # Both meshes are untangled in the face's own frame, so a turned or tilted head never
             # folds a triangle (the mask keeps the target's own outline).
             target_points = transform_points(target68, matrix)
-            target_mesh = untangle(target_outline, TRIANGLES, size)
+            target_mesh = untangle(target_outline, size)
             source_mesh = with_forehead(transform_points(source.landmarks68, source_matrix))
             crop, coverage = _warped_source(source, source_matrix, source_mesh, target_mesh, size)
             jaw_to_brows = face_mask(target_points, size, feather)
@@ -217,10 +217,10 @@ def _warped_source(source: ClassicSource, source_matrix: np.ndarray, source_poin
     amount = flip_amount(source_points, target_mesh)
     readings = []
     if amount < 1.0:
-        crop_map = piecewise_map(untangle(source_points, TRIANGLES, size), target_mesh, TRIANGLES, size)
+        crop_map = piecewise_map(untangle(source_points, size), target_mesh, TRIANGLES, size)
         readings.append((1.0 - amount, *_resample(source.pyramid, source_matrix, size, crop_map)))
     if amount > 0.0:
-        map_x, map_y = piecewise_map(untangle(mirrored(source_points, size), TRIANGLES, size), target_mesh,
+        map_x, map_y = piecewise_map(untangle(mirrored(source_points, size), size), target_mesh,
                                      TRIANGLES, size)
         readings.append((amount, *_resample(source.pyramid, source_matrix, size, ((size - 1.0) - map_x, map_y))))
     if len(readings) == 1:

@@ -17,8 +17,8 @@ and the source read through it comes out mirrored, doubled or smeared. ``untangl
 points of folded triangles, jaw and forehead first, towards their place on the face's frontal
 layout, just far enough that nothing folds.
 
-    target = untangle(with_forehead(target68), TRIANGLES, size)
-    map_x, map_y = piecewise_map(untangle(with_forehead(source68), TRIANGLES, size), target, TRIANGLES, size)
+    target = untangle(with_forehead(target68), size)
+    map_x, map_y = piecewise_map(untangle(with_forehead(source68), size), target, TRIANGLES, size)
     warped = cv2.remap(source_crop, map_x, map_y, cv2.INTER_CUBIC)
 """
 
@@ -145,40 +145,38 @@ def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
     return map_x, map_y
 
 
-def untangle(points: np.ndarray, triangles: np.ndarray, size: int) -> np.ndarray:
+def untangle(points: np.ndarray, size: int) -> np.ndarray:
     """``points`` (the 68 landmarks and their 10 forehead points, in crop pixels) with every triangle
-    of ``triangles`` that folds over (turned the other way than on the layout the mesh was cut on)
-    undone: the points of folded triangles move step by step towards their place on the face's
-    frontal layout (``layout_68`` around the same eyes and mouth, with the same opening), outline
-    points first, until none folds. Triangles flat on that layout (a closed mouth's lips) have no
-    side to keep. Points of triangles that do not fold are left exactly where they are."""
+    of the mesh (TRIANGLES) that folds over (turned the other way than on the layout the mesh was
+    cut on) undone: the points of folded triangles move step by step towards their place on the
+    face's frontal layout (``layout_68`` around the same eyes and mouth, with the same opening),
+    outline points first, until none folds. Triangles flat on that layout (a closed mouth's lips)
+    have no side to keep. Points of triangles that do not fold are left exactly where they are."""
     points = np.asarray(points, np.float64).reshape(78, 2)
+    every = np.vstack([points, border_points(size)])
     eyes = np.array([points[36:42].mean(axis=0), points[42:48].mean(axis=0)])
     eye_distance = max(float(np.linalg.norm(eyes[1] - eyes[0])), 1e-6)
+    flat = _FLAT_AREA * eye_distance ** 2
+    areas = _signed_areas(every, TRIANGLES)
+    if not np.any((areas * _SIDES <= 0) & (np.abs(areas) > flat)):
+        return points  # nothing folds (most faces): no layout to work out
     kps5 = np.vstack([eyes, points[30], points[48], points[54]])
     opening = float(np.linalg.norm(points[66] - points[62])) / eye_distance
     frontal = np.vstack([with_forehead(layout_68(kps5, opening)), border_points(size)])
-    every = np.vstack([points, border_points(size)])
-    sides = _canonical_sides(triangles)
-    oriented = np.abs(_signed_areas(frontal, triangles)) > _FLAT_AREA * eye_distance ** 2
+    oriented = np.abs(_signed_areas(frontal, TRIANGLES)) > flat
     outline = np.zeros(len(every), bool)
     outline[_OUTLINE] = True
     keep = np.ones(len(every))
     for _ in range(_UNTANGLE_STEPS):
         current = every - (1.0 - keep[:, None]) * (every - frontal)  # exactly ``every`` where kept
-        folded = oriented & (_signed_areas(current, triangles) * sides <= 0)
+        folded = oriented & (_signed_areas(current, TRIANGLES) * _SIDES <= 0)
         if not folded.any():
             return current[:78]
-        for corners in triangles[folded]:
+        for corners in TRIANGLES[folded]:
             movable = [i for i in corners if i < 78 and outline[i] and keep[i] > 0.05]
             for i in movable or [i for i in corners if i < 78]:
                 keep[i] *= _UNTANGLE_KEEP
     return frontal[:78]  # still folded after every step: the frontal layout never is
-
-
-def _canonical_sides(triangles: np.ndarray) -> np.ndarray:
-    """+1 or -1 per triangle: its orientation on the layout the mesh is cut on (``_canonical_points``)."""
-    return np.sign(_signed_areas(np.vstack([_canonical_points(), border_points(_LAYOUT_SIDE)]), triangles))
 
 
 def _signed_areas(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
@@ -191,6 +189,9 @@ def _signed_areas(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
 # The mesh every 68-point warp uses (indices into the 68 landmarks, their 10 forehead points
 # (``face_region.with_forehead``) and the 8 border points).
 TRIANGLES = _canonical_triangles()
+# +1 or -1 per triangle: its orientation on the layout the mesh is cut on, which ``untangle`` keeps.
+_SIDES = np.sign(_signed_areas(np.vstack([_canonical_points(), border_points(_LAYOUT_SIDE)]), TRIANGLES))
+_SIDES.setflags(write=False)
 
 
 def inner_mouth(points68: np.ndarray) -> np.ndarray:
