@@ -122,11 +122,6 @@ def warp(frame: np.ndarray, matrix: np.ndarray, size, border: int = cv2.BORDER_R
     return cv2.warpAffine(frame, np.asarray(matrix, dtype=np.float64), (width, height), flags=cv2.INTER_LINEAR, borderMode=border)
 
 
-def shrunk_matrix(matrix: np.ndarray, scale: float) -> np.ndarray:
-    """``matrix`` (frame to crop) followed by scaling the crop by ``scale``: the same crop, smaller."""
-    return np.asarray(matrix, dtype=np.float64) * float(scale)
-
-
 def warp_face(frame: np.ndarray, kps5: np.ndarray, template: str, size) -> tuple[np.ndarray, np.ndarray]:
     """Crop the face aligned to ``template``; returns (crop, frame-to-crop matrix)."""
     matrix = alignment_matrix(kps5, template, size)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 import statistics
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -56,7 +57,7 @@ from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_sheet as sheet
 from facecache.bench.quality_pictures import Pair, source_path, target_picture
-from facecache.bench.timing import median_cpu_ms, median_ms
+from facecache.bench.timing import median_ms
 from facecache.pipeline import Parts, Pipeline, Settings, build_analyzer, build_pipeline
 from facecache.samples import SAMPLES
 from facecache.store.records import Face, FrameRecord, Stage
@@ -247,7 +248,7 @@ def _one_thread_cpu_ms(action: Callable[[], object]) -> float:
     threads = cv2.getNumThreads()
     cv2.setNumThreads(1)
     try:
-        return median_cpu_ms(action, TIMING_REPEATS)
+        return median_ms(action, TIMING_REPEATS, time.process_time)
     finally:
         cv2.setNumThreads(threads)
 

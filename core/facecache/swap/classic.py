@@ -36,8 +36,7 @@ from dataclasses import asdict, dataclass
 import cv2
 import numpy as np
 
-from facecache.analysis.align import (TEMPLATES, alignment_matrix, invert_affine, linear_det, shrunk_matrix,
-                                      transform_points, warp)
+from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, linear_det, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
@@ -46,7 +45,8 @@ from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piec
 from facecache.swap.result import SwapResult
 
 CLASSIC_VERSION = 3  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
-#                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source shows
+#                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
+#                        shows, the mask beyond the landmarks, a source turned the other way mirrored
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -215,20 +215,15 @@ def _warped_source(source: ClassicSource, source_matrix: np.ndarray, source_poin
     mirrored (``swap.far_side``), its 78 ``source_points`` (crop pixels) mirrored with it; within
     the short range where that fades in, both readings are mixed."""
     amount = flip_amount(source_points, target_mesh)
-    readings = []
-    if amount < 1.0:
-        crop_map = piecewise_map(untangle(source_points, size), target_mesh, TRIANGLES, size)
-        readings.append((1.0 - amount, *_resample(source.pyramid, source_matrix, size, crop_map)))
-    if amount > 0.0:
-        map_x, map_y = piecewise_map(untangle(mirrored(source_points, size), size), target_mesh,
-                                     TRIANGLES, size)
-        readings.append((amount, *_resample(source.pyramid, source_matrix, size, ((size - 1.0) - map_x, map_y))))
-    if len(readings) == 1:
-        return readings[0][1:]
-    (_, first, first_inside), (weight, second, second_inside) = readings
-    crop = cv2.addWeighted(first, 1.0 - weight, second, weight, 0.0)
-    inside = [np.ones((size, size), bool) if part is None else part for part in (first_inside, second_inside)]
-    return crop, None if first_inside is None and second_inside is None else inside[0] & inside[1]
+    crop = inside = None  # (None for ``inside``: all of it, as from ``_resample``)
+    for weight, points, mirror in ((1.0 - amount, source_points, False), (amount, mirrored(source_points, size), True)):
+        if weight <= 0.0:
+            continue
+        map_x, map_y = piecewise_map(untangle(points, size), target_mesh, TRIANGLES, size)
+        read, covered = _resample(source.pyramid, source_matrix, size, ((size - 1.0) - map_x if mirror else map_x, map_y))
+        crop = read if crop is None else cv2.addWeighted(crop, 1.0 - weight, read, weight, 0.0)
+        inside = covered if inside is None else inside if covered is None else inside & covered
+    return crop, inside
 
 
 def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, skin: np.ndarray) -> np.ndarray:
@@ -237,7 +232,7 @@ def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, skin: np
     the line skin too; hair and background, wider than a line, stay what they are. Worked out on
     a quarter-size crop (it is smooth anyway)."""
     small = max(16, size // 4)
-    image = warp(frame, shrunk_matrix(matrix, small / size), small)
+    image = warp(frame, np.asarray(matrix, np.float64) * (small / size), small)  # the same crop, smaller
     likeness = skin_likeness(image, cv2.resize(skin, (small, small), interpolation=cv2.INTER_AREA))
     width = max(3, int(round(_LINE_WIDTH * small)) | 1)
     closed = cv2.morphologyEx(likeness, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width)))
