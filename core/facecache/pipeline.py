@@ -271,8 +271,9 @@ class Pipeline:
         return summary
 
 
-def open_cache(settings: Settings) -> FaceCache:
-    return FaceCache(resolve_cache_dir(settings.cache_dir), max_bytes=int(settings.max_bytes))
+def open_cache(settings: Settings, create: bool = True) -> FaceCache:
+    """The settings' cache (`create=False`: only looked at, nothing created or changed)."""
+    return FaceCache(resolve_cache_dir(settings.cache_dir), max_bytes=int(settings.max_bytes), create=create)
 
 
 def build_analyzer(settings: Settings, parts: Parts | None = None):

@@ -245,7 +245,7 @@ def _coverage(engine: Engine, settings: Settings, items: list[dict]) -> dict:
 
 
 def _cache_job(kind: str, settings: Settings) -> dict:
-    cache = open_cache(settings)
+    cache = open_cache(settings, create=kind != "cache_stats")  # looking changes nothing
     summary = {"frames": 0, "written": 0, "skipped": 0, "inferences": {}}
     if kind == "cache_prune":
         summary["prune"] = cache.prune().as_dict()

@@ -29,8 +29,10 @@ def add_cache_options(parser: argparse.ArgumentParser, size_cap: bool = True) ->
                             metavar="SIZE", help="size cap of the cache, e.g. 10G or 500M (default 10G)")
 
 
-def open_cache(args: argparse.Namespace) -> FaceCache:
-    return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES))
+def open_cache(args: argparse.Namespace, create: bool = True) -> FaceCache:
+    """The cache of --cache-dir (`create=False`: only looked at, nothing created or changed)."""
+    return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES),
+                     create=create)
 
 
 _UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}

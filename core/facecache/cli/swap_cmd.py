@@ -12,7 +12,8 @@ from facecache import choices
 from facecache.cli.common import (add_cache_options, add_choice, add_command, add_model_options, add_number,
                                   parse_frame_range, print_json)
 from facecache.jobs.run_summary import describe_run
-from facecache.jobs.swap_job import prepare_output_folder
+from facecache.jobs.swap_job import check_outside_cache, prepare_output_folder
+from facecache.locations import resolve_cache_dir
 from facecache.pipeline import Settings, build_pipeline
 from facecache.progress import ProgressLine
 
@@ -67,6 +68,7 @@ def run_swap(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
     if args.max_yaw is None:  # --max-yaw off
         settings = dataclasses.replace(settings, limit_yaw=False, max_yaw=choices.MAX_YAW.default)
+    check_outside_cache(args.out, resolve_cache_dir(settings.cache_dir))
     prepare_output_folder(args.out)  # before the source faces are analysed: a bad --out costs nothing
     pipeline = build_pipeline(settings)
     job = pipeline.swap_job()
