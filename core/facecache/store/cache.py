@@ -538,13 +538,13 @@ class FaceCache:
 
     def iter_packs(self) -> Iterator[PackInfo]:
         """Every pack file (by name pattern) under ns/, without following symlinks."""
-        for ns_entry in _scandirs(self.root / "ns"):
+        for ns_entry in self._subfolders(self.root / "ns"):
             if not is_digest(ns_entry.name):
                 continue
-            for fan in _scandirs(Path(ns_entry.path)):
+            for fan in self._subfolders(Path(ns_entry.path)):
                 if not _FANOUT_NAME.match(fan.name):
                     continue
-                for group in _scandirs(Path(fan.path)):
+                for group in self._subfolders(Path(fan.path)):
                     for entry in _scanfiles(Path(group.path)):
                         if _PACK_NAME.match(entry.name):
                             try:
@@ -555,8 +555,12 @@ class FaceCache:
 
     def stats(self) -> CacheStats:
         result = CacheStats(root=str(self.root), shared=self.perms.shared)
+        for sub in SUBFOLDERS:
+            if os.path.islink(self.root / sub):
+                self._report_once(self.root / sub, f"left alone: {self.root / sub} is a symlink where a folder of "
+                                  "the cache belongs (any other cache command sets it aside)")
         by_ns: dict[str, NamespaceStats] = {}
-        for ns_entry in _scandirs(self.root / "ns"):
+        for ns_entry in self._subfolders(self.root / "ns"):
             if is_digest(ns_entry.name):
                 by_ns[ns_entry.name] = self._namespace_stats(Path(ns_entry.path))
         for info in self.iter_packs():
@@ -604,10 +608,15 @@ class FaceCache:
             except (CorruptPack, OSError) as exc:
                 report.bad.append(f"{info.path.relative_to(self.root)}: {exc}")
                 self.set_aside(info.path, str(exc))
-        for dirpath, _dirs, files in os.walk(namespaces) if namespaces is not None else ():
-            for name in files:
+        for dirpath, dirs, files in os.walk(namespaces) if namespaces is not None else ():
+            for name in dirs + files:
                 path = Path(dirpath) / name
-                if name.startswith(DOOMED_PREFIX):
+                if path.is_symlink():  # listed, never followed by the walk
+                    report.bad.append(f"{path.relative_to(self.root)}: a symlink inside the cache")
+                    self.set_aside(path, "a symlink inside the cache; what it points to was not touched")
+                elif name not in files:
+                    continue
+                elif name.startswith(DOOMED_PREFIX):
                     delete_file(path)
                 elif name.startswith(_TEMP_PREFIX):
                     try:
@@ -648,7 +657,7 @@ class FaceCache:
             report.locks_cleaned = self.clean_locks()
             now = time.time()
             if stale_seconds is not None:
-                for ns_entry in _scandirs(self.root / "ns"):
+                for ns_entry in self._subfolders(self.root / "ns"):
                     marker = Path(ns_entry.path) / NAMESPACE_FILE
                     try:
                         last_used = marker.lstat().st_mtime
@@ -694,6 +703,15 @@ class FaceCache:
         except OSError as exc:
             raise os_fault(exc, "clear the cache", self.root, hint=CHANGE_CACHE) from None
 
+    def _subfolders(self, folder: Path) -> Iterator[os.DirEntry]:
+        """The folders in a folder of the cache; a symlink among them is reported (once) and left alone."""
+        for entry in _scan(folder):
+            if entry.is_symlink():
+                self._report_once(Path(entry.path), f"left alone: {entry.path} is a symlink inside the cache "
+                                  "(`facecache cache verify` sets it aside)")
+            elif entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                yield entry
+
     def _namespace_stats(self, folder: Path) -> NamespaceStats:
         stats = NamespaceStats(key=folder.name, description=None)
         marker = folder / NAMESPACE_FILE
@@ -724,12 +742,6 @@ def _scan(folder: Path) -> list[os.DirEntry]:
         return list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return []
-
-
-def _scandirs(folder: Path) -> Iterator[os.DirEntry]:
-    for entry in _scan(folder):
-        if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
-            yield entry
 
 
 def _scanfiles(folder: Path) -> Iterator[os.DirEntry]:
