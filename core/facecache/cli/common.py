@@ -105,13 +105,16 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_frame_range(text: str) -> range:
-    """'A-B' (inclusive) or 'N' -> range of media frame indices."""
+    """'A-B' (inclusive), 'A-' (from A to the last frame) or 'N' -> range of media frame indices; an open
+    end is `analyzer.TO_THE_END`, cut to the media's length when the file is opened."""
+    from facecache.analysis.analyzer import TO_THE_END
+
+    first, dash, last = text.strip().partition("-")
     try:
-        first, _, last = text.partition("-")
         start = int(first)
-        stop = int(last) if last else start
+        stop = int(last) + 1 if last.strip() else TO_THE_END if dash else start + 1
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a frame range: {text!r} (examples: 0-99, 42)") from None
-    if start < 0 or stop < start:
-        raise argparse.ArgumentTypeError(f"frame range {text!r} must be A-B with 0 <= A <= B")
-    return range(start, stop + 1)
+        raise argparse.ArgumentTypeError(f"not a frame range: {text!r} (examples: 0-99, 42, 10- for 10 to the end)") from None
+    if start < 0 or stop <= start:
+        raise argparse.ArgumentTypeError(f"frame range {text!r} must be A-B with 0 <= A <= B (or A- for A to the end)")
+    return range(start, stop)

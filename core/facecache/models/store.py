@@ -292,7 +292,14 @@ class ModelStore:
             if imported:
                 self._refuse(spec, path, str(exc))
             raise
-        data = path.read_bytes()
+        data = _read_within(path, item.max_bytes)
+        if data is None:
+            too_big = (f"it holds {path.stat().st_size / 1e6:.0f} MB, more than a {spec.name} file can "
+                       f"({item.max_bytes / 1e6:.0f} MB at most)")
+            if imported:
+                self._refuse(spec, path, too_big)
+            raise ModelCorrupt(f"{path}: {too_big}: it is not that model; delete it and reinstall: "
+                               f"{self._install_command(spec)}")
         hashes = hash_bytes(data, sha256=bool(item.sha256), crc32=bool(expected_crc))
         if item.sha256:
             check, actual, expected, reference = "sha256", hashes.sha256, item.sha256, "its pinned SHA-256"
@@ -464,6 +471,16 @@ class ModelStore:
             (report.verified if record.check != "none" else report.unverified).append(spec.name)
         self.registry.save()
         return report
+
+
+def _read_within(path: Path, limit: int) -> bytes | None:
+    """The bytes of a file, or None when it holds more than `limit` (known from its size before reading,
+    and from the bytes read, should it grow meanwhile)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
 
 
 def _read_sidecar(path: Path, install_command: str, imported: bool = False) -> str:
