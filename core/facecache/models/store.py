@@ -31,14 +31,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.errors import DownloadError, ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused
+from facecache.errors import DownloadError, ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused, os_fault
 from facecache.fingerprint import bytes_digest
 from facecache.models import derived
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
                                       PackagedSource, ReleaseSource, release_url)
 from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
 from facecache.locations import resolve_models_dir
-from facecache.models.files import hash_bytes, hash_file, set_aside, write_atomic
+from facecache.models.files import hash_bytes, hash_file, make_folders, set_aside, write_atomic
 from facecache.models.pypi_fetch import PackageFetcher
 from facecache.models.registry import REFUSED, CheckedFile, Registry
 from facecache.models.validate import contract_problem
@@ -351,12 +351,16 @@ class ModelStore:
         """
         specs = self.catalog.expand(list(names))
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_folders(self.root)
         except OSError as exc:
             raise DownloadError(f"cannot create the models folder {self.root} ({exc.strerror}); choose another "
                                 "with --models-dir or FACECACHE_MODELS") from None
-        with self._lock:
-            return [self._install_one(spec, progress, force) for spec in specs]
+        try:
+            with self._lock:
+                return [self._install_one(spec, progress, force) for spec in specs]
+        except OSError as exc:  # a full disk, a lost share: said with the folder it concerns
+            raise os_fault(exc, "install models in", self.root,
+                           hint="choose another models folder (--models-dir or FACECACHE_MODELS)") from None
 
     def _install_one(self, spec: ModelSpec, progress: ProgressCallback | None, force: bool) -> InstallResult:
         if not force and self._already_installed(spec):
