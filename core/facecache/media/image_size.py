@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO
 
-MAX_PIXELS = 8192 * 8192  # 64 megapixels: 8K square; 8K UHD (7680 x 4320) is half of it
+MAX_PIXELS = 8192 * 8192  # 67 megapixels, an 8K square; 8K UHD (7680 x 4320) is half of it
 _JPEG_FRAME_MARKERS = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # SOF0..SOF15 (not DHT, JPG, DAC)
 _JPEG_NO_LENGTH = set(range(0xD0, 0xDA)) | {0x01}  # RSTn, SOI, EOI, TEM: markers without a segment
 _MAX_JPEG_SEGMENTS = 4096

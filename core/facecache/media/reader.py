@@ -206,6 +206,6 @@ def check_pixels(path: Path, width: int, height: int) -> None:
     if width <= 0 or height <= 0:
         raise MediaError(f"{path} declares a size of {width} x {height} pixels: it is damaged; save it again")
     if width * height > MAX_PIXELS:
-        raise MediaError(f"{path} is {width} x {height} pixels ({width * height / 1e6:.0f} megapixels), more than the "
-                         f"{MAX_PIXELS / 1e6:.0f} megapixels facecache decodes: scale it down first (e.g. to 3840 "
-                         "pixels wide)")
+        raise MediaError(f"{path} is {width} x {height} pixels ({width * height / 1e6:.0f} megapixels), more than "
+                         f"facecache decodes ({MAX_PIXELS / 1e6:.0f} megapixels, e.g. 8192 x 8192): scale it down "
+                         "first (e.g. to 3840 pixels wide)")
