@@ -155,6 +155,7 @@ def _create(marker: str, data: bytes, mode: int) -> bool:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
     try:
         try:
+            _set_mode(fd, temp, mode)  # the umask must not narrow it: a teammate reads it
             os.write(fd, data)
             os.fsync(fd)
         finally:
@@ -187,10 +188,18 @@ def _create_exclusive(marker: str, data: bytes, mode: int) -> bool:
             return False
         raise
     try:
+        _set_mode(fd, marker, mode)
         os.write(fd, data)
     finally:
         os.close(fd)
     return True
+
+
+def _set_mode(fd: int, path: str, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # Windows before Python 3.13
+        os.chmod(path, mode)
 
 
 def inside_cache(folder: str | os.PathLike, cache_root: str | os.PathLike) -> bool:

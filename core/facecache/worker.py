@@ -133,8 +133,9 @@ def checked_items(kind: str, items) -> list[dict]:
             raise FaceCacheError(f"item {number}: start and stop must be whole frame numbers, got "
                                  f"{str(item['start'])[:40]} and {str(item['stop'])[:40]}")
         if not 0 <= item["start"] < item["stop"] <= item["start"] + MAX_ITEM_FRAMES:
-            raise FaceCacheError(f"item {number}: frames {item['start']} to {item['stop']} (stop excluded) must "
-                                 f"start at 0 or later and hold 1 to {MAX_ITEM_FRAMES} frames")
+            raise FaceCacheError(f"item {number}: frames {item['start']} to {item['stop']} (stop excluded) are "
+                                 f"reversed, empty, negative or more than {MAX_ITEM_FRAMES}: give "
+                                 f"0 <= start < stop <= start + {MAX_ITEM_FRAMES}")
         if kind != "coverage":  # coverage only reads the cache: a missing file simply has nothing analysed
             check_frames(item["media"], range(item["start"], item["stop"]))
     return items

@@ -183,14 +183,21 @@ def sequence_files(folder: Path) -> list[Path]:
     return sorted((p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()), key=natural)
 
 
-def _read_still(path: Path) -> np.ndarray:
-    """An image decoded as BGR, after its header's size is checked against MAX_PIXELS (`image_size`)."""
+def check_still(path: Path) -> None:
+    """MediaError unless `path` is an image whose header is readable and within MAX_PIXELS (nothing decoded)."""
     try:
         with open(path, "rb") as handle:
             width, height = image_size(handle)
+    except FileNotFoundError:
+        raise MediaError(f"media file {path} does not exist: check the path") from None
     except UnknownImage as exc:
         raise MediaError(f"{path} is not an image that OpenCV can decode ({exc}): save it as PNG or JPEG") from None
     check_pixels(path, width, height)
+
+
+def _read_still(path: Path) -> np.ndarray:
+    """An image decoded as BGR, after its header's size is checked against MAX_PIXELS (`check_still`)."""
+    check_still(path)
     data = np.fromfile(path, dtype=np.uint8)  # imdecode also copes with non-ASCII paths on Windows
     try:
         image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
