@@ -73,7 +73,10 @@ def run_swap(args: argparse.Namespace) -> int:
     check_outside_cache(args.out, resolve_cache_dir(settings.cache_dir))
     prepare_output_folder(args.out)  # before the source faces are analysed: a bad --out costs nothing
     for path in (*args.sources, *args.references):  # every file and range checked before any work starts
-        check_still(path) if path.suffix.lower() in IMAGE_SUFFIXES else check_frames(path, None)  # a photo's header
+        if path.suffix.lower() in IMAGE_SUFFIXES:
+            check_still(path)  # a photo's header: nothing decoded yet
+        else:
+            check_frames(path, None)
     check_frames(args.target, args.frames)
     pipeline = build_pipeline(settings)
     job = pipeline.swap_job()
