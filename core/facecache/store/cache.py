@@ -310,8 +310,9 @@ class FaceCache:
         self._storing(remove)
 
     def _real_group_dir(self, namespace_key: str, group: str, check_group: bool = True) -> Path | None:
-        """group_dir, after setting aside a symlink standing in for the namespace, fan-out or
-        group folder: through one, packs outside the cache would be read, written or deleted.
+        """group_dir, after setting aside a symlink standing in for `ns/`, the namespace, fan-out or
+        group folder (`inside`): through one, packs outside the cache would be read, written or deleted;
+        None when one stays there.
         Readers pass check_group=False and open the group folder with O_NOFOLLOW instead
         (one network round trip less per group)."""
         folder = self.group_dir(namespace_key, group)
@@ -649,7 +650,11 @@ class FaceCache:
 
     def _prune(self, max_bytes: int | None, stale_seconds: float | None, grace_seconds: float) -> PruneReport:
         report = PruneReport()
-        lease = Lease.acquire(self.root / "locks" / "prune.lease", _PRUNE_LEASE_SECONDS, self.perms)
+        locks = self.inside("locks")
+        if locks is None:  # a symlink there that cannot be set aside: no lease, so no pruning
+            report.busy = True
+            return report
+        lease = Lease.acquire(locks / "prune.lease", _PRUNE_LEASE_SECONDS, self.perms)
         if lease is None:
             report.busy = True
             return report
