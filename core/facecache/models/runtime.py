@@ -146,7 +146,7 @@ class SessionFactory:
                 log.info("auto: running on the CPU, not CUDA: %s", problem)
                 self._degraded = (CPU,)
             else:
-                self._fall_back(picked, (CPU,), f"the CUDA libraries did not load: {problem}")
+                self._fall_back(picked, (CPU,), f"{CUDA} cannot start: the CUDA libraries did not load: {problem}")
             return self._degraded
         return picked
 
