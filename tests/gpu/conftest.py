@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))  # mo
 from facecache.gpu import pins  # noqa: E402
 from facecache.gpu.activate import cuda_libraries  # noqa: E402
 from facecache.gpu.layout import this_platform, this_python  # noqa: E402
+from model_helpers import asset_server  # noqa: E402,F401 - the local HTTP server fixture
 
 # A stand-in onnxruntime package: what the engine reads of the module, with ONNX Runtime's names.
 STANDIN_ONNXRUNTIME = '''"""A stand-in for onnxruntime-gpu (tests only): the names the GPU status reads."""
@@ -71,17 +72,6 @@ def standin_set(tmp_path, asset_server):
     standin = pins.RuntimeSet("12", platform, (wheels[library],),
                               {w.python: w for w in wheels.values() if not w.is_library})
     return standin, served
-
-
-@pytest.fixture
-def asset_server(monkeypatch):
-    from model_helpers import AssetServer
-
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    server = AssetServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
+
 from facecache.models.pypi_fetch import PackageFetcher, PinnedPackage
 
 
@@ -170,6 +172,17 @@ class AssetServer:
     def _log(self, path, range_header, status, n) -> None:
         with self._lock:
             self.requests.append(ServedRequest(path, range_header, status, n))
+
+
+@pytest.fixture
+def asset_server(monkeypatch):
+    """A local HTTP server for downloads (models, the GPU runtime's stand-in wheels); no proxy is used for it.
+    A fixture of the conftests that import it."""
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    server = AssetServer().start()
+    yield server
+    server.stop()
 
 
 def tiny_onnx_model(path: Path) -> Path:

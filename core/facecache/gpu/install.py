@@ -25,9 +25,9 @@ from pathlib import Path, PurePosixPath
 from facecache.errors import EXIT_NO_SPACE, FaceCacheError, ModelCorrupt
 from facecache.gpu import pins
 from facecache.gpu.driver import choose_cuda, read_driver
-from facecache.gpu.layout import Installed, RuntimeFolder, folder_bytes, this_platform, this_python, write_manifest
+from facecache.gpu.layout import Installed, RuntimeFolder, this_platform, this_python, write_manifest
 from facecache.models.download import Progress, ProgressCallback, download_resumable
-from facecache.models.files import hash_file
+from facecache.models.files import folder_bytes, hash_file
 
 WHEELS_URL_ENV = "FACECACHE_GPU_WHEELS_URL"  # a mirror: wheels are fetched as <url>/<wheel file name>
 _DATA_SCHEMES = ("purelib", "platlib")  # a wheel's <name>.data/ parts that belong in the site folder

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from facecache.locations import resolve_gpu_runtime_dir
+from facecache.models.files import write_atomic
 
 MANIFEST = "installed.json"
 FORMAT = 1
@@ -101,18 +102,4 @@ class RuntimeFolder:
 
 
 def write_manifest(folder: Path, installed: Installed) -> None:
-    from facecache.models.files import write_atomic
-
     write_atomic(folder / MANIFEST, (json.dumps(installed.as_dict(), indent=1, sort_keys=True) + "\n").encode())
-
-
-def folder_bytes(folder: Path) -> int:
-    """Bytes of the regular files under `folder` (links not followed)."""
-    total = 0
-    for dirpath, _dirs, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                continue
-    return total
