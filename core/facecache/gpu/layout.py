@@ -6,7 +6,8 @@
         nvidia/...                    NVIDIA's CUDA and cuDNN libraries (their wheels, unpacked): one copy
         cp311/onnxruntime/...         onnxruntime-gpu for Python 3.11 (Blender 4.2-5.0)
         cp313/onnxruntime/...         ... for Python 3.13 (Blender 5.1 and later), when asked for
-      downloads/                      wheels while they download (NAME.part, resumable)
+      downloads/                      wheels pip fetched, kept until the install is complete (facecache.gpu.wheels)
+      locks/install.lock              held by the one install or removal at work (facecache.gpu.install)
 
 Nothing here is used without its manifest, so a half-done install or removal is never used.
 """
