@@ -1,7 +1,7 @@
 """`./dev gpu-check`: the NVIDIA GPU path measured on an NVIDIA GPU, CPU and GPU side by side from one run.
 
 1. installs the NVIDIA runtime into a temporary folder (`facecache gpu install`: the real pinned wheels, about
-   2 GB from the package index, or from $FACECACHE_GPU_WHEELS_URL), and prints `facecache gpu status`;
+   2 GB, downloaded by pip from the index pip is set up for), and prints `facecache gpu status`;
 2. runs `facecache bench pipeline --json` with `--providers cpu` and with `--providers cuda`, and prints their
    timings side by side with the ratio;
 3. runs the quality bench's swap (`facecache bench quality`) with each, and prints the pixel difference
