@@ -12,8 +12,10 @@ import pytest
 
 from facecache.errors import DownloadError, ModelCorrupt
 from facecache.gpu import pins
-from facecache.gpu.install import GpuRuntimeError, GpuRuntimeInstaller, unpack_wheel
+from facecache.gpu.install import GpuRuntimeError, GpuRuntimeInstaller, _still_held, unpack_wheel
 from facecache.gpu.layout import MANIFEST, RuntimeFolder, this_python
+from facecache.models.pypi_fetch import PackageFetcher
+from facecache.store.claims import HeldClaim
 from facecache.store.lease import Lease
 from facecache.store.permissions import PRIVATE
 
@@ -98,6 +100,23 @@ def test_a_wheel_that_fails_its_hash_installs_nothing(standin_set, runtime_dir, 
         installer(standin).install("12")
     assert RuntimeFolder.resolve().installed() is None
     assert downloads_left(runtime_dir) == []  # neither the wheel nor pip's working folder
+
+
+def test_a_download_cut_off_part_way_is_resumed_by_pip_or_fetched_again_by_a_rerun(standin_set, runtime_dir,
+                                                                                   asset_server):
+    standin, _ = standin_set
+    library = standin.libraries[0]
+    asset_server.drop_after[f"/wheels/{library.filename}"] = library.size // 2  # once
+    if PackageFetcher().pip_version() >= (25, 1):  # pip resumes it within the run (--resume-retries)
+        installer(standin).install("12")
+        assert [r.range for r in asset_server.served(library.filename)] == [None, f"bytes={library.size // 2}-"]
+    else:  # an older pip finds the cut-off file's SHA-256 wrong: nothing is kept, the next run fetches it whole
+        with pytest.raises(ModelCorrupt, match="cut off"):
+            installer(standin).install("12")
+        assert RuntimeFolder.resolve().installed() is None and downloads_left(runtime_dir) == []
+        installer(standin).install("12")
+        assert [r.range for r in asset_server.served(library.filename)] == [None, None]
+    assert RuntimeFolder.resolve().installed() is not None
 
 
 def test_another_cuda_set_replaces_the_installed_one(standin_set, runtime_dir):
@@ -186,3 +205,12 @@ def test_the_command_refused_by_the_lock_says_so_in_one_line(runtime_dir):
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert "another install or removal of the NVIDIA GPU runtime is running" in last and "Traceback" not in done.stderr
+
+
+def test_an_install_whose_lock_was_taken_over_changes_nothing_more(tmp_path):
+    lock = tmp_path / "install.lock"
+    held = HeldClaim([Lease.acquire(lock, 600, PRIVATE)], ttl=1e-9)  # due for renewal at every step
+    lock.unlink()
+    assert Lease.acquire(lock, 600, PRIVATE)  # another install took it over (this one had stopped too long)
+    with pytest.raises(GpuRuntimeError, match="another install or removal has started since; nothing more"):
+        _still_held(held)

