@@ -35,8 +35,8 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent
 ADDON_SRC = ROOT / "blender_addon"
@@ -50,8 +50,7 @@ MAX_ZIP_BYTES = 150 * 10**6
 BLENDER_NUMPY = {"3.11": "1.26.4", "3.13": "2.2.6"}
 
 
-@dataclass(frozen=True)
-class Platform:
+class Platform(NamedTuple):
     """A zip's platform: the oldest OS its Blenders support (glibc for Linux, macOS version; Windows wheels
     carry no version), the Pythons of its Blenders, and its manifest's range where it differs."""
 
@@ -62,7 +61,7 @@ class Platform:
     blender_version_max: str | None = None  # exclusive; None: the manifest's own
     # {(distribution, python): floor}: a newer floor for one package where no build exists for the platform's
     # floor; the engine says so where it runs on an older OS (facecache.platform_support).
-    newer_floors: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    newer_floors: dict[tuple[str, str], tuple[int, int]] = {}  # never changed
 
     def floor_for(self, distribution: str, python: str) -> tuple[int, int]:
         return self.newer_floors.get((distribution, python), self.floor)
@@ -112,8 +111,7 @@ def platform_tags(platform: Platform, floor: tuple[int, int]) -> list[str]:
             for arch in (platform.arch, "universal2")]
 
 
-@dataclass(frozen=True)
-class Wheel:
+class Wheel(NamedTuple):
     distribution: str  # normalised: lower case, "-" and "." as "_"
     version: str
     pythons: tuple[str, ...]  # "cp311", "py3", ...
