@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from blender_helpers import MODULE, ROOT, compat
+from blender_helpers import MODULE, ROOT, compat, load_build_addon
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -59,15 +59,6 @@ def test_the_manifest_claims_the_blenders_that_are_tested():
     assert all(low <= v < high for v in tested)
     assert tested[0][:2] == low[:2], "the oldest Blender the manifest claims is tested"
     assert tested[-1][:2] == (high[0], high[1] - 1), "the newest series the manifest claims is tested"
-
-
-def load_build_addon():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
-    build_addon = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build_addon)
-    return build_addon
 
 
 @pytest.mark.every_blender
