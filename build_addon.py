@@ -317,7 +317,7 @@ def validator_command(path: Path) -> list[str]:
 def run_blender_ext(command: list[str], what: str) -> str:
     result = subprocess.run(command, capture_output=True, text=True)
     output = (result.stdout + result.stderr).strip()
-    if result.returncode != 0 or re.search(r"^\s*(fatal )?error", output, re.I | re.M):
+    if result.returncode != 0 or re.search(r"^\s*(fatal[ _])?error", output, re.I | re.M):
         raise BuildError(f"{what}:\n{output}")
     return output
 

@@ -104,3 +104,22 @@ def test_registered_the_blender_way(bpy, addon):
     assert bpy.types.FACESWAP_PT_main.bl_category == "Face Swap"
     assert bpy.types.FACESWAP_PT_main.bl_space_type == "SEQUENCE_EDITOR"
     assert hasattr(compat().strip_type(), "faceswap")
+
+
+@pytest.mark.every_blender
+def test_this_blender_unpacks_one_wheel_of_each_package_for_its_own_python(bpy, addon_zip):
+    """Blender's own choice (the function its extension manager runs before unpacking): from the zip's wheels
+    for Python 3.11 and 3.13, the ones for this Blender's Python, one per package, every package there."""
+    from bl_pkg.bl_extension_ops import _extensions_wheel_filter_for_this_system
+
+    from _bpy_internal.extensions.wheel_manager import wheel_list_deduplicate_as_skip_set
+
+    with zipfile.ZipFile(addon_zip) as archive:
+        wheels = tomllib.loads(archive.read("blender_manifest.toml").decode())["wheels"]
+    picked = _extensions_wheel_filter_for_this_system(wheels)
+    assert not wheel_list_deduplicate_as_skip_set([("vse_faceswap", picked)])  # no package twice
+    distribution = lambda wheel: wheel.split("/")[-1].split("-")[0]  # noqa: E731
+    assert {distribution(w) for w in picked} == {distribution(w) for w in wheels}
+    this_python = "cp{}{}".format(*sys.version_info[:2])
+    assert all(f"-{this_python}-" in w for w in picked if "-cp3" in w and "-abi3-" not in w), picked
+    assert len(picked) < len(wheels)  # the other Python's wheels stay packed
