@@ -284,25 +284,27 @@ def make_zip(folder: Path, out: Path) -> Path:
 # --- Blender's own extension tool: validate, server-generate -------------------------------------------
 
 def blender_ext_command() -> list[str]:
-    """Blender's extension command: a `blender` binary when on PATH (or $BLENDER), else the `blender_ext.py`
-    script of the bpy module (the same code). Append a sub-command and its arguments."""
-    blender = os.environ.get("BLENDER") or shutil.which("blender")
-    if blender:
-        return [blender, "--background", "--factory-startup", "--command", "extension"]
+    """Blender's extension command: the `blender` binary named by $BLENDER, else the `blender_ext.py` script of
+    the bpy module this Python imports (the same code: a test environment's own Blender), else a `blender` on
+    PATH. Append a sub-command and its arguments."""
+    if os.environ.get("BLENDER"):
+        return [os.environ["BLENDER"], "--background", "--factory-startup", "--command", "extension"]
     try:
         import importlib.util
 
         spec = importlib.util.find_spec("bpy")
     except (ImportError, ValueError):
         spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise BuildError("Blender's extension tool is missing: neither a `blender` binary (set $BLENDER) nor the bpy "
-                         "module (pip install bpy==5.0.1 on Python 3.11) is available; use --no-validate to skip")
-    base = Path(list(spec.submodule_search_locations)[0])
-    scripts = sorted(glob.glob(str(base / "*" / "scripts" / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py")))
-    if not scripts:
-        raise BuildError(f"the bpy module at {base} has no blender_ext.py")
-    return [sys.executable, scripts[-1]]
+    if spec is not None and spec.submodule_search_locations:
+        base = Path(list(spec.submodule_search_locations)[0])
+        scripts = sorted(glob.glob(str(base / "*" / "scripts" / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py")))
+        if not scripts:
+            raise BuildError(f"the bpy module at {base} has no blender_ext.py")
+        return [sys.executable, scripts[-1]]
+    if blender := shutil.which("blender"):
+        return [blender, "--background", "--factory-startup", "--command", "extension"]
+    raise BuildError("Blender's extension tool is missing: neither a `blender` binary (set $BLENDER) nor the bpy "
+                     "module (pip install bpy==5.0.1 on Python 3.11) is available; use --no-validate to skip")
 
 
 def validator_command(path: Path) -> list[str]:
