@@ -56,11 +56,11 @@ class Platform(NamedTuple):
 
     os: str  # "linux", "macos" or "windows"
     arch: str  # as in wheel tags: "x86_64", "arm64", "amd64"
-    floor: tuple[int, int]  # glibc (Linux) or macOS version; Windows 10 for the record
+    floor: tuple[int, int]  # glibc (Linux) or macOS version; Windows 10 (its wheel tags carry no version)
     pythons: tuple[str, ...] = ("3.11", "3.13")
     blender_version_max: str | None = None  # exclusive; None: the manifest's own
     # {(distribution, python): floor}: a newer floor for one package where no build exists for the platform's
-    # floor; the engine says so where it runs on an older OS (facecache.platform_support).
+    # floor; the engine says so where it runs on an older OS (facecache/models/runtime_import.py).
     newer_floors: dict[tuple[str, str], tuple[int, int]] = {}  # never changed
 
     def floor_for(self, distribution: str, python: str) -> tuple[int, int]:
@@ -82,7 +82,6 @@ PLATFORMS = {
     # Intel Macs: Blender 4.2 and 4.5 LTS are the last with Intel builds (5.0 has none).
     "macos-x64": Platform("macos", "x86_64", (11, 2), pythons=("3.11",), blender_version_max="5.0.0"),
 }
-PACKAGE_MANAGERS = {"linux": "manylinux", "macos": "macosx", "windows": "win"}
 LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
@@ -177,7 +176,7 @@ def wheel_problems(platform_name: str, filenames: list[str]) -> list[str]:
             allowed = max(platform.floor_for(wheel.distribution, python) for python in pythons)
             if oldest > allowed:
                 problems.append(f"{wheel.name} needs {platform.floor_name(oldest)}, newer than "
-                                f"{platform.floor_name(allowed)}, the oldest that {platform_name}'s Blenders support")
+                                f"{platform.floor_name(allowed)}, the oldest OS {platform_name}'s zip serves")
     for python in platform.pythons:
         seen: dict[str, str] = {}
         for wheel in wheels:
