@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from blender_helpers import MODULE, ROOT, compat, load_build_addon
+from blender_helpers import MODULE, ROOT, compat
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -62,8 +62,7 @@ def test_the_manifest_claims_the_blenders_that_are_tested():
 
 
 @pytest.mark.every_blender
-def test_this_blenders_validator_accepts_every_platform_zip(bpy, extension_zip):
-    build_addon = load_build_addon()
+def test_this_blenders_validator_accepts_every_platform_zip(bpy, extension_zip, build_addon):
     command = build_addon.validator_command(extension_zip("linux-x64"))
     series = "{}.{}".format(*bpy.app.version[:2])
     assert f"/bpy/{series}/scripts/" in command[1], command  # this Blender's own validator, with its tag list
@@ -73,8 +72,7 @@ def test_this_blenders_validator_accepts_every_platform_zip(bpy, extension_zip):
 
 
 @pytest.mark.every_blender
-def test_validator_rejects_a_broken_manifest_or_an_unknown_tag(tmp_path, bpy, addon_zip):
-    build_addon = load_build_addon()
+def test_validator_rejects_a_broken_manifest_or_an_unknown_tag(tmp_path, bpy, addon_zip, build_addon):
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(broken, "w") as archive:
         archive.writestr("blender_manifest.toml", 'schema_version = "1.0.0"\nid = "x"\n')

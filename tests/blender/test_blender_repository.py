@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from blender_helpers import ROOT, load_build_addon
+from blender_helpers import ROOT
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -57,8 +57,7 @@ class Workstation:
 
 
 @pytest.mark.every_blender
-def test_a_studio_repository_installs_the_extension_then_offers_the_next_version(tmp_path, bpy, extension_zip):
-    build_addon = load_build_addon()
+def test_a_studio_repository_installs_the_extension_then_offers_the_next_version(tmp_path, bpy, extension_zip, build_addon):
     repo = tmp_path / "repo"
     build_addon.write_repository([extension_zip(platform) for platform in build_addon.PLATFORMS], repo)
     url = (repo / "index.json").as_uri()
