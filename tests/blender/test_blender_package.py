@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.blender, pytest.mark.index]
 def test_help_documents_the_build():
     result = subprocess.run([sys.executable, str(ROOT / "build_addon.py"), "--help"], capture_output=True, text=True)
     assert result.returncode == 0
-    for word in ("--platform", "linux-x64", "windows-x64", "macos-arm64", "validate", "wheels"):
+    for word in ("--platform", "linux-x64", "windows-x64", "macos-arm64", "macos-x64", "validate", "wheels", "--repo"):
         assert word in result.stdout
 
 
