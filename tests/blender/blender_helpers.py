@@ -1,11 +1,20 @@
 """Helpers for the Blender tests (importable: pytest puts this folder on sys.path)."""
 
 import importlib
+import importlib.util
 import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "bl_ext.user_default.vse_faceswap"
+
+
+def load_build_addon():
+    """build_addon.py as a module (it is a script at the repository's root)."""
+    spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def compat():
