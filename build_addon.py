@@ -285,8 +285,13 @@ def make_zip(folder: Path, out: Path) -> Path:
 
 def blender_ext_command() -> list[str]:
     """Blender's extension command: a `blender` binary when on PATH (or $BLENDER), else the `blender_ext.py`
-    script of the bpy module (the same code). Append a sub-command and its arguments."""
-    blender = os.environ.get("BLENDER") or shutil.which("blender")
+    script of the bpy module (the same code). Run inside a Blender (a binary, or a process that imported the bpy
+    module), that Blender's own. Append a sub-command and its arguments."""
+    running = sys.modules.get("bpy")
+    if running is not None:
+        blender = running.app.binary_path  # "" in the bpy module
+    else:
+        blender = os.environ.get("BLENDER") or shutil.which("blender")
     if blender:
         return [blender, "--background", "--factory-startup", "--command", "extension"]
     try:

@@ -3,6 +3,7 @@
 import importlib
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,6 +16,28 @@ def load_build_addon():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def fresh_blender(script: Path, *args: str) -> list[str]:
+    """The command that runs `script` with `args` in a fresh process of this same Blender: the binary itself
+    (`-b --python-exit-code 1 --python SCRIPT -- ARGS`) when the tests run inside one, else this Python with
+    the bpy module. The script reads its arguments with `script_arguments()`."""
+    import bpy
+
+    if bpy.app.binary_path:
+        return [bpy.app.binary_path, "-b", "--python-exit-code", "1", "--python", str(script), "--", *args]
+    return [sys.executable, str(script), *args]
+
+
+def script_arguments() -> list[str]:
+    """A script's own arguments, as `fresh_blender` passes them (a Blender binary keeps its own in sys.argv,
+    up to "--")."""
+    return sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
+
+
+def last_json_line(stdout: str) -> dict:
+    """The last line of `stdout` that is a JSON object (a Blender binary prints more after the script ends)."""
+    return json.loads(next(line for line in reversed(stdout.splitlines()) if line.startswith("{")))
 
 
 def compat():

@@ -1,4 +1,5 @@
-"""A workstation's Blender and a studio's extension repository, in a fresh bpy process.
+"""A workstation's Blender and a studio's extension repository, in a fresh Blender process (blender_helpers'
+`fresh_blender`: the bpy module, or `blender -b --python studio_repository.py -- URL ACTION`).
 
     python studio_repository.py URL install   # add the repository (once), sync it, install vse_faceswap from it
     python studio_repository.py URL upgrade   # sync it, then update every extension that has a newer version
@@ -66,4 +67,7 @@ def main(url: str, action: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    sys.path.insert(0, str(Path(__file__).parent))
+    from blender_helpers import script_arguments
+
+    main(*script_arguments()[:2])

@@ -2,7 +2,6 @@
 it and sees the next version as an update. Each step runs in a fresh bpy process (tests/blender/studio_repository.py)
 with its own user folders, as a workstation's Blender does; the session's own installed extension is untouched."""
 
-import json
 import os
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from blender_helpers import ROOT, load_build_addon
+from blender_helpers import ROOT, fresh_blender, last_json_line, load_build_addon
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -33,11 +32,11 @@ def with_version(archive: Path, new_version: str, out_dir: Path) -> Path:
 
 
 def workstation(url: str, action: str, user: Path) -> dict:
-    result = subprocess.run([sys.executable, str(ROOT / "tests" / "blender" / "studio_repository.py"), url, action],
+    result = subprocess.run(fresh_blender(ROOT / "tests" / "blender" / "studio_repository.py", url, action),
                             capture_output=True, text=True, env={**os.environ, "BLENDER_USER_RESOURCES": str(user)},
                             timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return last_json_line(result.stdout)
 
 
 @pytest.mark.every_blender

@@ -32,7 +32,7 @@ import pytest
 from blender_helpers import ROOT
 from farm_helpers import blender_exe, farm_demo, model_runs, progress_lines, swapped_outputs  # noqa: F401
 
-pytestmark = [pytest.mark.blender, pytest.mark.index]
+pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
 JOB_TYPE_SCRIPT = ROOT / "farm" / "flamenco" / "faceswap_update.js"
 MANAGER = Path(__file__).with_name("flamenco_manager.js")

@@ -27,7 +27,7 @@ import pytest
 from blender_helpers import ROOT
 from farm_helpers import blender_exe, farm_demo, make_demo_project, model_runs, swapped_outputs  # noqa: F401
 
-pytestmark = [pytest.mark.blender, pytest.mark.index]
+pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
 TEMPLATE = ROOT / "farm" / "openjd" / "faceswap" / "template.yaml"
 OPENJD = shutil.which("openjd", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
