@@ -7,7 +7,6 @@ Saves PROJECT_DIR/edit.blend with CLIP as a movie strip and SOURCE as the source
 frames 1 to LAST_FRAME (faceswap.swap), saves again, and prints the job's report as one JSON line.
 """
 
-import json
 import sys
 from pathlib import Path
 
