@@ -2,21 +2,7 @@
 Blender Python unpacks one wheel per package. The names are the shapes pip downloads (tags from the wheels
 on the package index); pip itself cannot be made to return a too-new wheel, its --platform tags forbid it."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def build_addon():
-    spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 MACOS_ARM64_ZIP = [  # what the macos-arm64 zip ships (Blender 4.2-5.0 on Python 3.11, 5.1+ on 3.13)
     "onnxruntime-1.19.2-cp311-cp311-macosx_11_0_universal2.whl",

@@ -2,21 +2,12 @@
 
 import ctypes
 import importlib
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "bl_ext.user_default.vse_faceswap"
-
-
-def load_build_addon():
-    """build_addon.py as a module (it is a script at the repository's root)."""
-    spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def fresh_blender(script: Path, *args: str) -> list[str]:
