@@ -10,7 +10,7 @@ programs from Blender's own site, on no package registry):
   - the Worker: this test expands the Manager's variables (`{blender}`, `{blenderArgs}`, and a two-way
     variable `{nas}` for the shared storage) and runs each `blender-render` command as
     `{exe} {exeArgs} {argsBefore} {blendfile} {args}`, tasks after their dependencies;
-  - the `blender` executable: scripts/bpy_blender.py (see farm_helpers.py).
+  - the `blender` executable: scripts/bpy_blender.py, or the Blender binary the tests run in (farm_helpers.py).
 The job runs in Flamenco's copy mode: the .blend is copied into a job folder first, its relative
 paths rewritten as Flamenco's packer does.
 """
