@@ -283,11 +283,14 @@ def make_zip(folder: Path, out: Path) -> Path:
 # --- Blender's own extension tool: validate, server-generate -------------------------------------------
 
 def blender_ext_command() -> list[str]:
-    """Blender's extension command: the `blender` binary named by $BLENDER, else the `blender_ext.py` script of
-    the bpy module this Python imports (the same code: a test environment's own Blender), else a `blender` on
-    PATH. Append a sub-command and its arguments."""
+    """Blender's extension command: the `blender` binary named by $BLENDER, else the Blender binary this code
+    runs in, else the `blender_ext.py` script of the bpy module this Python imports (the same code: a test
+    environment's own Blender), else a `blender` on PATH. Append a sub-command and its arguments."""
     if os.environ.get("BLENDER"):
         return [os.environ["BLENDER"], "--background", "--factory-startup", "--command", "extension"]
+    running = sys.modules.get("bpy")
+    if running is not None and running.app.binary_path:  # "" in the bpy module
+        return [running.app.binary_path, "--background", "--factory-startup", "--command", "extension"]
     try:
         import importlib.util
 

@@ -1,6 +1,7 @@
-"""A workstation's Blender session and a studio's extension repository, in a fresh bpy process.
+"""A workstation's Blender session and a studio's extension repository, in a fresh Blender process (the bpy
+module, or a binary: blender_helpers' `fresh_blender`).
 
-    python studio_repository.py URL
+    python studio_repository.py URL                   # or: blender -b --python studio_repository.py -- URL
 
 Reads actions from stdin, one a line, and answers each with one line `RESULT {json}` on stdout:
     install   add the repository (its index.json URL), sync it, install vse_faceswap from it
@@ -62,7 +63,10 @@ def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    sys.path.insert(0, str(Path(__file__).parent))
+    from blender_helpers import script_arguments
+
+    main(script_arguments()[0])
     # The bpy 4.2 module crashes while Python shuts down once an add-on with property callbacks was enabled
     # (tests/blender/conftest.py); every answer is printed, so end here.
     os._exit(0)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from blender_helpers import ROOT
+from blender_helpers import ROOT, fresh_blender
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -33,11 +33,11 @@ def with_version(archive: Path, new_version: str, out_dir: Path) -> Path:
 
 
 class Workstation:
-    """A Blender session (a fresh bpy process, tests/blender/studio_repository.py) with its own user folders."""
+    """A Blender session (a fresh Blender process, tests/blender/studio_repository.py) with its own user folders."""
 
     def __init__(self, url: str, user: Path):
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "blender" / "studio_repository.py"), url], text=True,
+            fresh_blender(ROOT / "tests" / "blender" / "studio_repository.py", url), text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             env={**os.environ, "BLENDER_USER_RESOURCES": str(user)})
         self.output: list[str] = []

