@@ -18,17 +18,20 @@ An error's `exit_code` is the documented one (`facecache.errors`: 2 bad input, 3
 fault is one line naming the path, what happened and what to do, never a traceback.
 
 A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
-                | "cache_stats" | "cache_prune" | "cache_clear",
+                | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1)
-        "models": [names] (install_models), "folder": path (import_models)}
+        "models": [names] (install_models), "folder": path (import_models),
+        "cuda": "12" | "13" (gpu_install; default: as the driver allows), "sessions": bool (gpu_status)}
 
 `update` is `swap` over the items the caller gathered from its timeline; `preview` makes the items'
 frames one by one through preview sessions (a blend change recomposites from the cached swap).
 Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
-outputs exist ("analysed", "swapped": {media: [frames]}). Everything else the worker would print
-(warnings, logs, ONNX Runtime's own output) goes to stderr, so stdout stays parseable (`stdout_guard`).
+outputs exist ("analysed", "swapped": {media: [frames]}); jobs that run models say which provider each
+model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning"). Everything else
+the worker would print (warnings, logs, ONNX Runtime's own output) goes to stderr, so stdout stays
+parseable (`stdout_guard`).
 `run_job(job, emit)` is the same thing in-process.
 """
 
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Callable
 
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE, FaceCacheError, os_fault
+from facecache.gpu.activate import use_runtime
 from facecache.jobs.run_summary import describe_run
 from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache, path_value
 from facecache.stdout_guard import silence_stdout, stdout_reserved
@@ -52,7 +56,8 @@ Emit = Callable[[dict], None]
 EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
 ORPHAN_EXIT_SECONDS = 10.0  # the session's caller is gone: the process ends at the latest this long after
 KINDS = ("analyze", "swap", "update", "preview", "coverage", "install_models", "import_models", "cache_stats",
-         "cache_prune", "cache_clear")
+         "cache_prune", "cache_clear", "gpu_status", "gpu_install", "gpu_uninstall")
+MODEL_KINDS = ("analyze", "swap", "update", "preview")  # their reports say where each model's session runs
 
 
 class Cancelled(FaceCacheError):
@@ -86,6 +91,10 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
         summary = _import_models(engine, settings, job.get("folder"))
     elif kind.startswith("cache_"):
         summary = _cache_job(kind, settings)
+    elif kind.startswith("gpu_"):
+        from facecache.gpu.jobs import gpu_job
+
+        summary = gpu_job(kind, job, settings, emit)
     elif kind == "coverage":
         summary = _coverage(engine, settings, items)
     elif kind == "analyze":
@@ -94,6 +103,10 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
         summary = _preview(engine, settings, items)
     else:
         summary = _swap(engine, settings, items, emit, cancel)
+    if kind in MODEL_KINDS:
+        from facecache.gpu.status import session_report
+
+        summary.update(session_report(engine.parts.sessions(settings.providers)))
     summary["kind"] = kind
     summary["seconds"] = round(time.perf_counter() - start, 3)
     summary["message"] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
@@ -302,6 +315,7 @@ class _Terminate:
 
 def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    use_runtime()  # the NVIDIA GPU runtime's onnxruntime first on the path, when installed
     stdin = stdin or sys.stdin
     try:
         # stray prints, Python's or ONNX Runtime's at the C level, must not corrupt the protocol

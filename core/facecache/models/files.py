@@ -155,6 +155,18 @@ def remove_leftover_temp_files(folder: Path, older_than: float = LEFTOVER_TEMP_S
     return removed
 
 
+def folder_bytes(folder: str | os.PathLike) -> int:
+    """Bytes of the regular files under `folder` (a walk; no file is opened, links are not followed)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except FileNotFoundError:
+                continue
+    return total
+
+
 def set_aside(path: Path) -> Path:
     """Rename a bad file to `NAME.corrupt` (or `NAME.corrupt-2`, ...) beside it, so nothing uses it
     again and the user can still look at it. Returns the new path."""

@@ -38,6 +38,7 @@ import msgpack
 
 from facecache.errors import CacheError, CorruptPack, OSFault, cannot_write, os_fault
 from facecache.fingerprint import is_digest
+from facecache.models.files import folder_bytes
 from facecache.store import packfile
 from facecache.store.fileops import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file,
                                      empty_folder, set_mode, unlink_quietly)
@@ -586,14 +587,7 @@ class FaceCache:
 
     def total_bytes(self) -> int:
         """Bytes of every file in the cache folder (a walk of the folder; no file is opened)."""
-        total = 0
-        for dirpath, _dirs, files in os.walk(self.root):
-            for name in files:
-                try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_size
-                except FileNotFoundError:
-                    continue
-        return total
+        return folder_bytes(self.root)
 
     def verify(self, temp_grace_seconds: float = 600.0) -> VerifyReport:
         """Read every pack in full; set aside bad ones and temp files left by dead writers."""
