@@ -84,7 +84,7 @@ class PackageFetcher:
         if self._pip_version is None:
             try:
                 done = subprocess.run([self.python, "-m", "pip", "--version"], capture_output=True, text=True,
-                                      timeout=120)
+                                      timeout=120, preexec_fn=_PIP_PREEXEC)
                 words = done.stdout.split()  # "pip 25.1.1 from ..."
                 ok = done.returncode == 0 and len(words) > 1 and words[0] == "pip"
                 self._pip_version = tuple(int(n) for n in re.findall(r"\d+", words[1])[:2]) if ok else ()
@@ -143,7 +143,7 @@ class PackageFetcher:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
             process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                       preexec_fn=_end_with_parent if sys.platform == "linux" else None)
+                                       preexec_fn=_PIP_PREEXEC)
         except OSError as exc:
             raise DownloadError(f"cannot run pip with {self.python} ({exc}); install pip for that Python "
                                 f"(`{self.python} -m ensurepip`) and try again") from None
@@ -220,6 +220,9 @@ def _end_with_parent() -> None:
     import signal
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
+_PIP_PREEXEC = _end_with_parent if sys.platform == "linux" else None
 
 
 def read_members(archive: Path, members: Sequence[str], sdist: bool) -> dict[str, bytes]:
