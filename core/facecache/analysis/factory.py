@@ -8,7 +8,6 @@ FaceNet), or when named; "none" switches them off.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from facecache import choices
@@ -24,7 +23,6 @@ from facecache.errors import FaceCacheError, ModelRefused
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import InstalledModel, ModelStore
 
-log = logging.getLogger("facecache.models")
 DETECTORS = choices.names(choices.DETECTORS)
 # The adapter of each model, in the order of facecache.choices: the order "auto" prefers them.
 _ADAPTERS = {"2dfan4": Fan68Landmarker, "face_mesh_468": FaceMeshLandmarker,
@@ -76,22 +74,11 @@ def _optional(models: ModelStore, choice: str, names, what: str) -> str | None:
     if choice == "none":
         return None
     if choice == "auto":
-        return next((name for name in names if _usable(models, name)), None)
+        # A file `models import` refused (junk, a wrong contract) is skipped, as it was when imported; an
+        # installed model that fails its check raises ModelCorrupt (set aside; the message names the
+        # install command): a run asked to use what is installed stops rather than going on without it.
+        return next((name for name in names if models.is_installed(name, absent_when=ModelRefused)), None)
     if choice not in names:
         raise FaceCacheError(f"unknown {what} {choice!r}: choose auto, none or one of {', '.join(names)}")
     return choice
 
-
-def _usable(models: ModelStore, name: str) -> bool:
-    """For "auto": installed and intact. A file refused by `models import` (junk, a wrong contract) is
-    skipped with a warning, as it was when imported; an installed model that fails its check raises
-    ModelCorrupt (it was set aside; the message names the install command), so a run asked to use
-    what is installed stops rather than going on without it."""
-    if not models.status(name).installed:
-        return False
-    try:
-        models.model(name)
-    except ModelRefused as exc:
-        log.warning("%s", exc)
-        return False
-    return True

@@ -153,13 +153,14 @@ class ModelStore:
     def statuses(self) -> list[ModelStatus]:
         return [self.status(name) for name in self.catalog.names()]
 
-    def is_installed(self, name: str) -> bool:
-        """Present and passing its checks (a file that fails is logged and counts as absent)."""
+    def is_installed(self, name: str, absent_when: type[ModelError] = ModelError) -> bool:
+        """Present and passing its checks (a file that fails with `absent_when` is logged and counts as
+        absent; other failures raise)."""
         if not self.status(name).installed:
             return False
         try:
             self.model(name)
-        except ModelError as exc:
+        except absent_when as exc:
             log.warning("%s", exc)
             return False
         return True
