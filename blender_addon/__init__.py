@@ -2,14 +2,15 @@
 
 Modules: compat (the API differences of Blender 4.2-5.0), props (settings), prefs, paths (cache location),
 frame_mapping (strip <-> media frames), timeline (originals and swapped strips), engine_client (the process
-boundary: one engine session), runtime (what the session knows, never saved), jobs, ops, ui, preview (live
+boundary: one engine session), runtime (what the session knows, never saved), jobs, ops, gpu_ops (the NVIDIA
+GPU runtime from the preferences), ui, preview (live
 preview under the playhead), coverage_overlay (bars under strips), coverage_watch (live refresh from the
 cache folder).
 """
 
-from . import coverage_overlay, coverage_watch, engine_client, jobs, ops, paths, prefs, preview, props, ui
+from . import coverage_overlay, coverage_watch, engine_client, gpu_ops, jobs, ops, paths, prefs, preview, props, ui
 
-_modules = (props, prefs, ops, ui, paths, jobs, preview, coverage_overlay, coverage_watch)
+_modules = (props, prefs, ops, gpu_ops, ui, paths, jobs, preview, coverage_overlay, coverage_watch)
 
 
 def register():

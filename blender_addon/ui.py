@@ -73,6 +73,8 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
             layout.operator("faceswap.cancel", icon="CANCEL")
         elif status.text:
             layout.label(text=status.text)
+        if runtime.STATE.gpu_notice:  # a GPU fallback, until the engine starts afresh
+            layout.label(text="Not on the GPU: " + runtime.STATE.gpu_notice, icon="ERROR")
 
 
 def _face_list(layout, props, collection: str, active: str) -> None:

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import edit_with_operators, render_uncached, top_strips
+from blender_helpers import edit_with_operators, render_uncached, set_segment_speed, top_strips
 
 pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.every_blender]
 
@@ -113,13 +113,17 @@ def rendered_numbers(bpy, scene, frames, tmp_path) -> dict:
 
 
 def operate(bpy, scene, strip, *operations):
-    """Blender's retiming operators on `strip` (the data API's retiming_keys.add() crashes bpy 5.0.1)."""
+    """Blender's retiming operators on `strip` (the data API's retiming_keys.add() crashes bpy 5.0.1); a
+    ("speed", {"key_frame": frame, "percent": p}) is Set Speed on the segment from the key at that frame."""
     for other in top_strips(scene):
         other.select = False
     strip.select = True
     scene.sequence_editor.active_strip = strip
     for name, kwargs in operations:
-        assert getattr(bpy.ops.sequencer, name)(**kwargs) == {"FINISHED"}, name
+        if name == "speed":
+            set_segment_speed(bpy, scene, strip, **kwargs)
+        else:
+            assert getattr(bpy.ops.sequencer, name)(**kwargs) == {"FINISHED"}, name
 
 
 def retimed_pair(bpy, tmp_path, clip, label, operations):
@@ -150,14 +154,24 @@ def test_trim_holds_reverse_and_strobe(addon, sequencer, tmp_path):
         assert_same_mapping(addon, strip, f"reverse {reverse}, strobe {strobe}")
 
 
-@pytest.mark.parametrize("label, operations", [
-    ("250%", [("retiming_key_add", {"timeline_frame": 10}), ("retiming_segment_speed_set", {"speed": 250})]),
-    ("250% then 37%", [("retiming_key_add", {"timeline_frame": 10}), ("retiming_segment_speed_set", {"speed": 250}),
-                       ("retiming_key_add", {"timeline_frame": 14}), ("retiming_segment_speed_set", {"speed": 37})]),
-    ("freeze frame", [("retiming_freeze_frame_add", {"duration": 6})]),
-])
-def test_retimed_movie_maps_as_blender_does(bpy, addon, sequencer, numbered_clip, tmp_path, label, operations):
-    movie, image = retimed_pair(bpy, tmp_path, numbered_clip, label, operations)
+def key_at(frame: int):
+    return "retiming_key_add", {"timeline_frame": frame}
+
+
+def speed(key_frame: int, percent: float):
+    return "speed", {"key_frame": key_frame, "percent": percent}
+
+
+RETIMINGS = {
+    "250%": [key_at(10), speed(10, 250)],
+    "250% then 37%": [key_at(10), speed(10, 250), key_at(14), speed(14, 37)],
+    "freeze frame": [("retiming_freeze_frame_add", {"duration": 6})],
+}
+
+
+@pytest.mark.parametrize("label", RETIMINGS)
+def test_retimed_movie_maps_as_blender_does(bpy, addon, sequencer, numbered_clip, tmp_path, label):
+    movie, image = retimed_pair(bpy, tmp_path, numbered_clip, label, RETIMINGS[label])
     assert len(addon.frame_mapping.retiming_keys(movie)) >= 3
     assert_same_mapping(addon, movie, label, image)
     ours = addon.frame_mapping.shown_media_frames(movie)
@@ -213,8 +227,7 @@ def test_timing_records_that_do_not_read_as_expected_refuse_the_strip(addon, seq
     what to do (the panel and the operators show this message), never mapped from misread memory."""
     records = addon.frame_mapping.strip_records
     movie = top_strips(sequencer).new_movie("movie", str(numbered_clip), 1, 1)
-    operate(bpy, sequencer, movie, ("retiming_key_add", {"timeline_frame": 10}),
-            ("retiming_segment_speed_set", {"speed": 250}))
+    operate(bpy, sequencer, movie, key_at(10), speed(10, 250))
     addon.frame_mapping.check_supported(movie)
     real = records._key_record()
     other = records._KeyRecord(28 - real.factor_offset, not real.last_is_one)  # the other versions' layout
@@ -227,7 +240,11 @@ def test_timing_records_that_do_not_read_as_expected_refuse_the_strip(addon, seq
     monkeypatch.undo()
     sequencer.render.fps = 24  # a 25 fps clip: whether it plays at its own rate is read from its flags
     assert addon.frame_mapping.playback_rate(movie) == 1.0
-    for field in ("_NAME", "_FLAG", "_TYPE"):  # a strip record with one more pointer before the name
-        monkeypatch.setattr(records, field, getattr(records, field) + 8)
+    real = records._strip_record()
+    shifted = records._StripRecord(real.name + 8, real.flag + 8, real.type + 8)  # one more pointer before the name
+    monkeypatch.setattr(records, "_strip_record", lambda: shifted)
+    assert records.plays_at_clip_rate(movie) is None
+    assert "convert the clip to the scene's rate" in addon.ops.check_media([movie])
+    monkeypatch.setattr(records, "_strip_record", lambda: None)  # a Blender this add-on does not know
     assert records.plays_at_clip_rate(movie) is None
     assert "convert the clip to the scene's rate" in addon.ops.check_media([movie])

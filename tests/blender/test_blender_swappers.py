@@ -7,6 +7,7 @@ refuses to import, so the test proves the extension needs none (InSwapper's emap
 """
 
 import os
+import shutil
 import zlib
 
 import cv2
@@ -44,8 +45,8 @@ def engine_without_onnx(addon, tmp_path, monkeypatch):
     (shadow / "__init__.py").write_text("raise ImportError('onnx is not one of the extension wheels')\n")
     real_env = addon.engine_client.worker_env
 
-    def env():
-        values = real_env()
+    def env(extra=None):
+        values = real_env(extra)
         values["PYTHONPATH"] = os.pathsep.join([str(shadow.parent), values["PYTHONPATH"]])
         return values
 
@@ -63,7 +64,7 @@ def test_installed_extension_runs_the_inswapper_and_hyperswap_stand_ins(bpy, add
     local_models.mkdir()
     for name in ("pnet.onnx", "rnet.onnx", "onet.onnx", "registry.json"):
         if (models_dir / name).exists():
-            os.link(models_dir / name, local_models / name)
+            shutil.copyfile(models_dir / name, local_models / name)
     saved = addon.prefs.models_dir
     addon.prefs.models_dir = str(local_models)
     try:

@@ -1,7 +1,7 @@
 """The Open Job Description template farm/openjd/faceswap/template.yaml, run for real with `openjd run` (openjd-cli,
 installed by ./dev from the `farm` extra): the same runner Deadline Cloud's worker agent is built on,
 running each chunk's command in a local session. The `blender` it runs is the stand-in
-scripts/bpy_blender.py (see farm_helpers.py).
+scripts/bpy_blender.py, or the Blender binary the tests run in (see farm_helpers.py).
 
 On the NAS (tests/nas/conftest.py: sshfs over an sshd on 127.0.0.1, mounted twice), two runners work
 at once, one per mount, as two render nodes would: their chunks touch the same 64-frame segment, and
@@ -27,7 +27,7 @@ import pytest
 from blender_helpers import ROOT
 from farm_helpers import blender_exe, farm_demo, make_demo_project, model_runs, swapped_outputs  # noqa: F401
 
-pytestmark = [pytest.mark.blender, pytest.mark.index]
+pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
 TEMPLATE = ROOT / "farm" / "openjd" / "faceswap" / "template.yaml"
 OPENJD = shutil.which("openjd", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -82,6 +82,20 @@ def test_all_chunks_run_and_equal_one_whole_timeline_run(farm_demo, blender_exe,
     assert f"FACESWAP_CACHE_DIR={cache}" in render.stdout
     assert "update: 24 frames: 0 frames written, 24 frames up to date" in render.stdout
     assert [p.name for p in sorted((tmp_path / "render").glob("*.png"))] == [f"{f:04d}.png" for f in range(1, 37)]
+
+
+def test_negative_and_stepped_ranges_work_in_every_step(farm_demo, blender_exe, tmp_path):
+    """OpenJD accepts negative frames (Blender's timeline allows them) and steps: every step takes them."""
+    cache = tmp_path / "cache"
+    for frames, chunks in (("-3--1", ["-3--2", "-1--1"]), ("-1-2", ["-1-0", "1-2"]), ("1-9:4", ["1-1", "5-5", "9-9"])):
+        run = openjd_run(farm_demo["blend"], cache, blender_exe, "--step", "FaceSwap", frames=frames, chunk=2)
+        assert run.returncode == 0, run.stdout[-4000:]
+        assert chunks_run(run.stdout) == chunks
+    render = openjd_run(farm_demo["blend"], cache, blender_exe, "--step", "Render", "-p",
+                        f"RenderOutput={tmp_path / 'render' / '####'}", frames="-2-1,5-9:2")
+    assert render.returncode == 0, render.stdout[-4000:]
+    assert [p.name for p in sorted((tmp_path / "render").glob("*.png"), key=lambda p: int(p.stem))] == [
+        "-0002.png", "-0001.png", "0000.png", "0001.png", "0005.png", "0007.png", "0009.png"]
 
 
 def test_a_failing_chunk_fails_the_run(bpy, farm_demo, blender_exe, tmp_path):
