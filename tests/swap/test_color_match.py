@@ -138,7 +138,7 @@ def test_a_transfer_survives_as_a_small_array():
 
 
 def test_the_face_takes_the_targets_light_direction_and_keeps_its_shading_detail():
-    """A source lit from the left onto a target lit from above: the swapped face's lightness
+    """A source lit from the right onto a target lit from above: the swapped face's lightness
     slopes become the target's (half of the change at half strength), its average lightness is
     the target's, and the texture on top keeps its contrast. Changing a box of the image alone
     gives those pixels the same plane as the whole image."""
@@ -146,9 +146,10 @@ def test_the_face_takes_the_targets_light_direction_and_keeps_its_shading_detail
     rng = np.random.default_rng(4)
     texture = cv2.GaussianBlur(rng.normal(0, 5, (size, size)), (0, 0), 0.8)
     ramp = np.linspace(-25, 25, size)
-    source = np.clip(np.full((size, size, 3), (120, 140, 180), float) + (texture + ramp[None, :])[..., None], 0, 255)
-    target = np.clip(np.full((size, size, 3), (115, 135, 175), float) + (ramp[::-1][:, None] + 0 * ramp[None, :])[..., None], 0, 255)
-    source, target = source.astype(np.uint8), target.astype(np.uint8)
+    lit_from_the_right = texture + ramp[None, :]
+    lit_from_above = np.broadcast_to(ramp[::-1][:, None], (size, size))
+    source = np.clip(np.array([120.0, 140, 180]) + lit_from_the_right[..., None], 0, 255).astype(np.uint8)
+    target = np.clip(np.array([115.0, 135, 175]) + lit_from_above[..., None], 0, 255).astype(np.uint8)
     mask = np.zeros((size, size), np.float32)
     cv2.ellipse(mask, (size // 2, size // 2), (44, 54), 0, 0, 360, 1.0, -1)
 
@@ -160,7 +161,7 @@ def test_the_face_takes_the_targets_light_direction_and_keeps_its_shading_detail
 
     transfer = ColorTransfer.fit(source, target, mask)
     matched = transfer.apply(source, 1.0)
-    assert np.allclose(slopes(matched), slopes(target), atol=2.5)  # lit from above now, not from the left
+    assert np.allclose(slopes(matched), slopes(target), atol=2.5)  # lit from above now, not from the right
     half = slopes(transfer.apply(source, 0.5))
     assert np.allclose(half, (slopes(source) + slopes(matched)) / 2, atol=2.5)
     assert abs(lab_stats(matched, mask)[0][0] - lab_stats(target, mask)[0][0]) < 2

@@ -111,5 +111,6 @@ class FaceMeshLandmarker:
                                              f"shapes {tuple(points.shape)} and {tuple(flags.shape)}")
         points = points.reshape(len(faces), MESH_POINTS, 3)
         scores = 1.0 / (1.0 + np.exp(-flags.reshape(-1).astype(np.float64)))
-        return [Landmarks68(transform_points(mesh_to_68(mesh), invert_affine(m)), score, face=score >= MIN_FACE_PRESENCE)
+        return [Landmarks68(transform_points(mesh_to_68(mesh), invert_affine(m)), score,
+                            face=score >= MIN_FACE_PRESENCE)
                 for mesh, m, score in zip(points, matrices, scores)]

@@ -98,7 +98,8 @@ WORST_KEPT = 5
 TIMING_REPEATS = 3
 # The identity goal is for frontal faces: turned up to this many degrees of yaw.
 FRONTAL_YAW = 30.0
-# A face found again on the swapped picture: the detection whose box overlaps the target face's most, at least this much.
+# A face found again on the swapped picture: the detection whose box overlaps the target face's
+# most, at least this much.
 _FOUND_IOU = 0.3
 _PANEL_HEIGHT = 256
 

@@ -220,7 +220,9 @@ def _warped_source(source: ClassicSource, source_matrix: np.ndarray, source_poin
         if weight <= 0.0:
             continue
         map_x, map_y = piecewise_map(untangle(points, size), target_mesh, TRIANGLES, size)
-        read, covered = _resample(source.pyramid, source_matrix, size, ((size - 1.0) - map_x if mirror else map_x, map_y))
+        if mirror:
+            map_x = (size - 1.0) - map_x  # read back in the source's own (unmirrored) crop
+        read, covered = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
         crop = read if crop is None else cv2.addWeighted(crop, 1.0 - weight, read, weight, 0.0)
         inside = covered if inside is None else inside if covered is None else inside & covered
     return crop, inside

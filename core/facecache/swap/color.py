@@ -11,7 +11,7 @@ the mask is also fitted by a plane (least squares: its slope across and down the
 swapped face takes the target's slopes in place of its own. A plane holds the light's direction
 and nothing of the face's shape: the nose's shadow, the eye sockets and the cheekbones stay the
 source's. (Measured against correcting the mask's edge alone, with a field faded inwards from the
-edge: with the plane the worst seam of `facecache bench quality` went 1.52 -> 1.47 and the
+edge: with the plane the worst seam of `facecache bench quality` went 1.52 -> 1.46 and the
 identity margin 0.12 -> 0.14: docs/quality.md.)
 
 Apply (in the composite stage, at the blend setting's strength):
@@ -169,7 +169,8 @@ class ColorTransfer:
         change = cv2.transform(lab, self._chroma_change(s))
         change *= cv2.LUT(lab8[..., 0], _DARK_FADE)[..., None]
         moved = lab + change
-        moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + (self.offset[0] + self._plane(*place, image.shape)) * _L8)
+        offset = self.offset[0] + self._plane(*place, image.shape)  # L* units
+        moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + offset * _L8)
         lightness = moved[..., 0]
         near_limits = (lightness < _KNEE * _L8) | (lightness > (100.0 - _KNEE) * _L8)
         if near_limits.any():

@@ -150,8 +150,9 @@ def untangle(points: np.ndarray, size: int) -> np.ndarray:
     of the mesh (TRIANGLES) that folds over (turned the other way than on the layout the mesh was
     cut on) undone: the points of folded triangles move step by step towards their place on the
     face's frontal layout (``layout_68`` around the same eyes and mouth, with the same opening),
-    outline points first, until none folds. Triangles flat on that layout (a closed mouth's lips)
-    have no side to keep. Points of triangles that do not fold are left exactly where they are."""
+    outline points first, until none folds. Triangles flat on that layout (a closed mouth's lips),
+    or nearly flat where they are, have no side to keep. Points of triangles that do not fold are
+    left exactly where they are."""
     points = np.asarray(points, np.float64).reshape(78, 2)
     every = np.vstack([points, border_points(size)])
     eyes = np.array([points[36:42].mean(axis=0), points[42:48].mean(axis=0)])
