@@ -17,6 +17,11 @@ class FACESWAP_UL_sources(bpy.types.UIList):
         layout.label(text=bpy.path.basename(item.filepath) or "(no file)", icon="IMAGE_DATA")
 
 
+# Which faces a swap will replace, said under the Faces menu (the default swaps the largest alone).
+_SELECTOR_SAYS = {"one": "Swaps one face a frame: the largest", "many": "Swaps every face of each frame",
+                  "reference": "Swaps the faces that look like the references"}
+
+
 class _Panel:
     bl_space_type = "SEQUENCE_EDITOR"
     bl_region_type = "UI"
@@ -37,6 +42,7 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         _face_list(layout, props, "sources", "source_index")
         layout.prop(props, "source_face")
         layout.prop(props, "selector")
+        layout.label(text=_SELECTOR_SAYS[props.selector], icon="INFO")
         if props.selector == "one":
             row = layout.row(align=True)
             row.prop(props, "use_position", text="")

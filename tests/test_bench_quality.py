@@ -1,12 +1,13 @@
 """`facecache bench quality`: the measures on pictures whose answer is known, and one real run on
-the group photo (six faces, one turned past the classic swapper's yaw limit)."""
+the group photo (six faces, one turned past the classic swapper's yaw limit) with its contact sheet."""
 
 import cv2
 import numpy as np
 import pytest
 
 from facecache.bench import quality_metrics as qm
-from facecache.bench.quality_bench import GOALS, Pair, run, summarise
+from facecache.bench.quality_bench import GOALS, Pair, run, shortfall, summarise
+from facecache.bench.quality_pictures import rolled
 from facecache.cli.bench_cmd import print_table
 
 
@@ -50,6 +51,48 @@ def test_seam_ratio_sees_a_pasted_patch_of_another_colour():
     assert qm.seam_ratio(pasted, target, alpha) > 3
 
 
+def test_seams_are_told_apart_by_part_of_the_edge_and_turn_with_the_face():
+    target = textured(1, (200, 200))
+    alpha = disk_alpha((200, 200), radius=60, fade=8)
+    kps5 = np.array([[85, 95], [115, 95], [100, 110], [88, 125], [112, 125]], float)
+    # a band brighter than the picture across the top of the face only: the forehead's seam
+    band = target.copy()
+    band[:75] = np.clip(band[:75].astype(int) + 40, 0, 255)
+    pasted = (target * (1 - alpha[..., None]) + band * alpha[..., None]).astype(np.uint8)
+    seams = qm.seam_ratios_by_part(pasted, target, alpha, kps5)
+    assert seams["forehead"] > 3 and seams["jaw"] == pytest.approx(1.0, abs=0.05)
+    # the parts turn with the face: rolled a quarter turn, "up" points along the picture's x axis
+    turned = np.array([[p[1], 200 - p[0]] for p in kps5])
+    assert qm.outline_part(np.array([[100, 30]]), kps5)[0] == 0
+    assert qm.outline_part(np.array([[100, 30]]), turned)[0] != 0
+    assert qm.outline_part(np.array([[30, 100]]), turned)[0] == 0
+
+
+def test_leftovers_count_strong_edges_left_just_outside_the_face():
+    source = textured(2, (200, 200))
+    alpha = disk_alpha((200, 200), radius=50, fade=6)
+    clean = cv2.GaussianBlur(source, (0, 0), 3)
+    glasses = clean.copy()
+    cv2.line(glasses, (10, 100), (190, 100), (20, 20, 20), 3)  # an arm crossing the ring on both sides
+    assert qm.leftover_ratio(glasses, clean, alpha, 30.0) > 2 * max(qm.leftover_ratio(clean, clean, alpha, 30.0), 0.5)
+
+
+def test_a_rolled_picture_keeps_all_of_the_photograph():
+    picture = textured(5, (60, 100))
+    turned = rolled(picture, 30)
+    assert turned.shape[0] > 60 and turned.shape[1] > 100
+    assert (turned[0, 0] == 128).all()  # the canvas, not a mirrored copy
+    assert np.array_equal(rolled(picture, 0), picture)
+
+
+def test_the_worst_face_is_the_one_furthest_from_its_goals():
+    good = {"landmark_shift": 0.03, "seam_worst": 1.1, "leftover_ratio": 1.0, "sharpness_ratio": 1.2}
+    assert shortfall(good) < 1
+    assert shortfall({**good, "landmark_shift": 0.3}) == pytest.approx(3.0)
+    assert shortfall({**good, "sharpness_ratio": 0.4}) == pytest.approx(2.0)
+    assert shortfall({**good, "found_again": False}) is None  # lost: further than any
+
+
 def test_landmarks_mouth_and_identity_measures():
     eyes = np.zeros((68, 2))
     eyes[36:42] = [0.0, 0.0]
@@ -65,15 +108,16 @@ def test_landmarks_mouth_and_identity_measures():
 
 
 def test_summary_and_goals():
-    faces = [dict(clipped_pixels=1, face_pixels=1000, sharpness_ratio=0.9, seam_ratio=1.2, ms=4.0,
+    faces = [dict(clipped_pixels=1, face_pixels=1000, sharpness_ratio=0.9, seam_ratio=1.2, ms=4.0, cpu_ms=3.0,
                   identity_margin=0.1, yaw=3.0),
-             dict(clipped_pixels=0, face_pixels=1000, sharpness_ratio=0.7, seam_ratio=1.0, ms=6.0,
+             dict(clipped_pixels=0, face_pixels=1000, sharpness_ratio=0.7, seam_ratio=1.0, ms=6.0, cpu_ms=2.0,
                   identity_margin=-0.05, yaw=-12.0),
-             dict(clipped_pixels=0, face_pixels=0, sharpness_ratio=None, seam_ratio=None, ms=5.0,
+             dict(clipped_pixels=0, face_pixels=0, sharpness_ratio=None, seam_ratio=None, ms=5.0, cpu_ms=9.0,
                   identity_margin=-0.2, yaw=40.0)]  # turned: not a frontal pair
     result = summarise(faces)
     assert result["clipped_fraction"] == 0.0005 and result["sharpness_ratio"] == 0.8
-    assert result["identity_closer_share"] == 0.5 and result["ms_per_face"] == 5.0
+    assert result["sharpness_worst"] == 0.7 and result["faces_lost"] == 0
+    assert result["identity_closer_share"] == 0.5 and result["ms_per_face"] == 5.0 and result["cpu_ms_per_face"] == 3.0
     assert result["identity_closer_share_all"] == pytest.approx(1 / 3, abs=1e-3)
     assert result["expression_error"] is None and result["goals_met"]["expression_error"] is None
     assert result["goals_met"]["identity_closer_share"] is False and result["goals_met"]["clipped_fraction"] is True
@@ -87,7 +131,7 @@ def test_identity_and_expression_are_measured_with_the_models_the_analysis_has(t
 
     from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
     from facecache.analysis.results import Landmarks68
-    from facecache.bench.quality_bench import _measure_face
+    from facecache.bench.quality_bench import _measure_face, _reanalysed
     from facecache.store.cache import FaceCache
     from facecache.store.records import Face
     from facecache.swap.composite import CompositeParams
@@ -113,10 +157,16 @@ def test_identity_and_expression_are_measured_with_the_models_the_analysis_has(t
     analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), models)
     source = SimpleNamespace(image=frame, face=face)
     sources = SimpleNamespace(embedding=np.array([1.0, 0.0], np.float32))
-    entry = _measure_face(frame, frame, face, result, CompositeParams(), source, sources, analyzer, 1.0)
-    assert entry["expression_error"] == pytest.approx(0.01, abs=1e-3)
+    # found again by the detector alone (here: at the same place, as a real detector would report it)
+    again = Face(box=face.box, score=1.0, kps5=kps5 + [0.8, 0.0])
+    entry = _measure_face(frame, frame, face, result, CompositeParams(), source, sources, analyzer, 1.0, again)
+    assert entry["found_again"] and entry["kps5_shift"] == pytest.approx(0.02, abs=1e-3)
+    assert entry["landmark_shift"] == pytest.approx(0.01, abs=1e-3)  # the 68 points, found on the face found again
     assert entry["identity_margin"] == pytest.approx(0.2, abs=1e-3)
     assert entry["target_mouth_open"] and entry["mouth_kept_open"]
+    lost = _measure_face(frame, frame, face, result, CompositeParams(), source, sources, analyzer, 1.0, None)
+    assert not lost["found_again"] and "landmark_shift" not in lost
+    assert _reanalysed(analyzer, frame, face).landmarks68 is not None
 
 
 @pytest.mark.index
@@ -125,7 +175,8 @@ def test_a_real_run_on_the_group_photo(tmp_path, default_models_dir, capsys):
     result = run(tmp_path / "pictures", models_dir=default_models_dir, providers="cpu",
                  pairs=(Pair("grace_hopper", "group"),))
     for key in ("identity_closer_share", "identity_margin_mean", "clipped_fraction", "sharpness_ratio",
-                "expression_error", "seam_ratio", "ms_per_face"):
+                "sharpness_worst", "expression_error", "landmark_shift_worst", "seam_ratio", "seam_worst",
+                "leftover_worst", "ms_per_face", "cpu_ms_per_face"):
         assert key in result
     # six people: the one turned three-quarters (and any other the head pose puts past 45 degrees) is
     # left and listed; every other face is swapped and measured
@@ -136,8 +187,20 @@ def test_a_real_run_on_the_group_photo(tmp_path, default_models_dir, capsys):
     assert any(face["box"][1] < 100 for face in turned)  # the man standing at the back, turned aside
     assert result["clipped_fraction"] <= 0.001
     assert result["sharpness_ratio"] >= 0.8 and result["seam_ratio"] <= 1.5
+    # every face is where it was (no fold, no smear) and meets the target's skin without a seam
+    assert result["faces_lost"] == 0 and result["landmark_shift_worst"] <= 0.10 and result["seam_worst"] <= 1.5
+    assert result["goals_met"]["landmark_shift_worst"] and result["goals_met"]["seam_worst"]
+    assert all(set(face["seams"]) <= {"forehead", "temples", "jaw"} and face["seams"] for face in result["per_face"])
     picture = cv2.imread(str(tmp_path / "pictures" / "grace_hopper_on_group.png"))
     assert picture is not None and picture.shape[0] == 256 and picture.shape[1] > 3 * 200  # three panels
+    # the contact sheet holds every face at twice its size; the worst five are kept on their own
+    sheet = cv2.imread(result["contact_sheet"])
+    smallest = min(face["box"][3] - face["box"][1] for face in result["per_face"])
+    assert sheet is not None and sheet.shape[0] > len(result["per_face"]) * 2 * smallest
+    assert len(result["worst_faces"]) == min(5, result["faces"])
+    shortfalls = [face["shortfall"] for face in result["worst_faces"]]
+    assert shortfalls == sorted(shortfalls, reverse=True)
+    assert all(cv2.imread(face["picture"]) is not None for face in result["worst_faces"])
     print_table(result)
     shown = capsys.readouterr().out
     assert "clipped_fraction" in shown and "(goal <= 0.001: met)" in shown

@@ -59,9 +59,13 @@ SWAPPERS = (
            "Half-precision inswapper_128 (needs a recognizer; non-commercial)"),
     Choice("hyperswap_1a_256", "HyperSwap 1a 256", "FaceFusion's hyperswap_1a_256 (needs a recognizer)"),
 )
+# The default is one face, the largest: an editor replaces one person in a shot (a stunt double, a
+# recast actor), and in a close-up or talking head that person is the largest face; swapping every
+# face of a group shot with one source turns everyone into the same person. FaceFusion's default
+# likewise follows one person (its "reference" mode, taken from the largest face).
 SELECTORS = (
-    Choice("one", "One", "The largest face of each frame, or the face nearest a chosen point"),
-    Choice("many", "Many", "Every face of each frame"),
+    Choice("one", "Largest Face", "The largest face of each frame (the default), or the face nearest a chosen point"),
+    Choice("many", "Every Face", "Every face of each frame"),
     Choice("reference", "Reference", "Faces that look like the reference photos (needs a recognizer)"),
 )
 PROVIDERS = (

@@ -179,3 +179,30 @@ def test_records_keep_68_points_and_identities_in_their_own_namespace(store, ses
     np.testing.assert_array_equal(cached.faces[0].landmarks68, face.landmarks68)
     np.testing.assert_array_equal(cached.faces[0].embedding, face.embedding)
     assert detector_only.analyze_frame(frame).faces[0].landmarks68 is None and detector_only.inferences.detect == 1
+
+
+def test_a_detection_the_face_mesh_sees_no_face_in_is_dropped(store, sessions, detector, portrait_paths, tmp_path):
+    """The group photo at 1080 lines: MTCNN also finds a "face" on the poker chips (score 0.74);
+    the face mesh's face flag says the crop holds none (0.001, against above 0.99 for each of the
+    six people), so the analysis keeps the six people alone, and a warm run serves the same."""
+    from facecache.analysis.analyzer import FaceAnalyzer
+    from facecache.analysis.factory import build_model_set
+    from facecache.samples import sample_image
+    from facecache.store.cache import FaceCache
+
+    photo = cv2.imread(str(sample_image("group", portrait_paths["grace_hopper"].parent)))
+    frame = cv2.resize(photo, None, fx=1080 / photo.shape[0], fy=1080 / photo.shape[0], interpolation=cv2.INTER_CUBIC)
+    detections = detector.detect(frame)
+    flags = [landmarks.face for landmarks in FaceMeshLandmarker(sessions.session(store.path("face_mesh_468")))
+             .landmarks_batch(frame, detections)]
+    assert len(detections) == 7 and flags.count(False) == 1
+    chips = detections[flags.index(False)]
+    assert chips.score == min(d.score for d in detections) and chips.box[1] > 0.8 * frame.shape[0]  # on the table
+
+    analyzer = FaceAnalyzer(FaceCache(tmp_path / "cache"), build_model_set(store, sessions))
+    record = analyzer.analyze_frame(frame)
+    assert len(record.faces) == 6 and all(face.landmarks68 is not None for face in record.faces)
+    assert not any(np.allclose(face.box, chips.box) for face in record.faces)
+    assert analyzer.inferences.landmark == 7  # the chips were looked at once...
+    again = FaceAnalyzer(FaceCache(tmp_path / "cache"), build_model_set(store, sessions))
+    assert len(again.analyze_frame(frame).faces) == 6 and again.inferences.total == 0  # ...and never again

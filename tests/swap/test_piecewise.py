@@ -61,3 +61,49 @@ def test_the_target_expression_survives_the_swap(portraits):
     lip = np.round(inner[57]).astype(int)
     assert np.abs(opened.crop[lip[1] - 2:lip[1] + 3, lip[0] - 2:lip[0] + 3].astype(int)
                   - closed.crop[lip[1] - 2:lip[1] + 3, lip[0] - 2:lip[0] + 3]).mean() > 5
+
+
+def test_a_folded_mesh_is_untangled_and_an_upright_one_left_alone():
+    """A head turned far puts the jaw's top inside the eye's corner: that triangle folds over. Only
+    the points of folded triangles move (jaw and forehead first), and afterwards none folds."""
+    from facecache.swap.piecewise import _SIDES, _signed_areas, untangle
+
+    kps5 = [[80, 100], [176, 100], [128, 150], [90, 190], [166, 190]]
+    upright = with_forehead(synthetic_68(kps5, mouth_open=0.1))
+    assert np.allclose(untangle(upright, 256), upright, atol=1e-3)
+    turned = upright.copy()
+    turned[0] = turned[36] + [12, 2]  # the jaw's top point inside the eye's outer corner
+    def folded(points):
+        areas = _signed_areas(np.vstack([points, border_points(256)]), TRIANGLES) * _SIDES
+        return int((areas <= 0).sum())
+    assert folded(turned) > folded(upright)  # (the upright face's nearly closed lips are flat, not folded)
+    fixed = untangle(turned, 256)
+    assert folded(fixed) == folded(upright)
+    moved = np.linalg.norm(fixed - turned, axis=1) > 1e-9
+    assert moved[0]  # the jaw point moved towards its frontal place
+
+
+def swapper_source_matrix(swapper, face, size):
+    from facecache.analysis.align import alignment_matrix
+
+    return alignment_matrix(face.kps5, swapper.settings.template, size)
+
+
+@pytest.mark.index
+def test_the_mask_stops_where_the_source_picture_ends(portraits):
+    """A source whose face is cut by its picture's edge: the swapped face takes nothing from beyond
+    that edge (a repeated edge pixel is a smear); the rest of the face is swapped as usual."""
+    source_face = portrait_face("grace_hopper")
+    target = portrait_face("astronaut")
+    whole = portraits["grace_hopper"]
+    cut_at = int(source_face.kps5[1][0]) + 10  # just right of the right eye
+    cut = np.ascontiguousarray(whole[:, :cut_at])
+    swapper = ClassicSwapper()
+    full = swapper.swap(portraits["astronaut"], target, swapper.prepare_source(whole, source_face))
+    part = swapper.swap(portraits["astronaut"], target, swapper.prepare_source(cut, source_face))
+    # the source's crop is aligned (Grace Hopper's eyes are level), so its cut is about a column of the crop
+    column = int(np.ceil(transform_points(np.array([[cut_at, source_face.kps5[1][1]]]),
+                                          swapper_source_matrix(swapper, source_face, part.size))[0][0])) + 2
+    assert part.mask[:, column:].max() == 0 and full.mask[:, column:].max() > 0.5
+    nose = np.round(transform_points(target.kps5[2:3], part.matrix)[0]).astype(int)
+    assert part.mask[nose[1], nose[0]] == pytest.approx(full.mask[nose[1], nose[0]])

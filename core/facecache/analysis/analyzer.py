@@ -2,7 +2,8 @@
 
 For each frame the analyzer looks up its record (by media frame index without
 decoding, else by fingerprint), then computes what is missing: detection, 68
-landmarks (when a landmarker is installed), an embedding (when a recognizer is
+landmarks (when a landmarker is installed; a detection the landmarker sees no
+face in is dropped), an embedding (when a recognizer is
 installed and the caller needs it), and head pose from the landmarks. Records
 are written back a group (64 frames or one still) at a time.
 
@@ -256,9 +257,11 @@ class FaceAnalyzer:
         # when the graph has a batch axis): six faces cost about one face's run overhead.
         if needed & Stage.LANDMARK68 and not stages & Stage.LANDMARK68 and self.models.has("landmarker"):
             found = self.models.get("landmarker").landmarks_batch(frame, record.faces)
+            self.inferences.landmark += len(record.faces)
             for face, landmarks in zip(record.faces, found):
                 face.landmarks68 = landmarks.points
-            self.inferences.landmark += len(record.faces)
+            # A detection the landmarker sees no face in (a pattern on poker chips) is dropped.
+            record.faces = [face for face, landmarks in zip(record.faces, found) if landmarks.face]
             stages |= Stage.LANDMARK68
         if needed & Stage.EMBED and not stages & Stage.EMBED and self.models.has("recognizer"):
             embeddings = self.models.get("recognizer").embed_batch(frame, record.faces)

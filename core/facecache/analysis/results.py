@@ -62,10 +62,13 @@ class Landmarks68:
 
     points: (68, 2) float32 ``x, y``.
     score:  0..1 confidence of the landmarker.
+    face:   False when the landmarker sees no face in the region at all (a false detection,
+            e.g. a pattern on poker chips): the analysis drops it.
     """
 
     points: np.ndarray
     score: float
+    face: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "points", _float32_array(self.points, (68, 2), "Landmarks68.points"))

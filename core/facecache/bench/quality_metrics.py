@@ -9,7 +9,11 @@ and the source face resampled into the frame where the swapped face lies (``sour
 - sharpness: detail (variance of the Laplacian) of the swapped face against the source's own
   detail at that size, resampled well;
 - expression: how far the swapped face's landmarks are from the target's, in eye distances;
-- seam: the colour step across the mask's edge against the step across the same ring in the target.
+- seam: the colour step across the mask's edge against the step across the same ring in the
+  target, over the whole edge and per part of it (forehead, temples, jaw);
+- leftovers: the target's strong edges (glasses' arms, its jaw line) in a ring just outside the
+  swapped face, against the same ring in the source's own picture;
+- where the face went: key points found again on the swapped face against the target's own.
 """
 
 from __future__ import annotations
@@ -26,6 +30,17 @@ _INNER_MARGIN_PX = 3
 _MIN_RING_STEP = 1.0
 # An inner-lip gap above this many eye distances is an open mouth.
 OPEN_MOUTH = 0.08
+# Parts of a face's outline (``edge_parts``): degrees from straight up, seen from a point this many
+# eye distances below the eyes (near the cheekbones), where the forehead ends and the temples end.
+PART_ANGLES = (40.0, 100.0)
+_PART_CENTRE_DROP = 0.2
+# A part's seam is measured when the mask's edge crosses it over at least this many pixels.
+_MIN_PART_PIXELS = 8
+# The ring just outside the swapped face where leftovers of the target are counted, in eye distances.
+LEFTOVER_RING = 0.3
+# Canny's thresholds (grey levels) for a strong edge, and the least share of edges a ring counts as.
+_CANNY_LOW, _CANNY_HIGH = 60, 120
+_MIN_EDGE_SHARE = 0.01
 
 
 def source_in_frame(source: np.ndarray, source_kps5: np.ndarray, target_kps5: np.ndarray,
@@ -77,9 +92,11 @@ def sharpness_ratio(output: np.ndarray, source_in_frame_: np.ndarray, alpha: np.
     return laplacian_variance(output, region) / reference
 
 
-def edge_step(image: np.ndarray, alpha: np.ndarray) -> float | None:
-    """Mean colour step (CIE L*a*b* units) across the mask's edge: along the edge's middle, the
-    local mean colour of the fully swapped side against that of the untouched side."""
+def _edge_steps(image: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the colour step in CIE L*a*b* units at each measured pixel, the (H, W) mask of those
+    pixels): along the middle of the mask's edge, the local mean colour of the fully swapped side
+    against that of the untouched side. The pixels depend on ``alpha`` alone, so two images
+    measured with one alpha are measured at the same pixels."""
     inside = alpha >= 0.99
     outside = alpha <= 0.0
     middle = _edge_middle(alpha)
@@ -90,9 +107,7 @@ def edge_step(image: np.ndarray, alpha: np.ndarray) -> float | None:
     to_outside = cv2.distanceTransform((~outside).astype(np.uint8), cv2.DIST_L2, 3)
     reach = int(np.ceil(max(np.median(to_inside[middle]), np.median(to_outside[middle])))) + 4
     window = (2 * reach + 1, 2 * reach + 1)
-    lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
-    lab[..., 0] *= 100.0 / 255.0  # 8-bit L* back to 0..100
-    lab[..., 1:] -= 128.0
+    lab = _lab(image)
 
     def local_mean(side: np.ndarray):
         weight = cv2.boxFilter(side.astype(np.float32), -1, window, normalize=False)
@@ -104,7 +119,20 @@ def edge_step(image: np.ndarray, alpha: np.ndarray) -> float | None:
     both = middle & (inner_weight > 0) & (outer_weight > 0)
     if not both.any():
         return None
-    return float(np.linalg.norm(inner_mean[both] - outer_mean[both], axis=1).mean())
+    return np.linalg.norm(inner_mean[both] - outer_mean[both], axis=1), both
+
+
+def _lab(image: np.ndarray) -> np.ndarray:
+    lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
+    lab[..., 0] *= 100.0 / 255.0  # 8-bit L* back to 0..100
+    lab[..., 1:] -= 128.0
+    return lab
+
+
+def edge_step(image: np.ndarray, alpha: np.ndarray) -> float | None:
+    """Mean colour step (CIE L*a*b* units) across the mask's edge (``_edge_steps``)."""
+    measured = _edge_steps(image, alpha)
+    return None if measured is None else float(measured[0].mean())
 
 
 def _edge_middle(alpha: np.ndarray) -> np.ndarray:
@@ -120,6 +148,82 @@ def seam_ratio(output: np.ndarray, target: np.ndarray, alpha: np.ndarray) -> flo
     if swapped is None or original is None:
         return None
     return swapped / max(original, _MIN_RING_STEP)
+
+
+def face_axes(kps5: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The face's own frame from its five key points: (origin at the eyes' midpoint, unit x axis
+    along the eye line, unit y axis towards the mouth, the eye distance)."""
+    points = np.asarray(kps5, np.float64).reshape(5, 2)
+    across = points[1] - points[0]
+    distance = max(float(np.hypot(*across)), 1e-6)
+    x_axis = across / distance
+    return (points[0] + points[1]) / 2.0, x_axis, np.array([-x_axis[1], x_axis[0]]), distance
+
+
+PARTS = ("forehead", "temples", "jaw")
+
+
+def outline_part(points: np.ndarray, kps5: np.ndarray) -> np.ndarray:
+    """For each (x, y) point, its part of a face's outline as an index into PARTS, by its direction
+    from a point just below the eyes in the face's own frame (so a rolled head's parts turn with
+    it): the forehead within PART_ANGLES[0] degrees of straight up, the temples on to
+    PART_ANGLES[1] degrees (the sides down to the cheekbones, where glasses' arms sit), the jaw
+    below (cheeks, jaw and chin)."""
+    origin, x_axis, y_axis, distance = face_axes(kps5)
+    offset = np.asarray(points, np.float64).reshape(-1, 2) - origin
+    across = offset @ x_axis
+    down = offset @ y_axis - _PART_CENTRE_DROP * distance
+    from_up = np.degrees(np.arctan2(np.abs(across), -down))
+    return np.searchsorted(np.asarray(PART_ANGLES), from_up)  # 0, 1 or 2
+
+
+def seam_ratios_by_part(output: np.ndarray, target: np.ndarray, alpha: np.ndarray,
+                        kps5: np.ndarray) -> dict[str, float]:
+    """``seam_ratio`` for each part of the outline (``outline_part``) that the mask's edge crosses:
+    the step in the swapped frame over the original's step along the same pixels."""
+    swapped, original = _edge_steps(output, alpha), _edge_steps(target, alpha)
+    if swapped is None or original is None:
+        return {}
+    ys, xs = np.nonzero(swapped[1])  # the measured pixels, in the order of the steps
+    parts = outline_part(np.stack([xs, ys], axis=1), kps5)
+    ratios = {}
+    for number, name in enumerate(PARTS):
+        chosen = parts == number
+        if int(chosen.sum()) >= _MIN_PART_PIXELS:
+            ratios[name] = float(swapped[0][chosen].mean() / max(original[0][chosen].mean(), _MIN_RING_STEP))
+    return ratios
+
+
+def ring_outside(alpha: np.ndarray, width: float) -> np.ndarray:
+    """Pixels just outside the swapped face: under half swapped, within ``width`` px of the half."""
+    half = (alpha >= 0.5).astype(np.uint8)
+    distance = cv2.distanceTransform(1 - half, cv2.DIST_L2, 3)
+    return (half == 0) & (distance <= width)
+
+
+def strong_edges(image: np.ndarray, region: np.ndarray) -> float:
+    """The share of ``region``'s pixels on a strong edge (Canny's, on the grey picture)."""
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    edges = cv2.Canny(grey, _CANNY_LOW, _CANNY_HIGH, L2gradient=True) > 0
+    count = int(np.count_nonzero(region))
+    return float(np.count_nonzero(edges & region)) / count if count else 0.0
+
+
+def leftover_ratio(output: np.ndarray, source_in_frame_: np.ndarray, alpha: np.ndarray,
+                   eye_distance_px: float) -> float | None:
+    """Strong edges of the target left in a ring just outside the swapped face (its glasses'
+    arms, its own jaw line), against the same ring of the source's own picture moved onto the
+    face: 1 = no more edges there than the source itself has around its face."""
+    ring = ring_outside(alpha, LEFTOVER_RING * eye_distance_px)
+    if not ring.any():
+        return None
+    return strong_edges(output, ring) / max(strong_edges(source_in_frame_, ring), _MIN_EDGE_SHARE)
+
+
+def point_shift(found: np.ndarray, reference: np.ndarray, eye_distance_px: float) -> float:
+    """Mean distance between matching points, in eye distances."""
+    found, reference = np.asarray(found, np.float64), np.asarray(reference, np.float64)
+    return float(np.linalg.norm(found - reference, axis=1).mean() / max(eye_distance_px, 1e-6))
 
 
 def eye_distance(landmarks68: np.ndarray) -> float:

@@ -55,7 +55,8 @@ from facecache.swap.sparse_png import SparseOverlayEncoder
 from facecache.swap.sources import SourceSet
 from facecache.swap.swap_records import SWAP_CODEC, SwapRecord, quantise_mask
 
-SWAP_FORMAT_VERSION = 2  # 2: crops of several sizes and fitted colour transfers in a pack
+SWAP_FORMAT_VERSION = 3  # 2: crops of several sizes and fitted colour transfers in a pack;
+#                           3: the transfers hold the light's direction
 OUTPUT_FORMS = choices.names(choices.OUTPUT_FORMS)
 
 

@@ -5,12 +5,15 @@ faces' five key points are fitted (similarity: rotation, uniform scale,
 translation) to one template, so the source's aligned crop already sits where
 the target's face is in *its* aligned crop. When both faces have 68 landmarks,
 the source is then warped piecewise onto the target's landmarks
-(``swap.piecewise``), so the target's expression (an open mouth, a turn of the
-jaw) survives, and the mask is the target's face from the jaw to the forehead
-(the hull of its 68 points and forehead points) less an open mouth. Otherwise the mask is the region both faces share
+(``swap.piecewise``, both meshes untangled so a turned or tilted head folds no
+triangle), so the target's expression (an open mouth, a turn of the jaw)
+survives, and the mask is the target's face from the jaw to the brows (the hull
+of its 68 points) and, where both faces show skin, on to the forehead, the
+temples and a margin below the jaw, less an open mouth. Otherwise the mask is the region both faces share
 (a key-point outline of brows, eyes, nose, mouth, cheeks and chin). The swap
 result is that crop (optionally Poisson-blended into the target), the target's
-frame-to-crop matrix and the feathered mask. Colour is left to the composite stage (``swap.color``), so
+frame-to-crop matrix and the feathered mask, which never reaches past what the
+source picture shows. Colour is left to the composite stage (``swap.color``), so
 the blend setting ``color_match`` is the one colour setting.
 
 Detail: each crop is as large as the target face is in the frame (so the
@@ -35,16 +38,21 @@ import numpy as np
 
 from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, linear_det, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
-from facecache.swap.face_region import face_mask, outline, skin_likeness, with_forehead
+from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
-from facecache.swap.piecewise import TRIANGLES, inner_mouth, piecewise_map
+from facecache.swap.far_side import flip_amount, mirrored
+from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 2  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
-#                        a piecewise warp over 68 landmarks
+CLASSIC_VERSION = 3  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+#                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
+#                        shows, the mask beyond the landmarks, a source turned the other way mirrored
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
+# Lines on the target's skin up to this share of the crop's side wide are closed over (a glasses'
+# arm is 1-3 % of the crop: the eye distance is 27 % of it).
+_LINE_WIDTH = 0.05
 # An inner-lip gap wider than this share of the eye distance is an open mouth (the target's shows).
 _OPEN_MOUTH = 0.06
 
@@ -137,19 +145,27 @@ class ClassicSwapper:
         if source.landmarks68 is not None and target68 is not None:
             # The source takes the target's shape and expression; the mask is the target's face from
             # the jaw to the forehead, less an open mouth (the target's own mouth shows through it).
+            # Both meshes are untangled in the face's own frame, so a turned or tilted head never
+            # folds a triangle (the mask keeps the target's own outline).
             target_points = transform_points(target68, matrix)
-            map_x, map_y = piecewise_map(with_forehead(transform_points(source.landmarks68, source_matrix)),
-                                         target_outline, TRIANGLES, size)
-            crop = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
+            target_mesh = untangle(target_outline, size)
+            source_mesh = with_forehead(transform_points(source.landmarks68, source_matrix))
+            crop, coverage = _warped_source(source, source_matrix, source_mesh, target_mesh, size)
             jaw_to_brows = face_mask(target_points, size, feather)
-            # Above the brows only the source's skin comes along (not its hair, cap or background).
-            forehead = face_mask(target_outline, size, feather) * skin_likeness(crop, jaw_to_brows)
-            mask = np.maximum(jaw_to_brows, forehead) * (1.0 - _open_mouth(target_points, size))
+            # Beyond the landmarks (forehead, temples, below the jaw) the swapped face goes where both
+            # faces show skin: not the source's hair, cap, collar or background, nor the target's
+            # hair or background; thin dark lines on the target's skin (glasses' arms) are covered.
+            beyond = face_mask(beyond_landmarks(target_outline), size, feather)
+            beyond *= skin_likeness(crop, jaw_to_brows) * _skin_under_lines(frame, matrix, size, jaw_to_brows)
+            mask = np.maximum(jaw_to_brows, beyond)
+            mask *= 1.0 - _open_mouth(target_points, size)
         else:
-            crop = _resample(source.pyramid, source_matrix, size)
+            crop, coverage = _resample(source.pyramid, source_matrix, size)
             # The region both faces cover: the source's skin, over the target's.
             mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
                               face_mask(target_outline, size, feather))
+        if coverage is not None:  # only what the source picture shows (its edge repeated is a smear)
+            mask = mask * _faded(coverage, feather)
         if s.seamless:
             crop = _poisson_blend(crop, warp(frame, matrix, size), mask)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
@@ -161,9 +177,10 @@ class ClassicSwapper:
 
 
 def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
-              crop_map: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """The source in a ``size`` crop: warped by ``matrix`` (source to crop), then, when given,
-    by ``crop_map`` (for each crop pixel, the crop position to read), in one bicubic resampling
+              crop_map: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the source in a ``size`` crop, where the crop lies inside the source picture or None when
+    all of it does). The source is warped by ``matrix`` (source to crop), then, when given, by
+    ``crop_map`` (for each crop pixel, the crop position to read), in one bicubic resampling
     from the pyramid level that needs the least shrinking beyond a half (so detail is averaged,
     not aliased)."""
     scale = math.sqrt(abs(linear_det(matrix)))
@@ -172,14 +189,63 @@ def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
         level += 1
     matrix = np.asarray(matrix, np.float64).copy()
     matrix[:, :2] *= 2 ** level  # level pixels are 2**level source pixels
+    image = pyramid[level]
+    height, width = image.shape[:2]
     if crop_map is None:
-        return cv2.warpAffine(pyramid[level], matrix, (size, size), flags=cv2.INTER_CUBIC,
-                              borderMode=cv2.BORDER_REPLICATE)
+        crop = cv2.warpAffine(image, matrix, (size, size), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+        corners = transform_points(border_points(size)[::2], invert_affine(matrix))
+        if np.all((corners >= 0) & (corners <= (width - 1, height - 1))):
+            return crop, None
+        inside = cv2.warpAffine(np.ones((height, width), np.uint8), matrix, (size, size), flags=cv2.INTER_NEAREST,
+                                borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        return crop, inside.astype(bool)
     back = invert_affine(matrix)  # crop position -> level pixel
     map_x, map_y = crop_map
     level_x = (back[0, 0] * map_x + back[0, 1] * map_y + back[0, 2]).astype(np.float32)
     level_y = (back[1, 0] * map_x + back[1, 1] * map_y + back[1, 2]).astype(np.float32)
-    return cv2.remap(pyramid[level], level_x, level_y, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    crop = cv2.remap(image, level_x, level_y, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    inside = (level_x >= 0) & (level_x <= width - 1) & (level_y >= 0) & (level_y <= height - 1)
+    return crop, None if inside.all() else inside
+
+
+def _warped_source(source: ClassicSource, source_matrix: np.ndarray, source_points: np.ndarray,
+                   target_mesh: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the source warped piecewise onto ``target_mesh`` in a ``size`` crop, where it lies inside
+    the source picture: ``_resample``). A source turned the other way from the target is read
+    mirrored (``swap.far_side``), its 78 ``source_points`` (crop pixels) mirrored with it; within
+    the short range where that fades in, both readings are mixed."""
+    amount = flip_amount(source_points, target_mesh)
+    crop = inside = None  # (None for ``inside``: all of it, as from ``_resample``)
+    for weight, points, mirror in ((1.0 - amount, source_points, False), (amount, mirrored(source_points, size), True)):
+        if weight <= 0.0:
+            continue
+        map_x, map_y = piecewise_map(untangle(points, size), target_mesh, TRIANGLES, size)
+        if mirror:
+            map_x = (size - 1.0) - map_x  # read back in the source's own (unmirrored) crop
+        read, covered = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
+        crop = read if crop is None else cv2.addWeighted(crop, 1.0 - weight, read, weight, 0.0)
+        inside = covered if inside is None else inside if covered is None else inside & covered
+    return crop, inside
+
+
+def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, skin: np.ndarray) -> np.ndarray:
+    """``skin_likeness`` of the target (``frame`` in the crop of ``matrix``) with thin lines across
+    the skin closed over (a glasses' arm or rim, a wrinkle): skin on both sides of a line makes
+    the line skin too; hair and background, wider than a line, stay what they are. Worked out on
+    a quarter-size crop (it is smooth anyway)."""
+    small = max(16, size // 4)
+    image = warp(frame, np.asarray(matrix, np.float64) * (small / size), small)  # the same crop, smaller
+    likeness = skin_likeness(image, cv2.resize(skin, (small, small), interpolation=cv2.INTER_AREA))
+    width = max(3, int(round(_LINE_WIDTH * small)) | 1)
+    closed = cv2.morphologyEx(likeness, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width)))
+    return cv2.resize(closed, (size, size), interpolation=cv2.INTER_LINEAR)
+
+
+def _faded(inside: np.ndarray, feather: float) -> np.ndarray:
+    """A mask of ``inside`` (bool, crop pixels) that rises from 0 at its edge over ``feather`` px."""
+    distance = cv2.distanceTransform(inside.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    t = np.clip(distance / max(float(feather), 1.0), 0.0, 1.0)
+    return (t * t * (3.0 - 2.0 * t)).astype(np.float32)
 
 
 def _open_mouth(points68: np.ndarray, size: int) -> np.ndarray:

@@ -4,10 +4,20 @@ clipping a channel or shifting a hue, and without flattening its detail.
 Fit (once per swapped face, in the swap stage): inside the face mask, the mean and spread of each
 L*, a*, b* channel of the swapped crop and of the original face at the same place (Reinhard et al.
 2001, "Color Transfer between Images"). Each channel's transfer is affine: ``x' = gain * x + offset``.
+Light also has a direction: a source lit from above has a brighter forehead than chin, one lit
+from the side a brighter cheek, and where the target is lit otherwise the mask's edge shows it as
+a band (a pale forehead edge, a dark jaw beside a bright neck). So each face's lightness inside
+the mask is also fitted by a plane (least squares: its slope across and down the crop), and the
+swapped face takes the target's slopes in place of its own. A plane holds the light's direction
+and nothing of the face's shape: the nose's shadow, the eye sockets and the cheekbones stay the
+source's. (Measured against correcting the mask's edge alone, with a field faded inwards from the
+edge: with the plane the worst seam of `facecache bench quality` went 1.52 -> 1.46 and the
+identity margin 0.12 -> 0.14: docs/quality.md.)
 
 Apply (in the composite stage, at the blend setting's strength):
 - lightness: the gain applies to the crop's lighting only (a blurred copy of L*); the fine detail
-  on top of it keeps its own contrast, so a flatter-lit target does not blur the face;
+  on top of it keeps its own contrast, so a flatter-lit target does not blur the face; the plane
+  of the light's direction is added;
 - chroma: the change fades out on dark pixels (pupils, dark glasses rims, shadows), whose hue the
   skin's statistics say nothing about: a reddish-brown pupil stays one instead of turning teal;
 - range: lightness approaches 0 and 100 along a soft knee instead of being cut, and a pixel whose
@@ -17,7 +27,7 @@ Apply (in the composite stage, at the blend setting's strength):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -61,6 +71,20 @@ def _shrink(image: np.ndarray) -> np.ndarray:
                       interpolation=cv2.INTER_AREA)
 
 
+def _slopes(lightness: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(across, down): the slopes of the least-squares plane through ``lightness`` (weighted), per
+    side of the image; zero where the weights span no area."""
+    height, width = lightness.shape
+    u, v = np.meshgrid((np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height)
+    total = float(weights.sum())
+    centred = [axis - float((weights * axis).sum()) / total for axis in (u, v)]
+    spread = np.array([[(weights * a * b).sum() for b in centred] for a in centred])
+    along = np.array([(weights * a * lightness).sum() for a in centred])
+    if abs(np.linalg.det(spread)) < 1e-9 * total * total:
+        return np.zeros(2)
+    return np.linalg.solve(spread, along)
+
+
 def _weighted_stats(lab: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     total = float(weights.sum())
     mean = np.einsum("hw,hwc->c", weights, lab, dtype=np.float64) / total
@@ -70,10 +94,13 @@ def _weighted_stats(lab: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, n
 
 @dataclass(frozen=True)
 class ColorTransfer:
-    """Per-channel affine L*a*b* transfer: ``x' = gain * x + offset`` (L 0..100, a and b around 0)."""
+    """Per-channel affine L*a*b* transfer: ``x' = gain * x + offset`` (L 0..100, a and b around 0),
+    and the light's direction: ``light[0] * u + light[1] * v + light[2]`` added to L* at the
+    image position (u, v) in image sides (0..1 across and down)."""
 
     gain: np.ndarray    # (3,)
     offset: np.ndarray  # (3,)
+    light: np.ndarray = field(default_factory=lambda: np.zeros(3, np.float32))  # (3,)
 
     @classmethod
     def fit(cls, image: np.ndarray, reference: np.ndarray, mask: np.ndarray) -> "ColorTransfer | None":
@@ -91,21 +118,29 @@ class ColorTransfer:
             small_image, small_reference, small_weights = image, reference, weights
         else:
             small_image, small_reference = _shrink(image), _shrink(reference)
-        mean_src, std_src = _weighted_stats(_lab(small_image), small_weights)
-        mean_ref, std_ref = _weighted_stats(_lab(small_reference), small_weights)
+        lab_src, lab_ref = _lab(small_image), _lab(small_reference)
+        mean_src, std_src = _weighted_stats(lab_src, small_weights)
+        mean_ref, std_ref = _weighted_stats(lab_ref, small_weights)
         gain = np.where(std_src > 1e-6, std_ref / np.maximum(std_src, 1e-6), 1.0)
         gain = np.clip(gain, 1.0 / MAX_GAIN, MAX_GAIN)
-        return cls(gain.astype(np.float32), (mean_ref - gain * mean_src).astype(np.float32))
+        # The gain scales the crop's lighting, its slopes too: what remains to reach the target's.
+        slopes = _slopes(lab_ref[..., 0], small_weights) - gain[0] * _slopes(lab_src[..., 0], small_weights)
+        height, width = small_weights.shape
+        u, v = (np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height
+        total = float(small_weights.sum())
+        middle = (float(small_weights.sum(axis=0) @ u) / total, float(small_weights.sum(axis=1) @ v) / total)
+        light = np.array([*slopes, -float(slopes @ middle)])  # no change on average over the mask
+        return cls(gain.astype(np.float32), (mean_ref - gain * mean_src).astype(np.float32), light.astype(np.float32))
 
     def as_array(self) -> np.ndarray:
-        return np.stack([self.gain, self.offset]).astype(np.float32)
+        return np.stack([self.gain, self.offset, self.light]).astype(np.float32)
 
     @classmethod
     def from_array(cls, array: np.ndarray) -> "ColorTransfer":
         array = np.asarray(array, dtype=np.float32)
-        if array.shape != (2, 3) or not np.all(np.isfinite(array)):
-            raise ValueError(f"a colour transfer is a finite (2, 3) array (gain, offset), got {array.shape}")
-        return cls(array[0].copy(), array[1].copy())
+        if array.shape != (3, 3) or not np.all(np.isfinite(array)):
+            raise ValueError(f"a colour transfer is a finite (3, 3) array (gain, offset, light), got {array.shape}")
+        return cls(array[0].copy(), array[1].copy(), array[2].copy())
 
     def apply(self, image: np.ndarray, strength: float = 1.0,
               box: tuple[int, int, int, int] | None = None) -> np.ndarray:
@@ -115,13 +150,17 @@ class ColorTransfer:
             raise ValueError(f"colour match strength must be in 0..1, got {strength}")
         if strength == 0.0:
             return image
+        height, width = image.shape[:2]
         if box is not None:
             x0, y0, x1, y1 = box
             out = image.copy()
             if x1 > x0 and y1 > y0:
-                out[y0:y1, x0:x1] = self.apply(image[y0:y1, x0:x1], strength)
+                out[y0:y1, x0:x1] = self._applied(image[y0:y1, x0:x1], float(strength), (x0, y0, width, height))
             return out
-        s = float(strength)
+        return self._applied(image, float(strength), (0, 0, width, height))
+
+    def _applied(self, image: np.ndarray, s: float, place: tuple[int, int, int, int]) -> np.ndarray:
+        """``apply`` on ``image``, the part of a (width, height) image at (x0, y0) (``place``)."""
         # OpenCV's 8-bit L*a*b* (L scaled to 0..255, a and b offset by 128) goes through lookup tables:
         # several times faster than its float conversions, which only the few pixels near a limit need.
         lab8 = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)
@@ -130,7 +169,8 @@ class ColorTransfer:
         change = cv2.transform(lab, self._chroma_change(s))
         change *= cv2.LUT(lab8[..., 0], _DARK_FADE)[..., None]
         moved = lab + change
-        moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + self.offset[0] * _L8)
+        offset = self.offset[0] + self._plane(*place, image.shape)  # L* units
+        moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + offset * _L8)
         lightness = moved[..., 0]
         near_limits = (lightness < _KNEE * _L8) | (lightness > (100.0 - _KNEE) * _L8)
         if near_limits.any():
@@ -142,6 +182,12 @@ class ColorTransfer:
         if suspects.any():
             bgr[suspects] = _into_range(lightness[suspects] / _L8, lab[suspects][:, 1:] - 128.0, change[suspects][:, 1:])
         return bgr
+
+    def _plane(self, x0: int, y0: int, width: int, height: int, shape: tuple[int, ...]) -> np.ndarray:
+        """The light's plane (L* units) over the ``shape`` part at (x0, y0) of a (width, height) image."""
+        u = (x0 + np.arange(shape[1], dtype=np.float32) + 0.5) / width
+        v = (y0 + np.arange(shape[0], dtype=np.float32) + 0.5) / height
+        return (self.light[0] * u[None, :] + (self.light[1] * v + self.light[2])[:, None]).astype(np.float32)
 
     def _chroma_change(self, strength: float) -> np.ndarray:
         """(3, 4) matrix for cv2.transform: from 8-bit L*a*b* to the change of a* and b* at ``strength``

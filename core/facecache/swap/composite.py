@@ -30,7 +30,8 @@ from facecache.swap.color import ColorTransfer
 from facecache.swap.masks import box_mask, check_padding, combine_masks
 from facecache.swap.result import SwapResult
 
-COMPOSITE_FORMAT = "composite/2"  # 2: colour match by the fitted transfer, detail and range kept
+COMPOSITE_FORMAT = "composite/3"  # 2: colour match by the fitted transfer, detail and range kept;
+#                                   3: and the light's direction
 # Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
 FIT_MASK_BLUR = 0.3
 DEFAULT_COLOR_MATCH = next(number.default for number in choices.COMPOSITE if number.name == "color_match")

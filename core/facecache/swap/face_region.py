@@ -37,6 +37,10 @@ _YAW_GAIN = 1.0
 # straight up instead of out from the eyes (narrower temples) only 57-71 %. Above the brows only
 # the source's skin is taken (``skin_likeness``), not its hair, cap or background.
 FOREHEAD_LIFT = 0.8
+# Beyond the landmarks' hull the swapped face also covers the temples (up to the brows' height, as
+# wide as the jaw's top: where glasses' arms sit) and a margin this many eye distances below the
+# jaw line, so the mask's fade lies outside the target's own jaw instead of leaving it as a ring.
+JAW_MARGIN = 0.2
 # How many of the skin's own spreads (L*, a*, b*) a pixel may be from its mean and still count as skin.
 _SKIN_SPREADS = np.array([3.0, 2.5, 2.5], np.float32)
 
@@ -88,6 +92,24 @@ def with_forehead(landmarks68: np.ndarray) -> np.ndarray:
     eyes = (points[36:42].mean(axis=0) + points[42:48].mean(axis=0)) / 2.0
     brows = points[17:27]
     return np.vstack([points, brows + FOREHEAD_LIFT * (brows - eyes)])
+
+
+def beyond_landmarks(outline78: np.ndarray) -> np.ndarray:
+    """The outline (the 68 landmarks and forehead points of ``with_forehead``) grown where the
+    landmarks stop short of the face: a temple corner on each side (the jaw's top point raised to
+    its brow's height) and the jaw line JAW_MARGIN eye distances further out."""
+    points = np.asarray(outline78, dtype=np.float64).reshape(78, 2)
+    left_eye, right_eye = points[36:42].mean(axis=0), points[42:48].mean(axis=0)
+    distance = max(float(np.linalg.norm(right_eye - left_eye)), 1e-6)
+    x_axis = (right_eye - left_eye) / distance
+    down = np.array([-x_axis[1], x_axis[0]])
+    temples = [points[jaw] + float(np.dot(points[brow] - points[jaw], down)) * down
+               for jaw, brow in ((0, 17), (16, 26))]
+    centre = points[27:36].mean(axis=0)  # the nose: the jaw grows away from it
+    jaw = points[1:16]
+    outward = jaw - centre
+    outward /= np.maximum(np.linalg.norm(outward, axis=1, keepdims=True), 1e-6)
+    return np.vstack([points, temples, jaw + JAW_MARGIN * distance * outward])
 
 
 def skin_likeness(image: np.ndarray, skin: np.ndarray) -> np.ndarray:

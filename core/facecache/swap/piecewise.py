@@ -9,7 +9,16 @@ and frame: it cannot flicker, and a mouth that opens or closes stretches triangl
 folding them), and each triangle is mapped onto the target's triangle by its own affine map.
 The result is one map from target-crop pixels to source pixels, so the source is resampled once.
 
-    map_x, map_y = piecewise_map(with_forehead(source68), with_forehead(target68), TRIANGLES, size)
+Both faces' points are laid out in the face's own frame (the aligned crop: eyes level, one scale),
+and there a triangle must keep the orientation it has on an upright, frontal face. A head turned
+or tilted far enough puts some landmarks across others in the picture (the far side's jaw inside
+the eye's corner, the jaw behind the mouth's corner): such a triangle folds over its neighbours,
+and the source read through it comes out mirrored, doubled or smeared. ``untangle`` moves the
+points of folded triangles, jaw and forehead first, towards their place on the face's frontal
+layout, just far enough that nothing folds.
+
+    target = untangle(with_forehead(target68), size)
+    map_x, map_y = piecewise_map(untangle(with_forehead(source68), size), target, TRIANGLES, size)
     warped = cv2.remap(source_crop, map_x, map_y, cv2.INTER_CUBIC)
 """
 
@@ -22,6 +31,14 @@ from facecache.swap.face_region import with_forehead
 
 INNER_MOUTH = tuple(range(60, 68))  # iBUG inner-lip points
 _LAYOUT_SIDE = 256
+# The outline's points (the jaw line and the forehead points of ``with_forehead``): a fold is
+# undone by moving these first, so the eyes, nose and mouth stay where the landmarker put them.
+_OUTLINE = np.r_[0:17, 68:78]
+# Each step keeps this share of a folded point's own offset from its frontal place.
+_UNTANGLE_KEEP = 0.7
+_UNTANGLE_STEPS = 24
+# Triangles this small on the frontal layout (a closed mouth's inner lips) have no orientation to keep.
+_FLAT_AREA = 1e-3
 
 
 def layout_68(kps5: np.ndarray, mouth_open: float = 0.0) -> np.ndarray:
@@ -82,11 +99,15 @@ def triangulate(points: np.ndarray, size: int) -> np.ndarray:
     return np.array(triangles, dtype=np.int32).reshape(-1, 3)
 
 
-def _canonical_triangles() -> np.ndarray:
+def _canonical_points() -> np.ndarray:
+    """The 78 points the mesh is cut on: a frontal face in the aligned crop, its mouth open."""
     from facecache.analysis.align import template_points  # a face in the aligned crop
 
-    points = with_forehead(layout_68(template_points("arcface_128", _LAYOUT_SIDE), mouth_open=0.35))
-    triangles = triangulate(points, _LAYOUT_SIDE)
+    return with_forehead(layout_68(template_points("arcface_128", _LAYOUT_SIDE), mouth_open=0.35))
+
+
+def _canonical_triangles() -> np.ndarray:
+    triangles = triangulate(_canonical_points(), _LAYOUT_SIDE)
     triangles.setflags(write=False)
     return triangles
 
@@ -124,9 +145,54 @@ def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
     return map_x, map_y
 
 
+def untangle(points: np.ndarray, size: int) -> np.ndarray:
+    """``points`` (the 68 landmarks and their 10 forehead points, in crop pixels) with every triangle
+    of the mesh (TRIANGLES) that folds over (turned the other way than on the layout the mesh was
+    cut on) undone: the points of folded triangles move step by step towards their place on the
+    face's frontal layout (``layout_68`` around the same eyes and mouth, with the same opening),
+    outline points first, until none folds. Triangles flat on that layout (a closed mouth's lips),
+    or nearly flat where they are, have no side to keep. Points of triangles that do not fold are
+    left exactly where they are."""
+    points = np.asarray(points, np.float64).reshape(78, 2)
+    every = np.vstack([points, border_points(size)])
+    eyes = np.array([points[36:42].mean(axis=0), points[42:48].mean(axis=0)])
+    eye_distance = max(float(np.linalg.norm(eyes[1] - eyes[0])), 1e-6)
+    flat = _FLAT_AREA * eye_distance ** 2
+    areas = _signed_areas(every, TRIANGLES)
+    if not np.any((areas * _SIDES <= 0) & (np.abs(areas) > flat)):
+        return points  # nothing folds (most faces): no layout to work out
+    kps5 = np.vstack([eyes, points[30], points[48], points[54]])
+    opening = float(np.linalg.norm(points[66] - points[62])) / eye_distance
+    frontal = np.vstack([with_forehead(layout_68(kps5, opening)), border_points(size)])
+    oriented = np.abs(_signed_areas(frontal, TRIANGLES)) > flat
+    outline = np.zeros(len(every), bool)
+    outline[_OUTLINE] = True
+    keep = np.ones(len(every))
+    for _ in range(_UNTANGLE_STEPS):
+        current = every - (1.0 - keep[:, None]) * (every - frontal)  # exactly ``every`` where kept
+        folded = oriented & (_signed_areas(current, TRIANGLES) * _SIDES <= 0)
+        if not folded.any():
+            return current[:78]
+        for corners in TRIANGLES[folded]:
+            movable = [i for i in corners if i < 78 and outline[i] and keep[i] > 0.05]
+            for i in movable or [i for i in corners if i < 78]:
+                keep[i] *= _UNTANGLE_KEEP
+    return frontal[:78]  # still folded after every step: the frontal layout never is
+
+
+def _signed_areas(points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Twice the signed area of each triangle (positive: counter-clockwise in image coordinates)."""
+    corners = points[triangles]
+    e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    return e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+
+
 # The mesh every 68-point warp uses (indices into the 68 landmarks, their 10 forehead points
 # (``face_region.with_forehead``) and the 8 border points).
 TRIANGLES = _canonical_triangles()
+# +1 or -1 per triangle: its orientation on the layout the mesh is cut on, which ``untangle`` keeps.
+_SIDES = np.sign(_signed_areas(np.vstack([_canonical_points(), border_points(_LAYOUT_SIDE)]), TRIANGLES))
+_SIDES.setflags(write=False)
 
 
 def inner_mouth(points68: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@
 In a pack the results are stored column by column: each crop's side (N,), the
 crops flattened into one uint8 column (sides differ: a swapper may size each crop
 by its face), matrices (N, 2, 3) float32, the swapper masks that exist flattened
-as uint8 (0..255), and the colour transfers that were fitted (K, 2, 3) float32.
+as uint8 (0..255), and the colour transfers that were fitted (K, 3, 3) float32.
 Each frame also records how many of its faces the swapper left untouched (turned
 past its yaw limit). Masks are quantised by `quantise_mask` before the first
 composite too, so a frame composited from a fresh result and from the cache is
@@ -22,7 +22,7 @@ from facecache.fingerprint import is_digest
 from facecache.store.records import GroupRecords
 from facecache.swap.result import SwapResult
 
-SWAP_RECORD_FORMAT = "swap/2"
+SWAP_RECORD_FORMAT = "swap/3"  # 3: colour transfers hold the light's direction (K, 3, 3)
 MAX_CROP_SIDE = 4096
 
 
@@ -85,11 +85,11 @@ class SwapCodec:
             "size": np.array([r.size for r in results], dtype=np.int32),
             "crop": _flat([r.crop for r in results]),
             "matrix": np.stack([r.matrix for r in results]).astype(np.float32) if results
-            else np.zeros((0, 2, 3), np.float32),
+            else np.zeros((0, 3, 3), np.float32),
             "has_mask": np.array([r.mask is not None for r in results], dtype=np.uint8),
             "mask": _flat([np.round(r.mask * 255).astype(np.uint8) for r in results if r.mask is not None]),
             "has_color": np.array([r.color is not None for r in results], dtype=np.uint8),
-            "color": np.stack(colors).astype(np.float32) if colors else np.zeros((0, 2, 3), np.float32),
+            "color": np.stack(colors).astype(np.float32) if colors else np.zeros((0, 3, 3), np.float32),
         }
         return meta, arrays, len(order)
 
@@ -115,7 +115,7 @@ class SwapCodec:
         if (crop is None or crop.dtype != np.uint8 or crop.shape != (int(area.sum() * 3),)
                 or matrix is None or matrix.shape != (count, 2, 3) or matrix.dtype.kind != "f"
                 or mask is None or mask.dtype != np.uint8 or mask.shape != (int(area[has_mask > 0].sum()),)
-                or color is None or color.dtype.kind != "f" or color.shape != (int(np.count_nonzero(has_color)), 2, 3)):
+                or color is None or color.dtype.kind != "f" or color.shape != (int(np.count_nonzero(has_color)), 3, 3)):
             raise CorruptPack("swap columns do not match their records")
         dets = matrix[:, 0, 0].astype(np.float64) * matrix[:, 1, 1] - matrix[:, 0, 1].astype(np.float64) * matrix[:, 1, 0]
         if not np.all(np.isfinite(matrix)) or np.any(np.abs(dets) < 1e-12) or not np.all(np.isfinite(color)):
