@@ -21,6 +21,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import compat
+from .engine_client import engine_module
 
 DEFAULT_CACHE_DIR = "//faceswap_cache"
 SWAPS_FOLDER = "swaps"
@@ -97,7 +98,9 @@ def stored_path(folder: str, blend_path: str | None = None) -> str:
 
 
 def output_folder(scene, media: str) -> str:
-    return os.path.join(output_root(scene, media), os.path.splitext(os.path.basename(media))[0])
+    """Where the engine writes the media's overlays: its stem made valid on every platform (`output_names`)."""
+    stem = os.path.splitext(os.path.basename(media))[0]
+    return os.path.join(output_root(scene, media), engine_module("output_names").portable_name(stem))
 
 
 def check_location() -> str | None:

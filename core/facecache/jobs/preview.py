@@ -21,6 +21,7 @@ from facecache.jobs.swap_job import SwapJob, blank_frame, output_name, prepare_o
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.models.runtime import usable_cores
+from facecache.output_names import portable_name
 from facecache.store.frame_store import SEGMENT_FRAMES, group_key
 from facecache.swap.composite import CompositeParams
 from facecache.swap.sparse_png import SparseOverlayEncoder
@@ -33,7 +34,7 @@ class PreviewSession:
         self.reader = MediaReader(self.target)
         info = self.reader.info
         self.form = job.output_form if job.output_form != "auto" else ("full" if info.is_still else "overlay")
-        self.folder = Path(out_dir) if info.is_still else Path(out_dir) / self.target.stem
+        self.folder = Path(out_dir) if info.is_still else Path(out_dir) / portable_name(self.target.stem)
         self.manifest = OutputManifest(self.folder, prepare_output_folder(self.folder))
         self.media_id = media_identity(self.target, job.analyzer.cache)
         self._segment: int | None = None

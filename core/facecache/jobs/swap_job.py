@@ -41,6 +41,7 @@ from facecache.jobs.output_stamp import stamp_png
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.models.files import remove_leftover_temp_files, write_atomic
+from facecache.output_names import portable_name
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
@@ -144,7 +145,7 @@ class SwapJob:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
             form = self.output_form if self.output_form != "auto" else ("full" if still else "overlay")
-            folder = out_dir if still else out_dir / target.stem
+            folder = out_dir if still else out_dir / portable_name(target.stem)
             perms = prepare_output_folder(folder)  # before any work: a folder we cannot write is a message
             remove_leftover_temp_files(folder)  # of a job killed mid-write
             manifest = OutputManifest(folder, perms)
@@ -379,14 +380,14 @@ def prepare_output_folder(folder: Path) -> Permissions:
 
 
 def output_name(target: Path, index: int, still: bool) -> str:
-    return f"{target.stem}_swapped.png" if still else f"{index:06d}.png"
+    return f"{portable_name(target.stem)}_swapped.png" if still else f"{index:06d}.png"
 
 
 def existing_outputs(target: str | Path, out_dir: str | Path, frames: range) -> list[int]:
     """The frames of a video target whose output file exists in `out_dir` (one folder listing; the
     files are not opened, so an output may still be stale)."""
     try:
-        names = os.listdir(Path(out_dir) / Path(target).stem)
+        names = os.listdir(Path(out_dir) / portable_name(Path(target).stem))
     except OSError:
         return []
     indices = (int(name[:-4]) for name in names if len(name) == 10 and name.endswith(".png") and name[:6].isdigit())

@@ -43,6 +43,7 @@ from facecache.locations import resolve_models_dir
 from facecache.models.files import hash_bytes, hash_file, set_aside, write_atomic
 from facecache.models.pypi_fetch import FolderFetcher, PackageFetcher
 from facecache.models.registry import REFUSED, CheckedFile, Registry
+from facecache.store.fileops import replace_file
 from facecache.models.validate import contract_problem
 
 MODELS_URL_ENV = "FACECACHE_MODELS_URL"
@@ -437,7 +438,7 @@ class ModelStore:
                                f"says {text}; the download was deleted. Run `facecache models install {spec.name}` "
                                "again; if it fails again, the server holds a damaged file")
         write_atomic(target.with_name(item.sidecar), (text + "\n").encode())
-        os.replace(part, target)
+        replace_file(part, target)
         st = target.stat()
         self.registry.remember(target, CheckedFile(st.st_size, st.st_mtime_ns, hashes.digest, "crc32"))
 

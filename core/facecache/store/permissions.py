@@ -66,8 +66,12 @@ class LooseEntries:
 
 def loose_entries(root: Path, perms: Permissions, tighten: bool) -> LooseEntries:
     """Walk a folder (without following symlinks) for folders and files more open than `perms`;
-    with `tighten`, set the rule's mode on those this user owns."""
+    with `tighten`, set the rule's mode on those this user owns. None on Windows: its modes carry only
+    the read-only flag, and who may read a folder is its access control list (inherited from the
+    folder it is in: the user's profile is private, a share has the ACL its administrator gave it)."""
     report = LooseEntries()
+    if os.name == "nt":
+        return report
     for path, is_dir in _entries(root):
         try:
             info = os.lstat(path)

