@@ -71,7 +71,7 @@ def test_a_teammate_reading_a_pack_while_this_machine_prunes_and_clears(cases):
 
 def test_claims_know_dead_and_live_holders_without_signals(cases):
     found = case(cases, "claims")
-    assert found["dead_is_gone"] and not found["me_is_gone"] and not found["parent_is_gone"]
+    assert found["dead_is_gone"] and not found["me_is_gone"] and not found["reader_is_gone"]
     assert found["took_dead_claim"] and found["contender_refused"]
     assert found["renewed"] and found["released"] and found["storing"]
 

@@ -83,8 +83,9 @@ def test_two_processes_write_one_cache(windows_python, windows_models, portrait_
         assert run["exit"] == 0, run["stderr"]
     summaries = [json.loads(run["stdout"]) for run in runs]
     assert all(s["written"] == LONG_FRAMES for s in summaries)
-    # the claims share the work: each frame is analysed once between them
-    assert sum(s["inferences"]["detect"] for s in summaries) == LONG_FRAMES
+    # the claims share the work: each frame of the clip is analysed once between them; the source photo
+    # (counted too) once or, when both start at the same moment, by each
+    assert LONG_FRAMES + 1 <= sum(s["inferences"]["detect"] for s in summaries) <= LONG_FRAMES + 2, summaries
     a = sorted((tmp_path / "a" / "long take").glob("*.png"))
     b = sorted((tmp_path / "b" / "long take").glob("*.png"))
     assert [p.name for p in a] == [p.name for p in b] and len(a) == LONG_FRAMES

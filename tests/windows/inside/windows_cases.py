@@ -163,11 +163,12 @@ def case_claims(work: Path) -> None:
     taken = book.try_claim("2" * 32)
     contender = book.try_claim("2" * 32)
     reader = hold(str(path), 0.5)
-    renewed = taken._leases[0].renew()
+    reader_is_gone = local_process_is_gone(reader.pid)  # alive: it holds the claim open
+    renewed = taken._leases[0].renew()  # waits out the reader's hold
     reader.wait()
     taken.release()
     say("claims", dead_is_gone=local_process_is_gone(dead_pid), me_is_gone=local_process_is_gone(os.getpid()),
-        parent_is_gone=local_process_is_gone(os.getppid()), took_dead_claim=taken is not None and bool(taken._leases),
+        reader_is_gone=reader_is_gone, took_dead_claim=taken is not None and bool(taken._leases),
         contender_refused=contender is None, renewed=renewed, released=not path.exists(), storing=cache.storing)
 
 
