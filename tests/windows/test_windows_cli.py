@@ -86,3 +86,24 @@ def test_analyze_and_the_cache_commands(windows_python, windows_models, clip, tm
     cleared = windows_python.facecache("cache", "clear", *where)
     assert cleared.returncode == 0, cleared.stderr[-3000:]
     assert not any((cache / "ns").iterdir())
+
+
+def test_clips_whose_names_windows_reserves_get_folders_windows_can_open(windows_python, windows_models, portrait_paths,
+                                                                        clip, tmp_path):
+    """`CON.mp4` (made on a Mac or a render node; Windows reaches it only by its `\\\\?\\` path) and `take..mp4`
+    (whose stem's trailing dot Windows would drop, merging it with `take.mp4`) each get their own folder."""
+    models, _ = windows_models
+    media = tmp_path / "media"
+    media.mkdir()
+    for name in ("CON.mp4", "take..mp4", "take.mp4"):
+        (media / name).write_bytes(clip.read_bytes())
+    out = tmp_path / "out"
+    for target in ("\\\\?\\" + winpath(media / "CON.mp4"), winpath(media / "take..mp4"), winpath(media / "take.mp4")):
+        result = windows_python.facecache("swap", "--source", winpath(portrait_paths["astronaut"]), "--target", target,
+                                          "--out", winpath(out), "--frames", "0-2", "--models-dir", winpath(models),
+                                          "--cache-dir", winpath(tmp_path / "cache"), "--json")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert json_of(result)["written"] == 3
+    assert sorted(p.name for p in out.iterdir()) == ["CON_", "take", "take._"]
+    listed = windows_python.run("-c", f"import os; print(sorted(os.listdir(r'{winpath(out / 'CON_')}')))")
+    assert listed.stdout.strip() == "['.facecache-manifest', '000000.png', '000001.png', '000002.png']", listed.stderr
