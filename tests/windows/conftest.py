@@ -45,8 +45,8 @@ def windows_zip(tmp_path_factory) -> Path:
     found = sorted(dist.glob("vse_faceswap-*-windows-x64.zip"))
     if not found:
         result = subprocess.run([sys.executable, str(ROOT / "build_addon.py"), "--platform", "windows-x64",
-                                 "--cpu-runtime", "--no-validate", "--build-dir", str(dist / "build"),
-                                 "--dist", str(dist)], capture_output=True, text=True)
+                                 "--no-validate", "--build-dir", str(dist / "build"), "--dist", str(dist)],
+                                capture_output=True, text=True)
         assert result.returncode == 0, result.stdout + result.stderr
         found = sorted(dist.glob("vse_faceswap-*-windows-x64.zip"))
     assert len(found) == 1, f"expected one windows-x64 zip in {dist}, found {found}"
@@ -54,11 +54,8 @@ def windows_zip(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session", params=WINDOWS_PYTHONS, ids=lambda v: f"win-py{v}")
-def windows_python(request, wine, windows_zip):
-    python = prepare(wine, request.param, windows_zip, ROOT / "build" / "windows")
-    if python.fetched:
-        print(f"\n[windows {python.version}] not in the zip, fetched at the zip's versions: {', '.join(python.fetched)}")
-    return python
+def windows_python(request, wine, windows_zip, build_addon):
+    return prepare(wine, request.param, windows_zip, ROOT / "build" / "windows", build_addon)
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,8 @@ numpy of the Blender that runs that Python unpacked into its `Lib\\site-packages
 Its `._pth` file is removed, so it honours PYTHONPATH as Blender's Python does: the add-on's engine
 session gives the worker the add-on's folder that way.
 
-The engine and the add-on come from the zip too (its vendored `facecache/`), so what runs is what ships.
-Where the zip has no wheel for a Python (cp313 wheels before the zips carried them), that wheel's
-project is fetched at the zip's version for that Python; `WindowsPython.fetched` names them.
+The engine and the add-on come from the zip too (its vendored `facecache/`), so what runs is what ships;
+of its wheels, those Blender would unpack for that Python (`build_addon.Wheel.runs_on`, Blender's rule).
 
 Wine is not Windows: it shows Windows' file semantics (no dir_fd, sharing violations, rename rules,
 reserved names), process model and path rules; not NTFS on a real disk, an SMB server, the 260-character
@@ -25,11 +24,8 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-
-from packaging.tags import compatible_tags, cpython_tags
-from packaging.utils import parse_wheel_filename
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +95,6 @@ class WindowsPython:
     version: str
     home: Path
     addon: Path  # the extracted extension: vse_faceswap/ with the vendored facecache/
-    fetched: list[str] = field(default_factory=list)
 
     @property
     def exe(self) -> Path:
@@ -129,9 +124,9 @@ class WindowsPython:
         return self.run("-m", "facecache", *args, timeout=timeout, **variables)
 
 
-def prepare(wine: Wine, version: str, extension_zip: Path, work: Path) -> WindowsPython:
-    """The Windows Python of `version` in `work/cp3XX`, with the zip's wheels (made again when the zip
-    or the pins change; pip's cache makes that cheap)."""
+def prepare(wine: Wine, version: str, extension_zip: Path, work: Path, build_addon) -> WindowsPython:
+    """The Windows Python of `version` in `work/cp3XX`, with the zip's wheels for it (made again when the
+    zip, the pins or Wine change; pip's cache makes that cheap). `build_addon` is build_addon.py's module."""
     requirement, sdist_sha256, numpy = EMBED[version]
     tag = "cp" + version.replace(".", "")
     home = work / tag
@@ -140,8 +135,8 @@ def prepare(wine: Wine, version: str, extension_zip: Path, work: Path) -> Window
     stamp = {"zip": extension_zip.name, "size": extension_zip.stat().st_size,
              "mtime": extension_zip.stat().st_mtime_ns, "embed": requirement, "numpy": numpy, "wine": wine_version}
     stamp_file = home / "prepared.json"
-    if stamp_file.is_file() and json.loads(stamp_file.read_text())["stamp"] == stamp:
-        return WindowsPython(wine, version, home, addon, json.loads(stamp_file.read_text())["fetched"])
+    if stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+        return WindowsPython(wine, version, home, addon)
     if home.exists():
         shutil.rmtree(home)
     downloads = work / "downloads" / tag
@@ -149,14 +144,13 @@ def prepare(wine: Wine, version: str, extension_zip: Path, work: Path) -> Window
                                  sdist=True)[0], tag, home)
     if _major(wine_version) < WMI_FROM_WINE:
         (home / "_wmi.pyd").unlink(missing_ok=True)
-    wheels, fetched = _wheels_for(extension_zip, version, downloads)
-    wheels += _pip_download(downloads / "numpy", [numpy], version=version)
     site = home / "Lib" / "site-packages"
-    for wheel in wheels:
+    for wheel in [*_zip_wheels(extension_zip, version, downloads, build_addon),
+                  *_pip_download(downloads / "numpy", [numpy], version=version)]:
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(site)
-    stamp_file.write_text(json.dumps({"stamp": stamp, "fetched": fetched}))
-    return WindowsPython(wine, version, home, addon, fetched)
+    stamp_file.write_text(json.dumps(stamp))
+    return WindowsPython(wine, version, home, addon)
 
 
 def _major(wine_version: str) -> int:
@@ -195,33 +189,16 @@ def _extract_addon(extension_zip: Path, folder: Path) -> Path:
     return folder / "vse_faceswap"
 
 
-def _supported_tags(version: str) -> set:
-    major, minor = (int(part) for part in version.split("."))
-    interpreter = f"cp{major}{minor}"
-    return set(cpython_tags((major, minor), [interpreter, "abi3", "none"], [PLATFORM])) | set(
-        compatible_tags((major, minor), interpreter, [PLATFORM]))
-
-
-def _wheels_for(extension_zip: Path, version: str, downloads: Path) -> tuple[list[Path], list[str]]:
-    """The zip's wheels that install on this Python; for each that does not, the same project at the
-    same version for this Python, from the index (named in the second list)."""
-    supported = _supported_tags(version)
+def _zip_wheels(extension_zip: Path, version: str, downloads: Path, build_addon) -> list[Path]:
+    """The zip's wheels that Blender with this Python unpacks: one of each package (the build checks it)."""
     folder = downloads / "zip-wheels"
     shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    usable, missing = [], []
     with zipfile.ZipFile(extension_zip) as archive:
-        for name in archive.namelist():
-            if name.startswith("wheels/") and name.endswith(".whl"):
-                project, wheel_version, _build, tags = parse_wheel_filename(PurePosixPath(name).name)
-                if tags & supported:
-                    usable.append(Path(archive.extract(name, folder)))
-                else:
-                    missing.append(f"{project}=={wheel_version}")
-    if not usable and not missing:
-        raise RuntimeError(f"{extension_zip.name} carries no wheels: build it without --no-wheels")
-    fetched = _pip_download(downloads / "fetched", missing, version=version) if missing else []
-    return usable + fetched, missing
+        names = [name for name in archive.namelist() if name.startswith("wheels/") and name.endswith(".whl")]
+        chosen = [name for name in names if build_addon.Wheel.parse(PurePosixPath(name).name).runs_on(version)]
+        if not chosen:
+            raise RuntimeError(f"{extension_zip.name} carries no wheels for Python {version}")
+        return [Path(archive.extract(name, folder)) for name in chosen]
 
 
 def _pip_download(dest: Path, requirements: list[str], version: str | None = None, sdist: bool = False) -> list[Path]:
