@@ -8,7 +8,6 @@ folder that `facecache models fetch` filled on Linux: what a studio without the 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,15 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from windows_helpers import CLIP_FRAMES, LONG_FRAMES
 from wine import ROOT, Wine, prepare, wine_binary, winpath
 
 WINDOWS_PYTHONS = ("3.11", "3.13")
-CLIP_FRAMES = 12
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.windows)
 
 
 @pytest.fixture(scope="session")
@@ -88,10 +82,11 @@ def clip(portrait_paths, tmp_path_factory) -> Path:
                              frames=CLIP_FRAMES, size=(320, 240), empty_every=6)
 
 
-def json_of(result: subprocess.CompletedProcess) -> dict:
-    """The one JSON document a `--json` command printed; the failure shows its stderr."""
-    assert result.stdout.strip(), f"no output (exit {result.returncode}): {result.stderr[-3000:]}"
-    try:
-        return json.loads(result.stdout)
-    except ValueError:
-        raise AssertionError(f"not one JSON document: {result.stdout[-2000:]}\n{result.stderr[-2000:]}") from None
+@pytest.fixture(scope="session")
+def long_clip(portrait_paths, tmp_path_factory) -> Path:
+    """A clip long enough to cancel or kill a swap in the middle of (its name has a space)."""
+    from facecache.media.sample_clip import write_sample_clip
+
+    return write_sample_clip(portrait_paths["astronaut"], tmp_path_factory.mktemp("media") / "long take.mp4",
+                             frames=LONG_FRAMES, size=(320, 240))
+

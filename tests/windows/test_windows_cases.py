@@ -3,12 +3,12 @@ user gets (tests/windows/inside/windows_cases.py runs them, one Windows process 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from test_windows_session import INSIDE
+from windows_helpers import json_lines, run_inside
 from wine import winpath
+
+pytestmark = pytest.mark.windows
 
 
 @pytest.fixture(scope="module")
@@ -16,14 +16,7 @@ def cases(windows_python, tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp(f"cases-{windows_python.version}")
     drive = tmp_path_factory.mktemp("drive-d")
     windows_python.wine.map_drive("d", drive)
-    result = windows_python.run(winpath(INSIDE / "windows_cases.py"), winpath(work), "D:", timeout=600)
-    found = {}
-    for line in result.stdout.splitlines():
-        if line.startswith("{"):
-            message = json.loads(line)
-            found[message["case"]] = message
-    found["_log"] = f"exit {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
-    return found
+    return json_lines(run_inside(windows_python, "windows_cases.py", winpath(work), "D:"), "case")
 
 
 def case(cases: dict, name: str) -> dict:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
+import pytest
 
-from conftest import CLIP_FRAMES, json_of
+from windows_helpers import CLIP_FRAMES, json_of
 from wine import winpath
+
+pytestmark = pytest.mark.windows
 
 
 def test_default_models_install_from_a_folder_of_the_pinned_packages(windows_models, windows_python):

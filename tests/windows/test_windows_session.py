@@ -9,25 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLIP_FRAMES
+from windows_helpers import CLIP_FRAMES, LONG_FRAMES, json_lines, run_inside
 from wine import winpath
 
-INSIDE = Path(__file__).parent / "inside"
-LONG_FRAMES = 48
+pytestmark = pytest.mark.windows
 
 
-@pytest.fixture(scope="session")
-def long_clip(portrait_paths, tmp_path_factory) -> Path:
-    from facecache.media.sample_clip import write_sample_clip
-
-    return write_sample_clip(portrait_paths["astronaut"], tmp_path_factory.mktemp("media") / "long take.mp4",
-                             frames=LONG_FRAMES, size=(320, 240))
-
-
-def _run_inside(windows_python, script: str, config: dict, tmp_path: Path, timeout: float = 900):
+def _run_with_config(windows_python, script: str, config: dict, tmp_path: Path):
     config_file = tmp_path / f"{Path(script).stem}.json"
     config_file.write_text(json.dumps(config), encoding="utf-8")
-    return windows_python.run(winpath(INSIDE / script), winpath(config_file), timeout=timeout)
+    return run_inside(windows_python, script, winpath(config_file))
 
 
 def test_engine_session_swap_update_preview_cancel_and_a_killed_engine(windows_python, windows_models, portrait_paths,
@@ -37,13 +28,8 @@ def test_engine_session_swap_update_preview_cancel_and_a_killed_engine(windows_p
               "clip": winpath(clip), "frames": CLIP_FRAMES, "long_clip": winpath(long_clip), "long_frames": LONG_FRAMES}
     for name in ("cache", "out", "cache_cancel", "out_cancel", "cache_killed", "out_killed"):
         config[name] = winpath(tmp_path / name)
-    result = _run_inside(windows_python, "session_driver.py", config, tmp_path)
-    steps = {}
-    for line in result.stdout.splitlines():
-        if line.startswith("{"):
-            message = json.loads(line)
-            steps[message["step"]] = message
-    assert "stopped" in steps, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    steps = json_lines(_run_with_config(windows_python, "session_driver.py", config, tmp_path), "step")
+    assert "stopped" in steps, steps["_log"]
 
     swap = steps["swap"]
     assert swap["error"] is None and swap["result"]["written"] == CLIP_FRAMES and swap["starts"] == 1
@@ -76,7 +62,7 @@ def test_two_processes_write_one_cache(windows_python, windows_models, portrait_
     models, _ = windows_models
     config = {"models": winpath(models), "source": winpath(portrait_paths["grace_hopper"]), "clip": winpath(long_clip),
               "cache": winpath(tmp_path / "cache"), "outs": [winpath(tmp_path / "a"), winpath(tmp_path / "b")]}
-    result = _run_inside(windows_python, "two_writers.py", config, tmp_path)
+    result = _run_with_config(windows_python, "two_writers.py", config, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     runs = json.loads(result.stdout.strip().splitlines()[-1])
     for run in runs:

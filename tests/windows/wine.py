@@ -89,7 +89,8 @@ class Wine:
 
 @dataclass
 class WindowsPython:
-    """python.exe of one CPython version under `wine`; `run` and `popen` take Linux paths for cwd."""
+    """python.exe of one CPython version under `wine`, with the extension's folder on PYTHONPATH (as the
+    add-on's engine session starts the engine)."""
 
     wine: Wine
     version: str
@@ -100,28 +101,13 @@ class WindowsPython:
     def exe(self) -> Path:
         return self.home / "python.exe"
 
-    def env(self, extra_paths: tuple[str | os.PathLike, ...] = (), **variables: str) -> dict:
-        paths = [winpath(self.addon), *(winpath(p) for p in extra_paths)]
-        return {**self.wine.env, "PYTHONPATH": ";".join(paths), "PYTHONIOENCODING": "utf-8",
-                "PYTHONNOUSERSITE": "1", **variables}
+    def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        env = {**self.wine.env, "PYTHONPATH": winpath(self.addon), "PYTHONIOENCODING": "utf-8", "PYTHONNOUSERSITE": "1"}
+        return subprocess.run(["wine", str(self.exe), *args], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, encoding="utf-8", errors="replace", timeout=timeout, env=env)
 
-    def command(self, *args: str) -> list[str]:
-        return ["wine", str(self.exe), *args]
-
-    def run(self, *args: str, input: str | None = None, timeout: float = 600, extra_paths=(), cwd=None,
-            **variables: str) -> subprocess.CompletedProcess:
-        return subprocess.run(self.command(*args), input=input, capture_output=True, text=True, encoding="utf-8",
-                              errors="replace", timeout=timeout, cwd=cwd,
-                              stdin=None if input is not None else subprocess.DEVNULL,
-                              env=self.env(tuple(extra_paths), **variables))
-
-    def popen(self, *args: str, extra_paths=(), **variables: str) -> subprocess.Popen:
-        return subprocess.Popen(self.command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                                env=self.env(tuple(extra_paths), **variables))
-
-    def facecache(self, *args: str, timeout: float = 600, **variables: str) -> subprocess.CompletedProcess:
-        return self.run("-m", "facecache", *args, timeout=timeout, **variables)
+    def facecache(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        return self.run("-m", "facecache", *args, timeout=timeout)
 
 
 def prepare(wine: Wine, version: str, extension_zip: Path, work: Path, build_addon) -> WindowsPython:

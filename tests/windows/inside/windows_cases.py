@@ -11,16 +11,17 @@ from __future__ import annotations
 import errno
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
 
+import msgpack
 import numpy as np
 
 from facecache.errors import FaceCacheError, os_fault
-from facecache.fingerprint import bytes_digest
 from facecache.models.files import write_atomic
 from facecache.processes import local_process_is_gone
 from facecache.store import cache as cache_module
@@ -156,9 +157,6 @@ def case_claims(work: Path) -> None:
                           creationflags=subprocess.CREATE_NO_WINDOW)
     dead_pid = int(dead.stdout)
     path = book.path("2" * 32)
-    import msgpack
-    import socket
-
     path.write_bytes(msgpack.packb({"owner": f"{socket.gethostname()}:{dead_pid}:x", "expires": time.time() + 600}))
     taken = book.try_claim("2" * 32)
     contender = book.try_claim("2" * 32)
