@@ -75,6 +75,12 @@ def test_modes_with_and_without_fchmod(cases, windows_python):
     assert found["writable"] and found["pruned"] == 1 and found["loose"] == 0
 
 
+def test_the_coverage_watcher_sees_another_process_write(cases):
+    found = case(cases, "watch")
+    assert found["writer"] == 0, found["writer_err"]
+    assert found["mode"] == "inotify" and found["seen"]  # "inotify": watchdog's native observer, here Windows'
+
+
 def test_drive_letters_long_paths_and_unc_shares(cases):
     found = case(cases, "paths")
     assert found["second_drive"] == 1

@@ -101,10 +101,10 @@ class WindowsPython:
     def exe(self) -> Path:
         return self.home / "python.exe"
 
-    def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    def run(self, *args: str, input: str = "", timeout: float = 600) -> subprocess.CompletedProcess:
         env = {**self.wine.env, "PYTHONPATH": winpath(self.addon), "PYTHONIOENCODING": "utf-8", "PYTHONNOUSERSITE": "1"}
-        return subprocess.run(["wine", str(self.exe), *args], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, encoding="utf-8", errors="replace", timeout=timeout, env=env)
+        return subprocess.run(["wine", str(self.exe), *args], input=input, capture_output=True, text=True,
+                              encoding="utf-8", errors="replace", timeout=timeout, env=env)
 
     def facecache(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         return self.run("-m", "facecache", *args, timeout=timeout)

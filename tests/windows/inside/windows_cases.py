@@ -207,6 +207,28 @@ def case_paths(work: Path, second_drive: str) -> None:
         too_long={"message": str(fault), "exit_code": fault.exit_code})
 
 
+def case_watch(work: Path) -> None:
+    """The add-on's coverage watcher on a Windows disk (watchdog's ReadDirectoryChangesW observer): a pack
+    another process writes shows up."""
+    import threading
+
+    from facecache.watch import CacheWatcher
+
+    cache = FaceCache(work / "watched")
+    write_some_packs(cache, 1)
+    changed = threading.Event()
+    with CacheWatcher(cache.root, changed.set, debounce_seconds=0.1) as watcher:
+        started_mode = watcher.mode
+        time.sleep(0.5)
+        writer = subprocess.run([sys.executable, "-c", "import sys; from windows_cases import *; "
+                                 "write_some_packs(FaceCache(sys.argv[1]), 3)", str(cache.root)],
+                                capture_output=True, text=True, cwd=os.path.dirname(__file__),
+                                creationflags=subprocess.CREATE_NO_WINDOW)
+        seen = changed.wait(10)
+    say("watch", mode=started_mode, fs_type=watcher.fs_type, seen=seen, writer=writer.returncode,
+        writer_err=writer.stderr[-500:])
+
+
 def main() -> None:
     if sys.argv[1] == "hold":
         with open(sys.argv[2], sys.argv[4] if len(sys.argv) > 4 else "rb"):
@@ -215,14 +237,14 @@ def main() -> None:
         return
     work, second_drive = Path(sys.argv[1]), sys.argv[2]
     cases = [case_no_dir_fd, case_o_binary, case_rename_onto_existing, case_replace_onto_open_file,
-             case_reader_holds_a_pack, case_claims, case_modes, lambda w: case_paths(w, second_drive)]
+             case_reader_holds_a_pack, case_claims, case_modes, case_watch, case_paths]
     for number, case in enumerate(cases):
         folder = work / f"case{number}"
         folder.mkdir(parents=True)
         try:
-            case(folder)
+            case(folder, second_drive) if case is case_paths else case(folder)
         except Exception:  # noqa: BLE001 - reported to the Linux side, which fails that case's test
-            say(getattr(case, "__name__", "paths").removeprefix("case_"), crashed=traceback.format_exc())
+            say(case.__name__.removeprefix("case_"), crashed=traceback.format_exc())
 
 
 if __name__ == "__main__":
