@@ -43,8 +43,8 @@ from facecache.locations import resolve_models_dir
 from facecache.models.files import hash_bytes, hash_file, set_aside, write_atomic
 from facecache.models.pypi_fetch import FolderFetcher, PackageFetcher
 from facecache.models.registry import REFUSED, CheckedFile, Registry
-from facecache.store.fileops import replace_file
 from facecache.models.validate import contract_problem
+from facecache.store.fileops import replace_file
 
 MODELS_URL_ENV = "FACECACHE_MODELS_URL"
 _HEX8 = re.compile(r"^[0-9a-f]{8}$")

@@ -20,7 +20,7 @@ _HELD_OPEN = (5, *SHARING_VIOLATIONS)  # ERROR_ACCESS_DENIED too: a rename or re
 _HELD_OPEN_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 
-def _retry_while_held_open(operation, *paths) -> None:
+def _retry_while_held_open(operation, *paths) -> None:  # os.rename or os.replace
     for pause in _HELD_OPEN_PAUSES:
         try:
             return operation(*paths)
