@@ -2,7 +2,6 @@
 used by every <stem> of the layout); the Windows side of it runs under Wine in tests/windows."""
 
 import json
-import os
 
 import pytest
 
@@ -54,23 +53,29 @@ def test_a_clip_named_after_a_device_gets_its_own_folder_and_marker(tmp_path, po
     other = write_sample_clip(portrait_paths["astronaut"], tmp_path / "AUX" / "CON.mp4", frames=3, size=(160, 120))
     settings = Settings(cache_dir=str(tmp_path / "cache"), models_dir=str(models_dir),
                         sources=(str(portrait_paths["astronaut"]),), landmarker="none", recognizer="none")
-    job = build_pipeline(settings).swap_job()
     out = tmp_path / "out"
-    report = job.run(clip, out)
+
+    def swap(target, folder):  # a job per run: a job's report adds up its runs
+        return build_pipeline(settings).swap_job().run(target, folder)
+
+    report = swap(clip, out)
     assert report.written == 3
     assert sorted(p.name for p in out.iterdir()) == ["CON_"]
-    assert sorted(os.listdir(out / "CON_")) == [output_layout.CLIP_MARKER, "000000.png", "000001.png", "000002.png"]
+    assert output_layout.frames_in(out / "CON_") == {0, 1, 2}
     marker = json.loads((out / "CON_" / output_layout.CLIP_MARKER).read_text())
     assert marker["media"] == str(clip) and marker["relative"] == "../media/CON.mp4"
     assert existing_outputs(clip, out, range(3)) == [0, 1, 2]
-    assert job.run(clip, out).written == 0  # the same clip is at home there
+    assert swap(clip, out).written == 0  # the same clip is at home there
 
-    made = {name: (out / "CON_" / name).read_bytes() for name in os.listdir(out / "CON_")}
+    def contents(folder):
+        return {path.relative_to(folder): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+    made = contents(out / "CON_")
     with pytest.raises(output_layout.OutputTaken) as refused:
-        job.run(other, out)
+        swap(other, out)
     message = str(refused.value)
     assert str(out / "CON_") in message and str(clip) in message and str(out / "AUX_") in message
-    assert {name: (out / "CON_" / name).read_bytes() for name in os.listdir(out / "CON_")} == made
+    assert contents(out / "CON_") == made
     assert existing_outputs(other, out, range(3)) == []  # another clip's frames are none of its own
-    assert job.run(other, out / "AUX_").written == 3  # what the message suggests
+    assert swap(other, out / "AUX_").written == 3  # what the message suggests
     assert output_layout.frames_in(out / "AUX_" / "CON_") == {0, 1, 2}
