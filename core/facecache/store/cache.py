@@ -41,7 +41,7 @@ from facecache.fingerprint import is_digest
 from facecache.models.files import folder_bytes
 from facecache.store import packfile
 from facecache.store.fileops import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file,
-                                     empty_folder, set_mode, unlink_quietly)
+                                     empty_folder, rename_path, set_mode, touch, unlink_quietly)
 from facecache.store.lease import Lease, remove_stale
 from facecache.store.namespace import Namespace
 from facecache.store.permissions import LooseEntries, Permissions, loose_entries, make_dir, permissions_for
@@ -152,6 +152,7 @@ class PruneReport:
     removed_bytes: int = 0
     removed_namespaces: int = 0
     skipped_young: int = 0
+    skipped_in_use: int = 0  # held open by another process (Windows): left for the next prune
     locks_cleaned: int = 0  # stale claims and temp files removed from locks/
     busy: bool = False  # another process was pruning; nothing done
 
@@ -440,7 +441,11 @@ class FaceCache:
             if os.path.lexists(target):  # another writer won the race with identical content
                 delete_file(temp)
                 return False
-            os.rename(temp, target)
+            try:
+                os.rename(temp, target)  # POSIX replaces the identical pack; Windows refuses
+            except FileExistsError:
+                unlink_quietly(temp)
+                return False
         except BaseException:
             unlink_quietly(temp)  # a full disk or a lost share must not leave the temp file behind
             raise
@@ -674,7 +679,9 @@ class FaceCache:
                     if info.mtime > now - grace_seconds:
                         report.skipped_young += 1
                         continue
-                    delete_file(info.path)
+                    if not delete_file(info.path):
+                        report.skipped_in_use += 1
+                        continue
                     total -= info.size
                     report.removed_packs += 1
                     report.removed_bytes += info.size
@@ -725,7 +732,7 @@ class FaceCache:
     def _remove_tree(self, folder: Path) -> None:
         doomed = folder.with_name(f"{DOOMED_PREFIX}{secrets.token_hex(6)}")
         try:
-            os.rename(folder, doomed)
+            rename_path(folder, doomed)
         except FileNotFoundError:
             return
         shutil.rmtree(doomed, ignore_errors=True)
@@ -777,7 +784,7 @@ def _fsync_dir(folder: Path) -> None:
 
 def _touch(path: Path) -> None:
     try:
-        os.utime(path, follow_symlinks=False)
+        touch(path)
     except OSError:
         pass  # read-only cache or a vanished file: LRU order is best effort
 

@@ -1,4 +1,4 @@
-"""File operations that stay safe on network filesystems."""
+"""File operations that stay safe on network filesystems and on Windows."""
 
 from __future__ import annotations
 
@@ -7,23 +7,61 @@ import os
 import secrets
 import shutil
 import stat
+import time
 from pathlib import Path
+
+from facecache.errors import SHARING_VIOLATIONS, in_use
 
 DOOMED_PREFIX = ".del-"
 
+# Windows refuses to rename, replace or delete a file that another process holds open (Python opens
+# files without FILE_SHARE_DELETE): a sharing or lock violation, or "access denied" for a rename onto
+# an open file. Such holds are brief (a teammate's job reading a pack, Blender reading an overlay, a
+# virus scanner), so those errors are retried for about 1.5 s before they count.
+_HELD_OPEN = (5, *SHARING_VIOLATIONS)  # ERROR_ACCESS_DENIED too: a rename or replace onto an open file
+_HELD_OPEN_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8)
 
-def delete_file(path: Path) -> None:
+
+def _retry_while_held_open(operation, *paths) -> None:  # os.rename or os.replace
+    for pause in _HELD_OPEN_PAUSES:
+        try:
+            return operation(*paths)
+        except PermissionError as exc:
+            if getattr(exc, "winerror", None) not in _HELD_OPEN:
+                raise
+            time.sleep(pause)
+    return operation(*paths)
+
+
+def replace_file(source: Path, target: Path) -> None:
+    """os.replace, waiting a moment while another process on Windows holds `target` open."""
+    _retry_while_held_open(os.replace, source, target)
+
+
+def rename_path(source: Path, target: Path) -> None:
+    """os.rename (FileExistsError on Windows when `target` exists), waiting a moment while another
+    process on Windows holds `source` (or a file in that folder) open."""
+    _retry_while_held_open(os.rename, source, target)
+
+
+def delete_file(path: Path) -> bool:
     """Rename first, then unlink: unlink is not atomic on NFS (a reader once got a truncated
-    object), a rename is. A file already gone is fine."""
+    object), a rename is. A file already gone is fine. False when the file stays because another
+    process on Windows still holds it open: the caller leaves it for a later pass."""
     doomed = path.with_name(f"{DOOMED_PREFIX}{secrets.token_hex(6)}")
     try:
-        os.rename(path, doomed)
+        rename_path(path, doomed)
     except FileNotFoundError:
-        return
+        return True
+    except PermissionError as exc:
+        if in_use(exc):
+            return False
+        raise
     try:
         os.unlink(doomed)
     except FileNotFoundError:
         pass
+    return True
 
 
 def unlink_quietly(path: Path) -> None:
@@ -101,10 +139,20 @@ def _empty_folder_by_path(folder: Path) -> None:
     for entry in os.scandir(folder):
         doomed = Path(folder) / f"{DOOMED_PREFIX}{secrets.token_hex(6)}"
         try:
-            os.rename(entry.path, doomed)
+            rename_path(entry.path, doomed)
         except FileNotFoundError:
             continue
         if stat.S_ISDIR(os.lstat(doomed).st_mode):
             shutil.rmtree(doomed, ignore_errors=True)
         else:
             os.unlink(doomed)
+
+
+def touch(path: Path) -> None:
+    """Set a file's mtime to now, never through a symlink. Windows' os.utime cannot leave a link
+    alone (NotImplementedError), so there a link is checked for first and left as it is."""
+    if os.utime in os.supports_follow_symlinks:
+        os.utime(path, follow_symlinks=False)
+    elif not os.path.islink(path):
+        os.utime(path)
+

@@ -25,8 +25,9 @@ import xxhash
 
 from facecache.models.files import LEFTOVER_TEMP_SECONDS, remove_leftover_temp_files
 from facecache.processes import host_tag, local_process_is_gone
-from facecache.store.fileops import (DOOMED_PREFIX, OPEN_NEW, OPEN_READ, create_new, delete_file, set_mode,
-                                     unlink_quietly)
+from facecache.errors import in_use
+from facecache.store.fileops import (DOOMED_PREFIX, OPEN_NEW, OPEN_READ, create_new, delete_file, replace_file,
+                                     set_mode, unlink_quietly)
 from facecache.store.permissions import Permissions
 
 _MAX_CLAIM_BYTES = 4096
@@ -86,7 +87,7 @@ class Lease:
                 _write_all(fd, _claim_bytes(self.owner, self.ttl), tmp)
             finally:
                 os.close(fd)
-            os.replace(tmp, self.path)
+            replace_file(tmp, self.path)  # a contender reading the claim holds it open for a moment (Windows)
         except BaseException:
             unlink_quietly(tmp)
             raise
@@ -188,6 +189,10 @@ def _take_over_if_stale(path: Path, perms: Permissions) -> bool:
         os.rename(path, doomed)
     except FileNotFoundError:
         return True
+    except PermissionError as exc:
+        if in_use(exc):  # a contender reads it this very moment (Windows): try again later
+            return False
+        raise
     moved = _read_bytes(doomed)
     if moved is None or moved[0] != data:
         # Not the claim we judged (its owner released it and a new claim appeared): put it back.

@@ -67,8 +67,13 @@ class LooseEntries:
 def loose_entries(root: Path, perms: Permissions, tighten: bool, include_root: bool = True) -> LooseEntries:
     """Walk a folder (without following symlinks) for folders and files more open than `perms`;
     with `tighten`, set the rule's mode on those this user owns. `include_root=False`: the folder
-    itself is left out (a folder the user gave keeps its own mode; what is made inside it follows the rule)."""
+    itself is left out (a folder the user gave keeps its own mode; what is made inside it follows the rule).
+    None on Windows: its modes carry only the read-only flag, and who may read a folder is its access
+    control list (inherited from the folder it is in: the user's profile is private, a share has the ACL
+    its administrator gave it)."""
     report = LooseEntries()
+    if os.name == "nt":
+        return report
     for path, is_dir in _entries(root, include_root):
         try:
             info = os.lstat(path)
