@@ -1,8 +1,9 @@
 """Originals and their swapped strips: identities, placement, and the media frames a job must cover.
 
 An original is a movie strip the user swapped (role ORIGINAL). Its swapped strip is an image strip of
-the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`), alpha-over,
-one channel above it inside a face swap group (`shot_group`: a meta strip that carries the shot's
+the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`; its
+"sequencer" form: a frame without a face is one transparent pixel, which playback reads for nothing),
+alpha-over, one channel above it inside a face swap group (`shot_group`: a meta strip that carries the shot's
 opacity, blend mode, modifiers and transitions). The swapped strip holds one element per timeline
 frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
 strobed and retimed strips line up - and mirrors the original's transform, crop and flip.
@@ -160,7 +161,8 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
     strip = compat.meta_contents(group).new_image(original.name + SUFFIX,
                                                   os.path.join(place["folder"], frame_name(layout.media[0])),
                                                   place["channel"], layout.first)
-    # Overlays have the movie's size; recording it keeps a missing frame from crashing the render.
+    # Overlays with faces have the movie's size (a frame without one is a transparent pixel); recording it
+    # keeps a missing frame from crashing the render.
     movie = original.elements[0] if len(original.elements) else None
     strip_elements.append_frames(strip, (frame_name(index) for index in layout.media[1:]),
                                  (movie.orig_width, movie.orig_height) if movie else (0, 0))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from facecache.analysis.analyzer import checked_range
 from facecache.jobs.manifest import OutputManifest
-from facecache.jobs.swap_job import SwapJob, blank_frame, output_name, prepare_output_folder
+from facecache.jobs.swap_job import SwapJob, blank_frame, output_name, prepare_output_folder, resolved_form
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.models.runtime import usable_cores
@@ -32,7 +32,7 @@ class PreviewSession:
         self.target = Path(target)
         self.reader = MediaReader(self.target)
         info = self.reader.info
-        self.form = job.output_form if job.output_form != "auto" else ("full" if info.is_still else "overlay")
+        self.form = resolved_form(job.output_form, info.is_still)
         self.folder = Path(out_dir) if info.is_still else Path(out_dir) / self.target.stem
         self.manifest = OutputManifest(self.folder, prepare_output_folder(self.folder))
         self.media_id = media_identity(self.target, job.analyzer.cache)
