@@ -5,9 +5,11 @@ written) from the strip's memory once that memory is checked against what the AP
   a clip is added whose rate differs from the scene's): the strip flag `SEQ_AUTO_PLAYBACK_RATE`;
 - the content fraction each retiming key holds (the API gives only each key's timeline frame).
 
-The layouts are Blender's DNA (`Strip`/`Sequence`, `SeqRetimingKey`), checked in the bpy modules 4.2.23,
-4.5.15 and 5.0.1 by tests/blender/test_blender_frame_mapping.py. A record that does not read as expected
-gives None, and the caller refuses the strip with a message: nothing is mapped by guess.
+The layouts are Blender's DNA (`Strip`/`Sequence`, `SeqRetimingKey`), found by probing the bpy modules
+4.2.23, 4.5.15, 5.0.1, 5.1.2 and 5.2.3 and checked by tests/blender/test_blender_frame_mapping.py on each
+(5.1.2 and 5.2.3 in the Debian 13 root, scripts/debian_root.sh), and in Debian's Blender 4.3.2. A Blender
+whose layout is not listed here, or a record that does not read as expected, gives None, and the caller
+refuses the strip with a message: nothing is mapped by guess.
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ import bpy
 
 from . import compat
 
-# A strip record starts with four pointers (next, prev, tmp, lib), then `char name[64]` ("SQ" + the
-# strip's name), `int flag`, `int type` (4.2-5.0).
-_NAME, _NAME_BYTES, _FLAG, _TYPE = 32, 64, 96, 100
+_NAME_BYTES = 64
 _MOVIE = 3  # SEQ_TYPE_MOVIE
 AUTO_PLAYBACK_RATE = 1 << 17
 # Flag bits the Python API shows: all must agree with the record before its other bits are trusted.
@@ -30,13 +30,34 @@ _SHOWN_FLAGS = {"select": 1 << 0, "mute": 1 << 5, "use_reverse_frames": 1 << 7, 
                 "use_flip_y": 1 << 12, "lock": 1 << 14}
 
 
+@dataclass(frozen=True)
+class _StripRecord:
+    name: int  # bytes from a strip's start to `char name[64]` ("SQ" + the strip's name)
+    flag: int  # to `int flag`
+    type: int  # to `int type`
+
+
+def _strip_record() -> _StripRecord | None:
+    """Where this Blender keeps a strip's name, flags and type: 4.2-5.0 start the record with four pointers
+    (next, prev, tmp, lib), 5.1 and 5.2 with two (next, prev)."""
+    version = tuple(bpy.app.version[:2])
+    if (4, 2) <= version < (5, 1):
+        return _StripRecord(32, 96, 100)
+    if (5, 1) <= version < (5, 3):
+        return _StripRecord(16, 80, 84)
+    return None
+
+
 def plays_at_clip_rate(strip) -> bool | None:
     """Whether a movie strip plays at its clip's frame rate rather than one media frame per timeline
-    frame; None when the strip's record does not read as expected."""
-    raw = ctypes.string_at(strip.as_pointer(), max(_NAME + _NAME_BYTES, _FLAG, _TYPE) + 4)
+    frame; None when this Blender's strip record is not known or the strip's does not read as expected."""
+    record = _strip_record()
+    if record is None:
+        return None
+    raw = ctypes.string_at(strip.as_pointer(), max(record.name + _NAME_BYTES, record.flag, record.type) + 4)
     name = b"SQ" + strip.name.encode("utf-8")
-    (flag,), (kind,) = struct.unpack_from("=I", raw, _FLAG), struct.unpack_from("=i", raw, _TYPE)
-    if (raw[_NAME:_NAME + _NAME_BYTES].split(b"\0", 1)[0] != name or kind != _MOVIE
+    (flag,), (kind,) = struct.unpack_from("=I", raw, record.flag), struct.unpack_from("=i", raw, record.type)
+    if (raw[record.name:record.name + _NAME_BYTES].split(b"\0", 1)[0] != name or kind != _MOVIE
             or any(bool(flag & bit) != bool(getattr(strip, prop)) for prop, bit in _SHOWN_FLAGS.items())):
         return None
     return bool(flag & AUTO_PLAYBACK_RATE)
@@ -57,11 +78,11 @@ class _KeyRecord:
 
 def _key_record() -> _KeyRecord | None:
     """How this Blender stores a retiming key: 4.2-4.5 pad the flag to 8 bytes and count fractions up to
-    the last content frame; 5.0 packs the fraction after the flag and counts up to the content's end."""
+    the last content frame; 5.0-5.2 pack the fraction after the flag and count up to the content's end."""
     version = tuple(bpy.app.version[:2])
     if (4, 2) <= version < (5, 0):
         return _KeyRecord(16, True)
-    if version == (5, 0):
+    if (5, 0) <= version < (5, 3):
         return _KeyRecord(12, False)
     return None
 
