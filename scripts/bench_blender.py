@@ -71,8 +71,7 @@ def main(argv=None) -> int:
 
     say = lambda message: print(f"bench-blender: {message}", file=sys.stderr, flush=True)  # noqa: E731
     say(f"building the extension for {host_platform()} (vendored engine and wheels)")
-    (archive,) = load_build_addon().build([host_platform()], work / "dist", work / "build", wheels=True,
-                                          cpu_runtime=True, check=True)
+    (archive,) = load_build_addon().build([host_platform()], work / "dist", work / "build", wheels=True, check=True)
     import bpy
 
     from facecache.media.sample_clip import write_sample_clip

@@ -10,7 +10,7 @@
   6. splits the strip and updates again (nothing recomputed),
 and prints what it did, the timings, and where the output frames, the .blend and the extension zip are.
 
-    python scripts/blender_demo.py [--workdir DIR] [--frames 48] [--gpu-runtime]
+    python scripts/blender_demo.py [--workdir DIR] [--frames 48]
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def host_platform() -> str:
         return "linux-x64"
     if sys.platform == "win32":
         return "windows-x64"
-    if sys.platform == "darwin" and machine == "arm64":
-        return "macos-arm64"
-    raise SystemExit(f"no extension build for {sys.platform}/{machine}: linux-x64, windows-x64 or macos-arm64")
+    if sys.platform == "darwin":
+        return "macos-arm64" if machine == "arm64" else "macos-x64"
+    raise SystemExit(f"no extension build for {sys.platform}/{machine}: linux-x64, windows-x64 or macOS")
 
 
 def load_build_addon():
@@ -50,7 +50,6 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "blender_demo")
     parser.add_argument("--frames", type=int, default=48)
-    parser.add_argument("--gpu-runtime", action="store_true", help="ship onnxruntime-gpu (a much larger zip)")
     args = parser.parse_args(argv)
     work = args.workdir.absolute()
     work.mkdir(parents=True, exist_ok=True)
@@ -65,8 +64,7 @@ def main(argv=None) -> int:
     print(f"building the extension for {target} (vendored engine and wheels; a minute or two the first time)",
           flush=True)
     with still_working("building the extension"):
-        (archive,) = build.build([target], ROOT / "dist", ROOT / "build" / "addon", wheels=True,
-                                 cpu_runtime=not args.gpu_runtime, check=True)
+        (archive,) = build.build([target], ROOT / "dist", ROOT / "build" / "addon", wheels=True, check=True)
     timings["build extension"] = time.perf_counter() - start
 
     try:

@@ -102,14 +102,14 @@ def median_wall(command: list[str], repeat: int = 3, env: dict | None = None) ->
     return statistics.median(walls)
 
 
-def install(work: Path, gpu_runtime: bool):
+def install(work: Path):
     """The built extension, installed and enabled in the bpy module's user folder (saved preferences,
     so each Blender the farm starts has it), with the default models."""
     from facecache.models.store import ModelStore
 
     build = blender_demo.load_build_addon()
     (archive,) = build.build([blender_demo.host_platform()], ROOT / "dist", ROOT / "build" / "addon", wheels=True,
-                             cpu_runtime=not gpu_runtime, check=True)
+                             check=True)
     import bpy
 
     assert bpy.ops.extensions.package_install_files(repo="user_default", filepath=str(archive),
@@ -167,7 +167,6 @@ def main(argv=None) -> int:
     parser.add_argument("--size", type=parse_size, default=(640, 360), help="clip size WxH (default 640x360)")
     parser.add_argument("--chunk", type=int, default=SEGMENT, help=f"frames per chunk (default {SEGMENT})")
     parser.add_argument("--rounds", type=int, default=2, help="cold runs of each kind, in alternating order (default 2)")
-    parser.add_argument("--gpu-runtime", action="store_true", help="ship onnxruntime-gpu in the extension")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     work = args.workdir.absolute()
@@ -178,7 +177,7 @@ def main(argv=None) -> int:
     if openjd is None:
         raise SystemExit("openjd is missing: pip install -e '.[farm]' (./dev test installs it)")
 
-    bpy = install(work, args.gpu_runtime)
+    bpy = install(work)
     blend = demo_project(bpy, work, args.frames, args.size)
     exe = work / "bin" / "blender"
     exe.parent.mkdir()

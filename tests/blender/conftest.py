@@ -1,7 +1,7 @@
 """Fixtures for the Blender extension tests: the real `bpy` module (Python 3.11, numpy 1.26): 5.0.1 runs
 them all, 4.2 and 4.5 LTS the `every_blender` ones (./dev test builds an environment for each).
 
-The extension is built once with build_addon.py (linux-x64, onnxruntime CPU wheels) and
+The extension is built once with build_addon.py (linux-x64, its wheels for Python 3.11 and 3.13) and
 installed the way Blender installs a downloaded extension: into the `user_default` extension
 repository, wheels unpacked, then enabled. Blender's user folders point at a temporary folder
 (BLENDER_USER_RESOURCES), so nothing is written to the home folder.
@@ -54,7 +54,7 @@ def bpy():
 
 @pytest.fixture(scope="session")
 def extension_zip(tmp_path_factory, bpy):
-    """extension_zip(platform) -> the built extension's zip for that platform (onnxruntime CPU wheels; each
+    """extension_zip(platform) -> the built extension's zip for that platform (each
     Blender's validator checks them in test_blender_package). `./dev test` builds them once for every
     Blender's environment and names the folder in $VSE_FACESWAP_TEST_ZIPS; otherwise built here on first use."""
     shared = os.environ.get("VSE_FACESWAP_TEST_ZIPS")
@@ -64,7 +64,7 @@ def extension_zip(tmp_path_factory, bpy):
         dist = Path(shared) if shared else out / "dist"
         if not shared and not list(dist.glob(f"vse_faceswap-*-{platform}.zip")):
             result = subprocess.run([sys.executable, str(ROOT / "build_addon.py"), "--platform", platform,
-                                     "--cpu-runtime", "--no-validate", "--build-dir", str(out / "build"),
+                                     "--no-validate", "--build-dir", str(out / "build"),
                                      "--dist", str(dist)], capture_output=True, text=True)
             assert result.returncode == 0, result.stdout + result.stderr
         found = list(dist.glob(f"vse_faceswap-*-{platform}.zip"))

@@ -25,8 +25,8 @@ def test_zip_holds_manifest_wheels_and_engine(addon_zip):
         manifest = tomllib.loads(archive.read("blender_manifest.toml").decode())
         init = archive.read("__init__.py").decode()
     assert manifest["id"] == "vse_faceswap" and manifest["schema_version"] == "1.0.0"
-    assert manifest["blender_version_min"] == "4.2.0" and manifest["tags"] == ["Sequencer"]
-    assert manifest["blender_version_max"] == "5.1.0"  # exclusive: the tested 4.2, 4.5 and 5.0 ship Python 3.11
+    assert manifest["blender_version_min"] == "4.2.13" and manifest["tags"] == ["Sequencer"]
+    assert manifest["blender_version_max"] == "5.3.0"  # exclusive: 5.2 LTS is the newest tested
     assert set(manifest["permissions"]) == {"files", "network"}
     assert manifest["platforms"] == ["linux-x64"]
     wheels = manifest["wheels"]
@@ -36,6 +36,9 @@ def test_zip_holds_manifest_wheels_and_engine(addon_zip):
     for requirement in ("msgpack", "xxhash", "watchdog", "platformdirs", "psutil"):  # every run-time dependency
         assert any(w.split("/")[-1].startswith(requirement + "-") for w in wheels), requirement
     assert not any(w.split("/")[-1].startswith("onnx-") for w in wheels)  # the emap is read without it
+    assert not any("onnxruntime_gpu" in w for w in wheels), "ONNX Runtime for the CPU; the GPU's is a download"
+    for python in ("cp311", "cp313"):  # Blender 4.2-5.0 and 5.1+: each unpacks the wheels for its own Python
+        assert any(w.split("/")[-1].startswith("onnxruntime-") and f"-{python}-" in w for w in wheels), python
     assert "facecache/worker.py" in names and "facecache/coverage.py" in names
     assert "bl_info" not in init
 
@@ -45,8 +48,12 @@ def test_the_manifest_claims_the_blenders_that_are_tested():
 
     manifest = tomllib.loads((ROOT / "blender_addon" / "blender_manifest.toml").read_text(encoding="utf-8"))
     lts = re.search(r'^BLENDER_LTS="([^"]+)"', (ROOT / "dev").read_text(), re.M).group(1).split()
-    (latest,) = re.findall(r'"bpy==([0-9.]+);', (ROOT / "pyproject.toml").read_text())
-    tested = sorted(tuple(map(int, v.split("."))) for v in [*lts, latest])
+    (series_5_0,) = re.findall(r'"bpy==([0-9.]+);', (ROOT / "pyproject.toml").read_text())
+    debian_root = ROOT / "scripts" / "debian_root.sh"  # ./dev test's Debian 13 root: bpy 5.2 on Python 3.13
+    if not debian_root.is_file():
+        pytest.skip("scripts/debian_root.sh (the bpy 5.2 root of ./dev test) is not in this tree")
+    newest = re.search(r"^BPY=([0-9.]+)", debian_root.read_text(), re.M).group(1)
+    tested = sorted(tuple(map(int, v.split("."))) for v in [*lts, series_5_0, newest])
     low = tuple(map(int, manifest["blender_version_min"].split(".")))
     high = tuple(map(int, manifest["blender_version_max"].split(".")))  # exclusive
     assert all(low <= v < high for v in tested)
