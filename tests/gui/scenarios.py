@@ -1,0 +1,149 @@
+"""The GUI scenarios, run in Blender's real window by `driver.py`: each is a generator that acts as an editor
+would (clicks, drags, key presses through X events), yields while Blender works and draws, and records in
+`ctx.result` what the host's test checks: screenshots, the words read from them, screen positions, and what
+the extension's runtime state says. Timings are recorded here and reported by `./dev gui-test`; tests assert
+behaviour, never wall-clock time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+import bpy
+
+from window import Rect, find, phrase
+
+MODULE = "bl_ext.user_default.vse_faceswap"
+TIMEOUT = 240.0  # seconds a scenario waits for anything (a hang guard: a broken build fails, it does not hang)
+
+
+def addon_modules():
+    class Modules:
+        pass
+
+    modules = Modules()
+    for name in ("compat", "coverage_overlay", "engine_client", "frame_mapping", "jobs", "runtime", "timeline",
+                 "paths"):
+        setattr(modules, name, importlib.import_module(f"{MODULE}.{name}"))
+    return modules
+
+
+def wait_until(predicate, what: str, timeout: float = TIMEOUT, poll: float = 0.05):
+    """Yield until `predicate()` holds; raise (naming `what`) after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up after {timeout:.0f} s waiting for {what}")
+        yield poll
+
+
+def scene():
+    return bpy.context.window.scene
+
+
+def shot(ctx):
+    """The project's one original movie strip and what stands for it at the top level (its face swap group)."""
+    original = ctx.addon.timeline.movie_strips(scene())[0]
+    return original, ctx.addon.coverage_overlay.drawn_at(scene(), original) or original
+
+
+def settle(ctx, seconds: float = 1.0):
+    """Redraw everything and give Blender `seconds` to do it."""
+    ctx.window.redraw_all()
+    yield seconds
+
+
+def open_project(ctx):
+    """The window has drawn the project and the engine has said which frames are in the cache."""
+    win = ctx.window
+    win.count_draws("timeline", bpy.types.SpaceSequenceEditor, "WINDOW")
+    yield from wait_until(lambda: win.draws("timeline"), "the first redraw of the sequencer")
+    original, _ = shot(ctx)
+    media = ctx.addon.paths.media_path(original)
+    if original.faceswap.role == "ORIGINAL":
+        yield from wait_until(lambda: media in ctx.addon.runtime.STATE.swapped, "the engine's coverage answer")
+    timeline = win.area("SEQUENCER")
+    with win.override(timeline):
+        bpy.ops.sequencer.view_all()  # the strips fill the timeline: a frame is many pixels wide
+    timeline.spaces.active.show_region_ui = True
+    yield from settle(ctx)
+
+
+def open_face_swap_tab(ctx, name: str):
+    """Click the sidebar's "Face Swap" tab, found by reading the tabs (written top to bottom)."""
+    win = ctx.window
+    sidebar = win.region(win.area("SEQUENCER"), "UI")
+    rect = win.rect(sidebar)
+    shot_path = win.screenshot(f"{name}_tabs")
+    tabs = Rect(rect.x + rect.width - 24, rect.y, 24, rect.height)
+    words = win.ocr(shot_path, tabs, f"{name}_tabs", rotate=-90)
+    tab = phrase(words, "Face Swap") or find(words, "Face")
+    ctx.result["tabs"] = [w.text for w in words]
+    if tab is None:
+        raise AssertionError(f"no Face Swap tab among the sidebar's tabs: {[w.text for w in words]}")
+    yield from win.click(*tab.rect.center)
+    yield from settle(ctx)
+    sidebar = win.region(win.area("SEQUENCER"), "UI")
+    if sidebar.active_panel_category != "Face Swap":
+        raise AssertionError(f"clicking the Face Swap tab showed {sidebar.active_panel_category!r}")
+
+
+def read_sidebar(ctx, name: str, pages: int = 2):
+    """Screenshots of the sidebar from its top, scrolled down a page at a time as an editor scrolls it (the
+    timeline's area is short), and the words read on each, recorded in the result under `name` (a list of
+    pages of [text, x, y, width, height]); then scrolled back to the top."""
+    win = ctx.window
+    sidebar = win.region(win.area("SEQUENCER"), "UI")
+    x, y = win.rect(sidebar).center
+    read = ctx.result.setdefault("read", {})[name] = []
+    for page in range(pages):
+        if page:
+            yield from win.scroll(x, y, 6)
+            yield from settle(ctx, 0.5)
+        shot_path = win.screenshot(f"{name}_{page}")
+        words = win.ocr(shot_path, win.rect(sidebar), f"{name}_{page}")
+        read.append([[w.text, *w.rect.as_list()] for w in words])
+    yield from win.scroll(x, y, -6 * (pages - 1))
+    yield from settle(ctx, 0.5)
+
+
+def coverage_columns(ctx) -> dict:
+    """Where each timeline frame of the shot is on the screen below its strip (a column of pixels from the
+    strip's channel line up a third of a channel: the coverage bar lies in it), what the extension's runtime
+    state says of the frame, and the engine request that asks the cache the same."""
+    win, addon = ctx.window, ctx.addon
+    original, shown = shot(ctx)
+    timeline = win.region(win.area("SEQUENCER"), "WINDOW")
+    media = addon.paths.media_path(original)
+    state = addon.runtime.STATE
+    columns = []
+    for frame, index in sorted(addon.frame_mapping.shown_media_frames(original).items()):
+        x, bottom = win.point(timeline, *timeline.view2d.view_to_region(frame + 0.5, shown.channel, clip=False))
+        _, top = win.point(timeline, *timeline.view2d.view_to_region(frame + 0.5, shown.channel + 0.33, clip=False))
+        columns.append({"frame": frame, "media": index, "x": x, "top": top, "bottom": bottom,
+                        "analysed": index in state.analysed.get(media, ()),
+                        "swapped": index in state.swapped.get(media, ())})
+    return {"columns": columns, "media": media,
+            "colors": {"analysed": addon.coverage_overlay.ANALYSED_COLOR,
+                       "swapped": addon.coverage_overlay.SWAPPED_COLOR},
+            "coverage_request": {"kind": "coverage", "settings": addon.jobs.engine_settings(scene()),
+                                 "items": addon.timeline.work_items(scene(), [original])}}
+
+
+def panel(ctx):
+    """The smoke scenario: the project opens with its swapped shot; the Face Swap tab shows its panels with
+    nothing clicked but the tab; the coverage bar under the shot; then the shot clicked (its group active)."""
+    yield from open_project(ctx)
+    yield from open_face_swap_tab(ctx, "panel")
+    yield from read_sidebar(ctx, "panel_opened")
+    ctx.result["coverage"] = coverage_columns(ctx)
+    ctx.result["coverage"]["shot"] = ctx.window.shots[-1]
+    win = ctx.window
+    _, shown = shot(ctx)
+    timeline = win.region(win.area("SEQUENCER"), "WINDOW")
+    x, y = win.point(timeline, *timeline.view2d.view_to_region(shown.frame_final_start + 2, shown.channel + 0.5))
+    yield from win.click(x, y)
+    yield from settle(ctx)
+    ctx.result["active_after_click"] = scene().sequence_editor.active_strip.name
+    yield from read_sidebar(ctx, "panel_clicked")
