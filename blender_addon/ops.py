@@ -9,7 +9,7 @@ import os
 import bpy
 from bpy.props import IntProperty, StringProperty
 
-from . import compat, frame_mapping, jobs, paths, preview, runtime, timeline
+from . import compat, frame_mapping, jobs, paths, preview, runtime, shot_group, timeline
 from .compat import sequencer_scene
 
 
@@ -204,6 +204,7 @@ class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
         synced = timeline.sync_all(scene, only=names)
         report_not_followed(self, synced)
         chosen = [s for s in timeline.originals(scene) if s.name in names]
+        select_groups(scene, chosen)
         return self.launch_range(scene, "swap", chosen, _after_swap({s.faceswap.uid for s in chosen}, synced),
                                  synced)
 
@@ -237,6 +238,19 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
         originals = timeline.originals(scene)
         return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}, synced),
                                  synced)
+
+
+def select_groups(scene, originals) -> None:
+    """The shots just swapped are face swap groups now, which is what the timeline shows: select them, and
+    make the group active where its movie strip was (or nothing was), so its panel describes it."""
+    editor = scene.sequence_editor
+    for original in originals:
+        group = shot_group.group_of(original)
+        if group is None:
+            continue
+        group.select = True
+        if editor.active_strip is None or editor.active_strip == original:
+            editor.active_strip = group
 
 
 def report_not_followed(operator, synced: dict) -> None:
