@@ -128,3 +128,9 @@ def face_clip(gui_run_dir, portrait_paths) -> Path:
 def swapped_project(blender_setup, face_clip) -> Path:
     """The 720p clip in a 720p scene, timeline frames 1-24 of its 32 swapped: a face swap group."""
     return blender_setup("swapped", face_clip, swap=[1, 24])
+
+
+@pytest.fixture(scope="session")
+def unswapped_project(blender_setup, face_clip) -> Path:
+    """The 720p clip in a 720p scene, not swapped yet (copy it for a test: `copy_project`)."""
+    return blender_setup("unswapped", face_clip)

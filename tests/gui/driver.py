@@ -1,5 +1,5 @@
 """Run by Debian's Blender in its real window (`blender ... FILE.blend --python driver.py -- JOB.json`): plays one
-scenario of `scenarios.py` step by step from a `bpy.app.timers` callback, so Blender's own event loop runs
+scenario (JOB's "scenario": "panel.panel" is `scenario_panel.panel`) step by step from a `bpy.app.timers` callback, so Blender's own event loop runs
 between the steps (it handles the X events the steps send, redraws, and runs the extension's timers), then
 writes `result.json` in the job's folder and quits Blender.
 
@@ -10,6 +10,7 @@ the host's test fails on them.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -21,7 +22,7 @@ import bpy
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import scenarios  # noqa: E402
+import steps  # noqa: E402
 from window import Window  # noqa: E402
 
 JOB = json.loads(Path(sys.argv[sys.argv.index("--") + 1]).read_text(encoding="utf-8"))
@@ -34,12 +35,13 @@ class Context:
         self.job = JOB
         self.window = Window(OUT)
         self.result: dict = {"scenario": JOB["scenario"], "shots": self.window.shots}
-        self.addon = scenarios.addon_modules()
+        self.addon = steps.addon_modules()
 
 
 def run() -> None:
     ctx = Context()
-    steps = getattr(scenarios, JOB["scenario"])(ctx)
+    group, name = JOB["scenario"].split(".")
+    scenario = getattr(importlib.import_module(f"scenario_{group}"), name)(ctx)
 
     def finish(error: str | None) -> None:
         ctx.window.close()
@@ -50,7 +52,7 @@ def run() -> None:
 
     def step():
         try:
-            wait = next(steps)
+            wait = next(scenario)
         except StopIteration:
             finish(None)
             return None

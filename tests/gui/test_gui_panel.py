@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.gui_smoke, pytest.mark.index]
 
 
 def test_panel_and_coverage_bar(window, swapped_project):
-    result = window("panel", swapped_project)
+    result = window("panel.panel", swapped_project)
     opened = words(result, "panel_opened")
     for label in ("face swap", "source faces", "swapper", "mask blur", "opacity", "analyze", "swap", "update",
                   "active strip"):

@@ -1,14 +1,15 @@
-"""The GUI scenarios, run in Blender's real window by `driver.py`: each is a generator that acts as an editor
-would (clicks, drags, key presses through X events), yields while Blender works and draws, and records in
-`ctx.result` what the host's test checks: screenshots, the words read from them, screen positions, and what
-the extension's runtime state says. Timings are recorded here and reported by `./dev gui-test`; tests assert
-behaviour, never wall-clock time.
+"""Steps the GUI scenarios share (`scenario_*.py`, run in Blender's real window by `driver.py`). A scenario is a
+generator that acts as an editor would (clicks, drags, key presses through X events), yields while Blender works
+and draws, and records in `ctx.result` what the host's test checks: screenshots, the words read from them,
+screen positions, and what the extension's runtime state says. Timings are recorded and reported by
+`./dev gui-test`; tests assert behaviour, never wall-clock time.
 """
 
 from __future__ import annotations
 
 import importlib
 import time
+import types
 
 import bpy
 
@@ -19,14 +20,10 @@ TIMEOUT = 240.0  # seconds a scenario waits for anything (a hang guard: a broken
 
 
 def addon_modules():
-    class Modules:
-        pass
-
-    modules = Modules()
-    for name in ("compat", "coverage_overlay", "engine_client", "frame_mapping", "jobs", "runtime", "timeline",
-                 "paths"):
-        setattr(modules, name, importlib.import_module(f"{MODULE}.{name}"))
-    return modules
+    """The installed extension's modules the scenarios read (its runtime state, its geometry)."""
+    names = ("compat", "coverage_overlay", "engine_client", "frame_mapping", "jobs", "preview", "runtime",
+             "timeline", "paths")
+    return types.SimpleNamespace(**{name: importlib.import_module(f"{MODULE}.{name}") for name in names})
 
 
 def wait_until(predicate, what: str, timeout: float = TIMEOUT, poll: float = 0.05):
@@ -58,7 +55,12 @@ def open_project(ctx):
     """The window has drawn the project and the engine has said which frames are in the cache."""
     win = ctx.window
     win.count_draws("timeline", bpy.types.SpaceSequenceEditor, "WINDOW")
-    yield from wait_until(lambda: win.draws("timeline"), "the first redraw of the sequencer")
+
+    def drawn() -> bool:
+        win.redraw_all()  # an idle window draws nothing new on its own
+        return bool(win.draws("timeline"))
+
+    yield from wait_until(drawn, "the first redraw of the sequencer", poll=0.2)
     original, _ = shot(ctx)
     media = ctx.addon.paths.media_path(original)
     if original.faceswap.role == "ORIGINAL":
@@ -108,42 +110,25 @@ def read_sidebar(ctx, name: str, pages: int = 2):
     yield from settle(ctx, 0.5)
 
 
-def coverage_columns(ctx) -> dict:
-    """Where each timeline frame of the shot is on the screen below its strip (a column of pixels from the
-    strip's channel line up a third of a channel: the coverage bar lies in it), what the extension's runtime
-    state says of the frame, and the engine request that asks the cache the same."""
-    win, addon = ctx.window, ctx.addon
-    original, shown = shot(ctx)
-    timeline = win.region(win.area("SEQUENCER"), "WINDOW")
-    media = addon.paths.media_path(original)
-    state = addon.runtime.STATE
-    columns = []
-    for frame, index in sorted(addon.frame_mapping.shown_media_frames(original).items()):
-        x, bottom = win.point(timeline, *timeline.view2d.view_to_region(frame + 0.5, shown.channel, clip=False))
-        _, top = win.point(timeline, *timeline.view2d.view_to_region(frame + 0.5, shown.channel + 0.33, clip=False))
-        columns.append({"frame": frame, "media": index, "x": x, "top": top, "bottom": bottom,
-                        "analysed": index in state.analysed.get(media, ()),
-                        "swapped": index in state.swapped.get(media, ())})
-    return {"columns": columns, "media": media,
-            "colors": {"analysed": addon.coverage_overlay.ANALYSED_COLOR,
-                       "swapped": addon.coverage_overlay.SWAPPED_COLOR},
-            "coverage_request": {"kind": "coverage", "settings": addon.jobs.engine_settings(scene()),
-                                 "items": addon.timeline.work_items(scene(), [original])}}
+def button(ctx, label: str, name: str):
+    """The screen rectangle of the button `label` on the row of Analyze, Swap and Update, read from a fresh
+    screenshot of the sidebar."""
+    win = ctx.window
+    shot_path = win.screenshot(name)
+    words = win.ocr(shot_path, win.rect(win.region(win.area("SEQUENCER"), "UI")), name)
+    row = find(words, "Analyze")
+    found = next((w for w in words if row is not None and abs(w.rect.y - row.rect.y) <= 6
+                  and w.text.strip(".,:;|").lower() == label.lower()), None)
+    if found is None:
+        raise AssertionError(f"no {label} button read in the sidebar: {[w.text for w in words]}")
+    return found.rect
 
 
-def panel(ctx):
-    """The smoke scenario: the project opens with its swapped shot; the Face Swap tab shows its panels with
-    nothing clicked but the tab; the coverage bar under the shot; then the shot clicked (its group active)."""
-    yield from open_project(ctx)
-    yield from open_face_swap_tab(ctx, "panel")
-    yield from read_sidebar(ctx, "panel_opened")
-    ctx.result["coverage"] = coverage_columns(ctx)
-    ctx.result["coverage"]["shot"] = ctx.window.shots[-1]
+def select_shot(ctx):
+    """Click the shot's strip in the timeline (it becomes selected and active)."""
     win = ctx.window
     _, shown = shot(ctx)
     timeline = win.region(win.area("SEQUENCER"), "WINDOW")
     x, y = win.point(timeline, *timeline.view2d.view_to_region(shown.frame_final_start + 2, shown.channel + 0.5))
     yield from win.click(x, y)
     yield from settle(ctx)
-    ctx.result["active_after_click"] = scene().sequence_editor.active_strip.name
-    yield from read_sidebar(ctx, "panel_clicked")
