@@ -134,3 +134,13 @@ def swapped_project(blender_setup, face_clip) -> Path:
 def unswapped_project(blender_setup, face_clip) -> Path:
     """The 720p clip in a 720p scene, not swapped yet (copy it for a test: `copy_project`)."""
     return blender_setup("unswapped", face_clip)
+
+
+@pytest.fixture(scope="session")
+def six_face_project(blender_setup, gui_run_dir, portrait_paths) -> Path:
+    """48 frames of 1920x1080 with six real faces in every frame, all swapped (every face): the playback shot."""
+    from facecache.media.sample_clip import write_group_clip
+
+    clip = write_group_clip([portrait_paths["grace_hopper"], portrait_paths["astronaut"]],
+                            gui_run_dir / "media" / "six_faces.mp4", 6, frames=48, size=(1920, 1080), empty_every=0)
+    return blender_setup("six_faces", clip, swap=[1, 48], selector="many")

@@ -106,14 +106,14 @@ class Window:
         self.xdotool("click", "--repeat", abs(notches), "--delay", 30, 5 if notches > 0 else 4)
         yield 0.2
 
-    def drag(self, start: tuple[int, int], end: tuple[int, int], steps: int = 10):
-        """Press at `start`, move to `end` in `steps`, release there."""
+    def drag(self, start: tuple[int, int], dx: int, steps: int = 10):
+        """Press at `start`, move `dx` pixels sideways in `steps`, release. The moves are relative: while a
+        number is dragged, Blender wraps the pointer (it warps it back), so absolute positions would jump."""
         yield from self.hover(*start)
         self.xdotool("mousedown", 1)
         yield 0.1
-        for i in range(1, steps + 1):
-            self.xdotool("mousemove", "--sync", start[0] + (end[0] - start[0]) * i // steps,
-                         start[1] + (end[1] - start[1]) * i // steps)
+        for i in range(steps):
+            self.xdotool("mousemove_relative", "--", dx * (i + 1) // steps - dx * i // steps, 0)
             yield 0.03
         self.xdotool("mouseup", 1)
         yield 0.1
@@ -152,12 +152,16 @@ class Window:
         return words
 
     # -- redraws
+    def add_draw_handler(self, space_type, callback, region_type: str) -> None:
+        """Call `callback` after every redraw of the regions of `region_type` in spaces of `space_type` (removed
+        when the scenario ends)."""
+        handle = space_type.draw_handler_add(callback, (), region_type, "POST_PIXEL")
+        self._handlers.append((space_type, handle, region_type))
+
     def count_draws(self, name: str, space_type, region_type: str) -> None:
         """Record the time of every redraw of the regions of `region_type` in spaces of `space_type`."""
         stamps = self._draws.setdefault(name, [])
-        handle = space_type.draw_handler_add(lambda: stamps.append(time.perf_counter()), (), region_type,
-                                             "POST_PIXEL")
-        self._handlers.append((space_type, handle, region_type))
+        self.add_draw_handler(space_type, lambda: stamps.append(time.perf_counter()), region_type)
 
     def draws(self, name: str) -> list[float]:
         return self._draws[name]
