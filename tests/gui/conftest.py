@@ -28,6 +28,38 @@ UI_SCALE = 1.0
 WINDOW_TIMEOUT = 600  # seconds one window may stay open (a hang guard)
 
 
+FIGURES = pytest.StashKey[dict]()
+# Goals the figures are reported against (tests assert behaviour; ./dev gui-test prints these).
+GOALS = {"swap_max_redraw_gap_ms": 100.0, "update_max_redraw_gap_ms": 100.0, "slider_to_screen_ms": 30.0}
+
+
+def pytest_configure(config):
+    config.stash[FIGURES] = {}
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The figures the run measured, against their goals, also written to build/gui/<run>/figures.json."""
+    figures = config.stash.get(FIGURES, {})
+    if not figures:
+        return
+    run = figures.pop("run_dir")
+    (Path(run) / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
+    terminalreporter.section("GUI figures (this machine, this run)")
+    for name, value in figures.items():
+        goal = GOALS.get(name)
+        verdict = "" if goal is None or value is None else f"  (goal <= {goal:g}: {'met' if value <= goal else 'MISSED'})"
+        terminalreporter.write_line(f"{name:<34} {value}{verdict}")
+    terminalreporter.write_line(f"screenshots and records: {run}")
+
+
+@pytest.fixture
+def gui_figures(request, gui_run_dir) -> dict:
+    """The figures of this run (printed at the end, and kept in build/gui/<run>/figures.json)."""
+    figures = request.config.stash[FIGURES]
+    figures["run_dir"] = str(gui_run_dir)
+    return figures
+
+
 def in_root(*command: str, timeout: float = WINDOW_TIMEOUT) -> subprocess.CompletedProcess:
     """Run a command in the Debian 13 root (this checkout and /tmp at the same paths)."""
     return subprocess.run([str(DEBIAN_ROOT), "run", *command], capture_output=True, text=True, timeout=timeout)

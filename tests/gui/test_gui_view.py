@@ -4,6 +4,8 @@ swapped strips (./dev gui-test reports both rates and their ratio; tests assert 
 
 from __future__ import annotations
 
+import statistics
+
 import cv2
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ def face_box(overlay_folder: str, frame_index: int, rect: list[int], size: tuple
             int(rect[0] + xs.max() * sx) - 2, int(rect[1] + ys.max() * sy) - 2)
 
 
-def test_a_dragged_slider_changes_the_preview_which_matches_a_render(window, swapped_project):
+def test_a_dragged_slider_changes_the_preview_which_matches_a_render(window, swapped_project, gui_figures):
     result = window("view.preview", copy_project(swapped_project, "preview"))
     out = result["out"]
     assert 0.4 < result["opacity"] < 0.8, result["opacity"]  # the drag moved the slider
@@ -46,11 +48,16 @@ def test_a_dragged_slider_changes_the_preview_which_matches_a_render(window, swa
     # (measured: 5.8); the picture without the swap, by three times as much.
     matched, other = difference(render), difference(unswapped)
     assert matched < 8 and matched < other / 2, (matched, other)
+    gui_figures["slider_to_screen_ms"] = result["slider_to_screen_ms"]
 
 
-def test_playback_with_and_without_the_swapped_strips(window, six_face_project):
+def test_playback_with_and_without_the_swapped_strips(window, six_face_project, gui_figures):
     result = window("view.playback", six_face_project)
     for name in ("with_swap", "movie_alone"):
         for run in result["runs"][name]:
             assert run["frames_drawn"] == result["frames"] - 1 == 47, run  # every frame played, none skipped
             assert run["fps"] > 0
+    rates = {name: round(statistics.median(run["fps"] for run in runs), 2) for name, runs in result["runs"].items()}
+    gui_figures.update({"playback_fps_with_swap": rates["with_swap"], "playback_fps_movie_alone": rates["movie_alone"],
+                        "playback_ratio": round(rates["with_swap"] / rates["movie_alone"], 2),
+                        "playback_runs": result["runs"]})
