@@ -5,7 +5,7 @@ import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import add_movie, report, select_only
+from blender_helpers import add_movie, report, select_only, top_strips
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -48,3 +48,38 @@ def test_swapped_strips_change_only_the_face_after_a_split(bpy, addon, project, 
         assert not (changed & ~face).any(), frame  # nothing outside the overlay's face region
     output = capfd.readouterr()
     assert "Error in bpy.app.handlers" not in output.out + output.err
+
+
+@pytest.mark.every_blender
+def test_a_frame_without_a_face_adds_nothing_under_every_geometry_edit(bpy, addon, project, clip, tmp_path):
+    """The extension's output for a frame without a face is one transparent pixel (playback reads it for
+    nothing). Laid over the movie with the movie's transform, crop, flip and fit mirrored onto it (as the
+    swapped strip is), and under opacity, the render is the movie alone, pixel for pixel, in each Blender."""
+    from facecache.jobs.swap_job import FACELESS_SIZE
+    from facecache.swap.sparse_png import SparseOverlayEncoder
+
+    scene = project
+    scene.view_settings.view_transform = "Standard"
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 400, 240, 100
+    scene.render.image_settings.file_format = "PNG"
+    tiny = tmp_path / "000000.png"
+    tiny.write_bytes(SparseOverlayEncoder().encode(*FACELESS_SIZE, []))
+    movie = top_strips(scene).new_movie("shot", str(clip), 1, 1, fit_method="FILL")  # 320x240 filling 400x240
+    overlay = top_strips(scene).new_image("shot.swap", str(tiny), 2, 1)
+    overlay.blend_type = "ALPHA_OVER"
+    edits = {"fit": lambda: None,
+             "transform": lambda: [setattr(movie.transform, name, value) for name, value in
+                                   (("offset_x", 40), ("scale_x", 0.7), ("rotation", 0.2), ("origin", (0.3, 0.6)))],
+             "crop": lambda: [setattr(movie.crop, name, value) for name, value in (("min_x", 10), ("max_y", 15))],
+             "flip": lambda: [setattr(movie, name, True) for name in ("use_flip_x", "use_flip_y")],
+             "opacity": lambda: setattr(overlay, "blend_alpha", 0.5)}
+    scene.frame_set(3)
+    for name, edit in edits.items():  # each on top of the ones before
+        edit()
+        addon.timeline.mirror_geometry(scene, movie, overlay)
+        shown = render(bpy, scene, tmp_path / f"{name}.png")
+        overlay.mute = True
+        alone = render(bpy, scene, tmp_path / f"{name}_alone.png")
+        overlay.mute = False
+        assert np.array_equal(shown, alone), f"the faceless overlay changed the picture under {name}"
+        assert alone.max() > 0  # the movie is in the picture
