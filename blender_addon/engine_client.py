@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -116,6 +117,18 @@ class Request:
         return self.done / self.total if self.total else 0.0
 
 
+def death_cause(returncode: int, stderr_lines) -> str:
+    """Why the engine process ended, in a few words: the signal that killed it, else its exit code and the last
+    line it wrote (a Python error's message; a library's earlier warnings are noise in the panel)."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    last = next((line.strip() for line in reversed(list(stderr_lines)) if line.strip()), "")
+    return f"exit code {returncode}" + (f": {last}" if last else "")
+
+
 class EngineSession:
     """The engine process of this Blender session, started on the first request (and again after it died)."""
 
@@ -181,11 +194,10 @@ class EngineSession:
             orphans = [request for request in self._requests.values() if request.process is process]
             for request in orphans:
                 del self._requests[request.id]
-        tail = "".join(list(self._stderr)[-5:]).strip()
         for request in orphans:
             message = "cancelled" if request.cancelled else (
-                f"the face swap engine stopped unexpectedly (exit code {returncode})" + (f": {tail}" if tail else "")
-                + "; the next request starts it again")
+                f"the face swap engine stopped unexpectedly ({death_cause(returncode, self._stderr)}); "
+                "the next request starts it again")
             request.messages.put({"type": "error", "message": message, "kind": "EngineDied"})
 
     def _read_stderr(self, process: subprocess.Popen) -> None:

@@ -129,9 +129,10 @@ class _FrameRange:
 
 
 def _after_swap(keyed_uids, synced: dict):
-    """When the job is done: stamp the swapped strips with the settings, reload their frames, and add
-    what the re-sync did to the job's report (strips re-placed, edits not followed)."""
+    """When the job is done: reload the swapped strips' frames; when it succeeded, stamp them with the settings
+    and add what the re-sync did to the job's report (strips re-placed, edits not followed)."""
     def done(scene, job):
+        refresh_images(scene)  # the frames it finished are on disk, also when it failed
         if job.result is None:
             return
         report = scene.faceswap.report()
@@ -141,7 +142,6 @@ def _after_swap(keyed_uids, synced: dict):
         for strip in timeline.swapped_strips(scene):
             if strip.faceswap.link in keyed_uids:
                 strip.faceswap.settings_key = key
-        refresh_images(scene)
     return done
 
 
