@@ -154,7 +154,9 @@ def sync_summary(synced: dict | None) -> dict:
 
 
 def refresh_images(scene) -> None:
-    """Reload the swapped strips' frames (the files changed under the same names)."""
+    """Reload the swapped strips' frames (the files changed under the same names), their elements naming the
+    overlays that exist now."""
+    timeline.point_elements(scene)
     for strip in timeline.swapped_strips(scene):
         strip.directory = strip.directory  # re-setting a path invalidates the strip's cached images
     if bpy.app.background:

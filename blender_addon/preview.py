@@ -88,6 +88,7 @@ def _answered() -> None:
         runtime.STATE.last_preview = request_.result
         runtime.STATE.add("swapped", runtime.asked_frames(request_.job["items"]))
         if scene is not None and request_.result.get("written"):
+            timeline.point_elements(scene)  # a frame made for the first time stands in no more
             refresh_strips(scene, _flight.get("names", ()))
     pending, _flight["pending"] = _flight["pending"], None
     scene = bpy.data.scenes.get(pending or "")
