@@ -115,14 +115,16 @@ def frame_name(index: int) -> str:
     return f"{index:06d}.png"
 
 
-def element_names(original, place) -> list[str]:
-    """The file each element of the original's swapped strip names: its media frame's overlay where the engine
-    said it exists, else the transparent stand-in (`pending_frame`, in Blender's window). Before the engine has
-    said which frames exist (a file just opened), and where the stand-in cannot be written, every element names
-    its overlay."""
+def element_names(scene, original, place) -> list[str]:
+    """The file each element of the original's swapped strip names: its media frame's overlay where it exists
+    (as the engine last said; a shot the engine was never asked about: its folder listed, which only operators
+    do), else the transparent stand-in (`pending_frame`, in Blender's window). Where the stand-in cannot be
+    written, every element names its overlay."""
     media = place["layout"].media
     made = runtime.STATE.swapped.get(paths.media_path(original))
-    if made is None or set(media) <= made or not pending_frame.in_use() or not pending_frame.ensure(place["folder"]):
+    if made is None:
+        made = swapped_on_disk(scene, paths.media_path(original))
+    if set(media) <= made or not pending_frame.in_use() or not pending_frame.ensure(place["folder"]):
         return [frame_name(i) for i in media]
     return [frame_name(i) if i in made else pending_frame.NAME for i in media]
 
@@ -149,7 +151,7 @@ def point_elements(scene) -> int:
             continue
         if swapped is None or not _matches(swapped, place):
             continue  # Update re-places it
-        names = element_names(original, place)
+        names = element_names(scene, original, place)
         if [e.filename for e in swapped.elements] != names:
             for element, name in zip(swapped.elements, names):
                 element.filename = name
@@ -192,7 +194,7 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
         shot_group.siblings(scene, existing).remove(existing)
     if layout is None:
         return None, problems
-    names = element_names(original, place)
+    names = element_names(scene, original, place)
     strip = compat.meta_contents(group).new_image(original.name + SUFFIX, os.path.join(place["folder"], names[0]),
                                                   place["channel"], layout.first)
     # Overlays with faces have the movie's size (a frame without one is a transparent pixel); recording it

@@ -57,15 +57,16 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
             sub = row.row(align=True)
             sub.active = props.limit_yaw
             sub.prop(props, "max_yaw")
+        status = runtime.STATE.job
         row = layout.row(align=True)
+        if status.running:  # in place of the buttons (they wait for it), where the editor just clicked: the
+            row.progress(factor=status.progress, text=status.text or "working")  # sidebar is often short
+            row.operator("faceswap.cancel", text="", icon="CANCEL")
+            return
         row.operator("faceswap.analyze", icon="VIEWZOOM")
         row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
         row.operator("faceswap.update", icon="FILE_REFRESH")
-        status = runtime.STATE.job
-        if status.running:
-            layout.progress(factor=status.progress, text=status.text or "working")
-            layout.operator("faceswap.cancel", icon="CANCEL")
-        elif status.text:
+        if status.text:
             wrapped_label(layout.column(align=True), status.text, context)
 
 

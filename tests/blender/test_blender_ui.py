@@ -127,7 +127,8 @@ def test_panels_draw_in_every_state(bpy, addon, project, clip):
     finally:
         addon.runtime.STATE.job = addon.runtime.JobStatus()
     assert ("progress", {"factor": 0.5, "text": "swap: 2/4"}) in calls
-    assert ("operator", {"operator": "faceswap.cancel", "icon": "CANCEL"}) in calls
+    assert ("operator", {"operator": "faceswap.cancel", "text": "", "icon": "CANCEL"}) in calls
+    assert not any(bound.get("operator") == "faceswap.swap" for _, bound in calls)  # the bar stands in its place
 
 
 def test_unsaved_file_and_preferences_draw(bpy, addon):

@@ -28,3 +28,13 @@ def cache_coverage(request: dict, media: str) -> tuple[set[int], set[int]]:
 
     summary = run_job(request, lambda message: None)
     return ({int(f) for f in summary["analysed"].get(media, ())}, {int(f) for f in summary["swapped"].get(media, ())})
+
+
+def magenta_share(screenshot_path, rect: list[int]) -> float:
+    """The share of the frame's rectangle on the screen painted Blender's missing-media magenta."""
+    import cv2
+
+    x, y, width, height = rect
+    pixels = cv2.imread(str(screenshot_path), cv2.IMREAD_COLOR)[y:y + height, x:x + width].astype(np.int16)
+    blue, green, red = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+    return float(((red > 180) & (blue > 180) & (green < 60)).mean())

@@ -11,7 +11,8 @@ import time
 
 import bpy
 
-from steps import button, open_face_swap_tab, open_project, read_sidebar, scene, select_shot, settle, wait_until
+from steps import button, image_rect, open_face_swap_tab, open_project, read_sidebar, scene, select_shot, settle, \
+    wait_until
 from window import find
 
 
@@ -53,11 +54,15 @@ def job_by_click(ctx, label: str, name: str):
             shot = (before, time.perf_counter())
         yield 0.02
     ended = time.perf_counter()
+    if shot is not None:  # read after the job (tesseract would stop Blender's loop while it runs)
+        words = win.ocr(win.out / win.shots[-1], win.rect(win.region(win.area("SEQUENCER"), "UI")), f"{name}_running")
+        ctx.result.setdefault("read", {})[f"{name}_running"] = [[[w.text, *w.rect.as_list()] for w in words]]
     stamps = [t for t in draws if started <= t <= ended]
     gaps = [(b - a, a, b) for a, b in zip(stamps, stamps[1:])]
     kept = [g for g, a, b in gaps if shot is None or b < shot[0] or a > shot[1]]
     long = [[round(1000 * (a - started)), round(1000 * g)] for g, a, b in gaps if g > 0.1]
     return {"status": status.text, "seconds": round(ended - started, 2), "progress": sorted(set(progress)),
+            "running_shot": win.shots[-1] if shot else None,
             "redraws": len(stamps), "max_redraw_gap_ms": round(1000 * max(kept), 1) if kept else None,
             "gaps_over_100ms": long, "screenshot_at_ms": round(1000 * (shot[0] - started)) if shot else None,
             "screenshot_ms": round(1000 * (shot[1] - shot[0]), 1) if shot else None,
@@ -88,6 +93,7 @@ def swap_and_update(ctx):
     yield from open_project(ctx)
     yield from open_face_swap_tab(ctx, "jobs")
     yield from select_shot(ctx)
+    ctx.result["image_rect"] = image_rect(ctx)
     ctx.result["idle"] = yield from idle_gaps(ctx)
     ctx.result["swap"] = yield from job_by_click(ctx, "Swap", "swap")
     yield from settle(ctx)
@@ -107,6 +113,7 @@ def dead_engine(ctx):
     yield from open_project(ctx)
     yield from open_face_swap_tab(ctx, "dead")
     yield from select_shot(ctx)
+    ctx.result["image_rect"] = image_rect(ctx)
     win, status, session = ctx.window, ctx.addon.runtime.STATE.job, ctx.addon.engine_client.SESSION
     rect = button(ctx, "Swap", "swap_button")
     yield from win.click(*rect.center)
@@ -117,6 +124,7 @@ def dead_engine(ctx):
     yield from wait_until(lambda: not status.running, "the panel to notice the engine's end")
     ctx.result["status_after_kill"] = status.text
     yield from settle(ctx)
+    ctx.result["after_kill_shot"] = win.screenshot("after_kill").name
     yield from read_sidebar(ctx, "after_kill")
     ctx.result["retry"] = yield from job_by_click(ctx, "Update", "retry")
     ctx.result["engine_starts"].append(session.starts)

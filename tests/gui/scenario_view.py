@@ -7,15 +7,10 @@ import time
 
 import bpy
 
-from steps import open_face_swap_tab, open_project, scene, settle, wait_until
+from steps import image_rect, open_face_swap_tab, open_project, scene, settle, wait_until
 from window import find
 
 PLAY_ROUNDS = 2  # each: the shot with its swapped strips, then the movie alone
-
-
-def preview_region(ctx):
-    area = ctx.window.area("PREVIEW")
-    return next(r for r in area.regions if r.type == "PREVIEW" and r.width > 1 and r.height > 1)
 
 
 def watch_preview(ctx) -> list:
@@ -29,15 +24,6 @@ def watch_preview(ctx) -> list:
 
     ctx.window.add_draw_handler(bpy.types.SpaceSequenceEditor, drawn, "PREVIEW")
     return stamps
-
-
-def image_rect(ctx) -> list[int]:
-    """The scene's frame on the screen in the preview region: [x, y, width, height]."""
-    win, region, render = ctx.window, preview_region(ctx), scene().render
-    half = render.resolution_x / 2, render.resolution_y / 2
-    x0, y0 = win.point(region, *region.view2d.view_to_region(-half[0], half[1], clip=False))  # top left
-    x1, y1 = win.point(region, *region.view2d.view_to_region(half[0], -half[1], clip=False))
-    return [x0, y0, x1 - x0, y1 - y0]
 
 
 def render_frame(ctx, name: str) -> str:

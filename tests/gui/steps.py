@@ -132,3 +132,17 @@ def select_shot(ctx):
     x, y = win.point(timeline, *timeline.view2d.view_to_region(shown.frame_final_start + 2, shown.channel + 0.5))
     yield from win.click(x, y)
     yield from settle(ctx)
+
+
+def preview_region(ctx):
+    area = ctx.window.area("PREVIEW")
+    return next(r for r in area.regions if r.type == "PREVIEW" and r.width > 1 and r.height > 1)
+
+
+def image_rect(ctx) -> list[int]:
+    """The scene's frame on the screen in the preview region: [x, y, width, height]."""
+    win, region, render = ctx.window, preview_region(ctx), scene().render
+    half = render.resolution_x / 2, render.resolution_y / 2
+    x0, y0 = win.point(region, *region.view2d.view_to_region(-half[0], half[1], clip=False))  # top left
+    x1, y1 = win.point(region, *region.view2d.view_to_region(half[0], -half[1], clip=False))
+    return [x0, y0, x1 - x0, y1 - y0]

@@ -4,10 +4,12 @@ and a killed engine is said in the panel, after which the next click works."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import copy_project
-from gui_checks import words
+from gui_checks import magenta_share, words
 
 pytestmark = [pytest.mark.index]
 
@@ -19,6 +21,10 @@ def test_swap_and_update_by_clicking(window, unswapped_project, gui_figures):
     assert swap["report"]["written"] == 32
     assert any(0 < p < 1 for p in swap["progress"]), swap["progress"]  # progress shown while it ran
     assert swap["redraws"] > 5 and swap["max_redraw_gap_ms"] is not None
+    # the progress bar, where Swap was clicked: its "swap: <stage> <done>/32" (the bar's fill hides some letters)
+    assert re.search(r"\b\d+/32\b", words(result, "swap_running")), words(result, "swap_running")
+    # while it ran, frames not made yet showed the shot, not Blender's missing-media magenta
+    assert magenta_share(result["out"] / swap["running_shot"], result["image_rect"]) < 0.01
     after_swap = words(result, "after_swap")
     assert "swapped 32 / 32 frames" in after_swap and "up to date" in after_swap, after_swap
 
@@ -40,6 +46,7 @@ def test_swap_and_update_by_clicking(window, unswapped_project, gui_figures):
 def test_a_killed_engine_is_said_and_the_next_click_works(window, unswapped_project):
     result = window("jobs.dead_engine", copy_project(unswapped_project, "dead"))
     assert "stopped unexpectedly" in result["status_after_kill"], result["status_after_kill"]
+    assert magenta_share(result["out"] / result["after_kill_shot"], result["image_rect"]) < 0.01
     read = words(result, "after_kill")
     assert "stopped unexpectedly" in read and "next request starts it again" in read, read
     retry = result["retry"]
