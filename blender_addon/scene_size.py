@@ -16,9 +16,10 @@ class FACESWAP_OT_match_scene_size(bpy.types.Operator):
     """Set the scene's resolution to the clip's frame size, so that its picture fills the frame"""
     bl_idname = "faceswap.match_scene_size"
     bl_label = "Match Scene to Clip"
-    bl_options = {"REGISTER", "UNDO"}
+    bl_options = {"UNDO"}  # one undo step; no redo panel (nothing to adjust)
 
-    strip: StringProperty(name="Strip", description="The movie strip whose size the scene takes")
+    strip: StringProperty(name="Strip", description="The movie strip whose size the scene takes",
+                          options={"HIDDEN", "SKIP_SAVE"})
 
     def execute(self, context):
         scene = sequencer_scene(context)

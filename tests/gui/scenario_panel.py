@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from steps import open_face_swap_tab, open_project, read_sidebar, scene, select_shot, shot
+from steps import labelled, open_face_swap_tab, open_project, read_sidebar, scene, select_shot, settle, shot
 
 
 def coverage_columns(ctx) -> dict:
@@ -39,3 +39,15 @@ def panel(ctx):
     yield from select_shot(ctx)
     ctx.result["active_after_click"] = scene().sequence_editor.active_strip.name
     yield from read_sidebar(ctx, "panel_clicked")
+
+
+def match_scene(ctx):
+    """The shot's panel offers to match the scene to the clip; its button is clicked."""
+    yield from open_project(ctx)
+    yield from open_face_swap_tab(ctx, "size")
+    yield from read_sidebar(ctx, "size_before")
+    rect = yield from labelled(ctx, "Match Scene", "size_button")
+    yield from ctx.window.click(*rect.center)
+    yield from settle(ctx)
+    ctx.result["resolution"] = [scene().render.resolution_x, scene().render.resolution_y]
+    yield from read_sidebar(ctx, "size_after")

@@ -99,6 +99,7 @@ def read_sidebar(ctx, name: str, pages: int = 2):
     sidebar = win.region(win.area("SEQUENCER"), "UI")
     x, y = win.rect(sidebar).center
     read = ctx.result.setdefault("read", {})[name] = []
+    yield from win.scroll(x, y, -6 * pages)  # from the top, wherever an earlier step left it
     for page in range(pages):
         if page:
             yield from win.scroll(x, y, 6)
@@ -146,3 +147,24 @@ def image_rect(ctx) -> list[int]:
     x0, y0 = win.point(region, *region.view2d.view_to_region(-half[0], half[1], clip=False))  # top left
     x1, y1 = win.point(region, *region.view2d.view_to_region(half[0], -half[1], clip=False))
     return [x0, y0, x1 - x0, y1 - y0]
+
+
+def labelled(ctx, text: str, name: str, pages: int = 2):
+    """Find the words `text` (on one line) in the sidebar from its top, scrolling a page at a time; returns
+    their rectangle (the sidebar stays scrolled there, for a click)."""
+    win = ctx.window
+    sidebar = win.region(win.area("SEQUENCER"), "UI")
+    x, y = win.rect(sidebar).center
+    yield from win.scroll(x, y, -6 * pages)
+    seen = []
+    for page in range(pages):
+        if page:
+            yield from win.scroll(x, y, 6)
+            yield from settle(ctx, 0.5)
+        shot_path = win.screenshot(f"{name}_{page}")
+        words = win.ocr(shot_path, win.rect(sidebar), f"{name}_{page}")
+        found = phrase(words, text)
+        if found is not None:
+            return found.rect
+        seen += [w.text for w in words]
+    raise AssertionError(f"{text!r} not read in the sidebar: {seen}")

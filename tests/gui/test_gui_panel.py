@@ -10,15 +10,20 @@ import pytest
 
 from gui_checks import cache_coverage, has_colour, words
 
-pytestmark = [pytest.mark.gui_smoke, pytest.mark.index]
+pytestmark = [pytest.mark.index]
 
 
+@pytest.mark.gui_smoke
 def test_panel_and_coverage_bar(window, swapped_project):
     result = window("panel.panel", swapped_project)
     opened = words(result, "panel_opened")
-    for label in ("face swap", "source faces", "swapper", "mask blur", "opacity", "analyze", "swap", "update",
-                  "active strip"):
+    for label in ("face swap", "source faces", "face nearest a point", "swapper", "mask blur", "opacity", "analyze",
+                  "swap", "update", "active strip"):
         assert label in opened, f"{label!r} not read in the panel: {opened}"
+    # a project just opened has no active strip: the panel describes the face swap group under the playhead
+    for label in ("under the playhead", "analysed 24 / 32 frames", "swapped 24 / 32 frames"):
+        assert label in opened, f"{label!r} not read in the panel: {opened}"
+    assert "no active" not in opened
 
     coverage = result["coverage"]
     analysed, swapped = cache_coverage(coverage["coverage_request"], coverage["media"])
@@ -30,3 +35,13 @@ def test_panel_and_coverage_bar(window, swapped_project):
         assert (column["analysed"], column["swapped"]) == in_cache, column  # what the panel knows is the cache
         shown = tuple(has_colour(pixels, coverage["colors"][row]) for row in ("analysed", "swapped"))
         assert shown == in_cache, f"frame {column['frame']}: bar shows {shown}, the cache holds {in_cache}"
+
+
+def test_a_clip_smaller_than_the_scene_is_said_and_the_scene_matched_to_it(window, blender_setup, face_clip):
+    """A 1280x720 clip swapped in a 1920x1080 scene: a border shows around its picture; the shot's panel says
+    so and its button matches the scene to the clip."""
+    result = window("panel.match_scene", blender_setup("bordered", face_clip, size=[1920, 1080], swap=[1, 4]))
+    before, after = words(result, "size_before"), words(result, "size_after")
+    assert "clip 1280 x 720, scene 1920 x 1080" in before and "match scene to clip" in before, before
+    assert result["resolution"] == [1280, 720]
+    assert "clip 1280" not in after and "match scene to clip" not in after, after
