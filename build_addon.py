@@ -56,11 +56,11 @@ class Platform(NamedTuple):
 
     os: str  # "linux", "macos" or "windows"
     arch: str  # as in wheel tags: "x86_64", "arm64", "amd64"
-    floor: tuple[int, int]  # glibc (Linux) or macOS version; Windows 10 for the record
+    floor: tuple[int, int]  # glibc (Linux) or macOS version; Windows 10 (its wheel tags carry no version)
     pythons: tuple[str, ...] = ("3.11", "3.13")
     blender_version_max: str | None = None  # exclusive; None: the manifest's own
     # {(distribution, python): floor}: a newer floor for one package where no build exists for the platform's
-    # floor; the engine says so where it runs on an older OS (facecache.platform_support).
+    # floor; the engine says so where it runs on an older OS (facecache/models/runtime_import.py).
     newer_floors: dict[tuple[str, str], tuple[int, int]] = {}  # never changed
 
     def floor_for(self, distribution: str, python: str) -> tuple[int, int]:
@@ -82,7 +82,6 @@ PLATFORMS = {
     # Intel Macs: Blender 4.2 and 4.5 LTS are the last with Intel builds (5.0 has none).
     "macos-x64": Platform("macos", "x86_64", (11, 2), pythons=("3.11",), blender_version_max="5.0.0"),
 }
-PACKAGE_MANAGERS = {"linux": "manylinux", "macos": "macosx", "windows": "win"}
 LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
@@ -177,7 +176,7 @@ def wheel_problems(platform_name: str, filenames: list[str]) -> list[str]:
             allowed = max(platform.floor_for(wheel.distribution, python) for python in pythons)
             if oldest > allowed:
                 problems.append(f"{wheel.name} needs {platform.floor_name(oldest)}, newer than "
-                                f"{platform.floor_name(allowed)}, the oldest that {platform_name}'s Blenders support")
+                                f"{platform.floor_name(allowed)}, the oldest OS {platform_name}'s zip serves")
     for python in platform.pythons:
         seen: dict[str, str] = {}
         for wheel in wheels:
@@ -284,25 +283,30 @@ def make_zip(folder: Path, out: Path) -> Path:
 # --- Blender's own extension tool: validate, server-generate -------------------------------------------
 
 def blender_ext_command() -> list[str]:
-    """Blender's extension command: a `blender` binary when on PATH (or $BLENDER), else the `blender_ext.py`
-    script of the bpy module (the same code). Append a sub-command and its arguments."""
-    blender = os.environ.get("BLENDER") or shutil.which("blender")
-    if blender:
-        return [blender, "--background", "--factory-startup", "--command", "extension"]
+    """Blender's extension command: the `blender` binary named by $BLENDER, else the Blender binary this code
+    runs in, else the `blender_ext.py` script of the bpy module this Python imports (the same code: a test
+    environment's own Blender), else a `blender` on PATH. Append a sub-command and its arguments."""
+    if os.environ.get("BLENDER"):
+        return [os.environ["BLENDER"], "--background", "--factory-startup", "--command", "extension"]
+    running = sys.modules.get("bpy")
+    if running is not None and running.app.binary_path:  # "" in the bpy module
+        return [running.app.binary_path, "--background", "--factory-startup", "--command", "extension"]
     try:
         import importlib.util
 
         spec = importlib.util.find_spec("bpy")
     except (ImportError, ValueError):
         spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise BuildError("Blender's extension tool is missing: neither a `blender` binary (set $BLENDER) nor the bpy "
-                         "module (pip install bpy==5.0.1 on Python 3.11) is available; use --no-validate to skip")
-    base = Path(list(spec.submodule_search_locations)[0])
-    scripts = sorted(glob.glob(str(base / "*" / "scripts" / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py")))
-    if not scripts:
-        raise BuildError(f"the bpy module at {base} has no blender_ext.py")
-    return [sys.executable, scripts[-1]]
+    if spec is not None and spec.submodule_search_locations:
+        base = Path(list(spec.submodule_search_locations)[0])
+        scripts = sorted(glob.glob(str(base / "*" / "scripts" / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py")))
+        if not scripts:
+            raise BuildError(f"the bpy module at {base} has no blender_ext.py")
+        return [sys.executable, scripts[-1]]
+    if blender := shutil.which("blender"):
+        return [blender, "--background", "--factory-startup", "--command", "extension"]
+    raise BuildError("Blender's extension tool is missing: neither a `blender` binary (set $BLENDER) nor the bpy "
+                     "module (pip install bpy==5.0.1 on Python 3.11) is available; use --no-validate to skip")
 
 
 def validator_command(path: Path) -> list[str]:
@@ -317,7 +321,7 @@ def validator_command(path: Path) -> list[str]:
 def run_blender_ext(command: list[str], what: str) -> str:
     result = subprocess.run(command, capture_output=True, text=True)
     output = (result.stdout + result.stderr).strip()
-    if result.returncode != 0 or re.search(r"^\s*(fatal )?error", output, re.I | re.M):
+    if result.returncode != 0 or re.search(r"^\s*(fatal[ _])?error", output, re.I | re.M):
         raise BuildError(f"{what}:\n{output}")
     return output
 

@@ -1,4 +1,4 @@
-"""Blender's API across the versions this extension supports (4.2 LTS, 4.5 LTS, 5.0): the ONE module
+"""Blender's API across the versions this extension supports (4.2 LTS to 5.2 LTS): the ONE module
 that knows names Blender renamed. Every other module calls these functions instead.
 
 - 4.4 renamed the sequencer's `sequences` / `sequences_all` to `strips` / `strips_all` and the
@@ -10,6 +10,10 @@ that knows names Blender renamed. Every other module calls these functions inste
 - 4.4 moved an action's F-curves into a channel bag per slot; 5.0 removed `action.fcurves`.
 - `new_effect` takes `frame_end` and `seq1`/`seq2` in 4.2, `frame_end` and `input1`/`input2` in 4.5,
   `length` and `input1`/`input2` in 5.0.
+- 5.1 gave the timing properties new names (`left_handle`, `right_handle`, `left_handle_offset`,
+  `content_trim_start`, ...); the old ones (`frame_final_start`, `frame_offset_start`,
+  `animation_offset_start`, ...) still work in 5.2, with a DeprecationWarning, and "are expected to be
+  removed in Blender 6.0". The add-on still uses the old names: not adapted yet.
 
 tests/blender/test_blender_compat.py fails when another module of the add-on uses one of these names.
 """

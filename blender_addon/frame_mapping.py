@@ -1,8 +1,9 @@
 """Timeline frame -> media frame of a movie strip, as Blender computes it: the ONE place that knows
 Blender's timing properties.
 
-What Blender 4.2-5.0 shows of a strip at timeline frame t (the sequencer's `give_frame_index`, then the
-movie reader; checked frame by frame against Blender's own mapping in tests/blender on 4.2, 4.5, 5.0):
+What Blender 4.2-5.2 shows of a strip at timeline frame t (the sequencer's `give_frame_index`, then the
+movie reader; checked frame by frame against Blender's own mapping in tests/blender on 4.2, 4.3, 4.5, 5.0,
+5.1 and 5.2):
     i = t - frame_start                          reversed: frame_start + length - 1 - t, length = the
                                                  content's frames on the timeline
     i = max(i, 0) * playback rate                media fps / scene fps, for strips added with

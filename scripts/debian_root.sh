@@ -11,9 +11,12 @@
 # Inside, this checkout is at its own path (so paths printed or passed in mean the same on both sides), the
 # host's /tmp is /tmp, and the environment is clean but for the project's own
 # variables (VSE_FACESWAP_*, FACECACHE_*, FACESWAP_*, BLENDER_*, PYTEST_*). What it holds:
-#   /usr/bin/blender      Debian's Blender 4.3.2 (python3-numpy as its numpy)
-#   /opt/bpy5.2           python3.13 venv: bpy 5.2.3 (numpy as it brings it), the engine's requirements with
-#                         ONNX Runtime's CPU build, the `test` and `farm` extras
+#   /usr/bin/blender      Debian's Blender 4.3.2 (python3-numpy as its numpy; python3-pip, which the extension's
+#                         model and sample downloads run on Blender's Python)
+#   /opt/bpy5.2           python3.13 venv: bpy 5.2.3 (numpy as it brings it), the engine's requirements, the
+#                         `test` and `farm` extras
+#   /opt/bpy5.1           the same with bpy 5.1.2 and without ONNX Runtime (the add-on's engine runs on the
+#                         wheels the built zip vendors, as in the 4.2 and 4.5 LTS environments)
 #   /opt/blender4.3       python3.13 venv over the system's packages: the `test` and `farm` extras and the
 #                         engine's requirements but ONNX Runtime, for pytest run inside Debian's Blender
 #                         (scripts/pytest_in_blender.py; the add-on's engine runs on the zip's own wheels)
@@ -38,13 +41,14 @@ PACKAGES=(
     # the X client libraries the bpy module links to
     libx11-6 libxrender1 libxxf86vm1 libxfixes3 libxi6 libxkbcommon0 libsm6 libgl1 libegl1 libwayland-client0
     libglib2.0-0 libxext6
-    blender python3-numpy
+    blender python3-numpy python3-pip
     openssh-server sshfs nodejs
     # the GUI suite (tests/gui): Blender's real window on a virtual X display drawn by Mesa's llvmpipe, pointer
     # and keys through xdotool, screenshots and crops with ImageMagick, OCR with tesseract
     xvfb libgl1-mesa-dri xdotool imagemagick tesseract-ocr
 )
-BPY=5.2.3
+BPY=5.2.3  # the whole Blender suite runs on it
+BPY_PREVIOUS=5.1.2  # the `every_blender` tests run on it
 
 die() { echo "debian_root.sh: $*" >&2; exit 1; }
 
@@ -121,19 +125,20 @@ READY=opt/vse_faceswap-venvs-ready  # in the root, once its venvs were last brou
 refresh_venvs() {  # create (or finish) the venvs, then install what they lack (a no-op when nothing changed)
     rm -f "$ROOT/$READY"
     in_root bash -euc '
-        venv() {  # venv DIR [OPTIONS]: a venv whose pip runs (a venv cut short is made again)
-            dir=$1; shift
+        venv() {  # venv DIR REQUIREMENTS_OPTIONS [VENV_OPTIONS]: a venv whose pip runs (one cut short is made
+            dir=$1 options=$2; shift 2  # again), with the requirements of the engine and the test extras
             "$dir/bin/python" -m pip --version >/dev/null 2>&1 || python3.13 -m venv --clear "$@" "$dir"
+            python3.13 scripts/requirements.py --extras test farm $options > "$dir/requirements.txt"
         }
-        pip_install() { "$1/bin/python" -m pip install --quiet --no-warn-conflicts "${@:2}"; }
-        venv /opt/bpy5.2
-        python3.13 scripts/requirements.py --extras test farm --no-onnxruntime > /opt/bpy5.2/requirements.txt
-        pip_install /opt/bpy5.2 "bpy==$0" "onnxruntime>=1.20" -r /opt/bpy5.2/requirements.txt
-        venv /opt/blender4.3 --system-site-packages
-        python3.13 scripts/requirements.py --extras test farm --no-onnxruntime > /opt/blender4.3/requirements.txt
+        pip_install() { "$1/bin/python" -m pip install --quiet --no-warn-conflicts -r "$1/requirements.txt" "${@:2}"; }
+        venv /opt/bpy5.2 ""
+        pip_install /opt/bpy5.2 "bpy==$0"
+        venv /opt/bpy5.1 --no-onnxruntime
+        pip_install /opt/bpy5.1 "bpy==$1"
+        venv /opt/blender4.3 --no-onnxruntime --system-site-packages
         /usr/bin/python3 -c "import numpy; print(\"numpy==\" + numpy.__version__)" > /opt/blender4.3/constraints.txt
-        pip_install /opt/blender4.3 -r /opt/blender4.3/requirements.txt -c /opt/blender4.3/constraints.txt
-    ' "$BPY"
+        pip_install /opt/blender4.3 -c /opt/blender4.3/constraints.txt
+    ' "$BPY" "$BPY_PREVIOUS"
     touch "$ROOT/$READY"
 }
 

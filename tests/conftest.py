@@ -48,6 +48,17 @@ def default_models_dir(pytestconfig, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def build_addon():
+    """build_addon.py (a script at the repository's root) as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_addon", Path(__file__).resolve().parents[1] / "build_addon.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
 def mtcnn_paths(models_dir) -> dict:
     """{"pnet": Path, "rnet": Path, "onet": Path} of the installed `default` pack."""
     from facecache.models.store import ModelStore

@@ -1,5 +1,7 @@
-"""Fixtures for the Blender extension tests: the real `bpy` module (Python 3.11, numpy 1.26): 5.0.1 runs
-them all, 4.2 and 4.5 LTS the `every_blender` ones (./dev test builds an environment for each).
+"""Fixtures for the Blender extension tests: the real `bpy` module, or a real Blender binary. bpy 5.0.1
+(Python 3.11, numpy 1.26) and 5.2.3 (Python 3.13, numpy 2) run them all; 4.2 and 4.5 LTS and 5.1 the
+`every_blender` ones; Debian's Blender 4.3.2 binary those and the `blender_binary` ones (./dev test builds an
+environment for each: docs/blender-versions.md).
 
 The extension is built once with build_addon.py (linux-x64, its wheels for Python 3.11 and 3.13) and
 installed the way Blender installs a downloaded extension: into the `user_default` extension

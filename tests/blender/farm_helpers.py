@@ -1,7 +1,8 @@
 """Render-farm test helpers: a `blender` command for subprocesses, and a demo project.
 
-There is no Blender executable on these machines. `blender_exe` stands in for it: a shell script that
-runs scripts/bpy_blender.py, the Blender Python module (bpy 5.0.1) with Blender's command-line contract
+Inside a Blender binary (./dev test runs these tests in Debian's Blender 4.3.2 with
+scripts/pytest_in_blender.py) `blender_exe` is that binary. In the bpy module a stand-in takes its place: a
+shell script that runs scripts/bpy_blender.py, the module with Blender's command-line contract
 (`-b file.blend --python-exit-code 1 --python-expr ...`, arguments in order, the user's preferences
 loaded at start). The extension is the zip the other Blender tests install, enabled in the user
 preferences this session saves under $BLENDER_USER_RESOURCES, as on a farm node where Blender has it.
@@ -23,8 +24,11 @@ STANDIN = ROOT / "scripts" / "bpy_blender.py"
 
 @pytest.fixture(scope="session")
 def blender_exe(bpy, addon, tmp_path_factory) -> Path:
-    """An executable `blender` (the stand-in) that has the extension enabled, with the test models."""
+    """An executable `blender` that has the extension enabled, with the test models: this Blender itself when
+    the tests run inside a Blender binary (scripts/pytest_in_blender.py), else the stand-in."""
     assert bpy.ops.wm.save_userpref() == {"FINISHED"}
+    if bpy.app.binary_path:
+        return Path(bpy.app.binary_path)
     exe = tmp_path_factory.mktemp("blender_bin") / "blender"
     exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDIN}" "$@"\n')
     exe.chmod(0o755)

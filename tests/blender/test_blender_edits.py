@@ -22,7 +22,8 @@ import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import compat, edit_with_operators, render_uncached, report, select_only, top_strips
+from blender_helpers import (compat, edit_with_operators, render_uncached, report, select_only, set_segment_speed,
+                             top_strips)
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -311,7 +312,7 @@ def retime(bpy, scene, strip, key_frame: int, speed: float) -> None:
     strip.select = True
     editor.active_strip = strip
     assert bpy.ops.sequencer.retiming_key_add(timeline_frame=key_frame) == {"FINISHED"}
-    assert bpy.ops.sequencer.retiming_segment_speed_set(speed=speed) == {"FINISHED"}
+    set_segment_speed(bpy, scene, strip, key_frame, speed)
     if group is not None:
         editor.active_strip = None
         assert bpy.ops.sequencer.meta_toggle() == {"FINISHED"} and len(editor.meta_stack) == 0

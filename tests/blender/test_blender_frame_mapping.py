@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import edit_with_operators, render_uncached, top_strips
+from blender_helpers import edit_with_operators, render_uncached, set_segment_speed, top_strips
 
 pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.every_blender]
 
@@ -114,14 +114,14 @@ def rendered_numbers(bpy, scene, frames, tmp_path) -> dict:
 
 def operate(bpy, scene, strip, *operations):
     """Blender's retiming operators on `strip` (the data API's retiming_keys.add() crashes bpy 5.0.1); a
-    ("drag", {"key": index, "timeline_frame": frame}) moves a key to a frame, as dragging it does."""
+    ("speed", {"key_frame": frame, "percent": p}) is Set Speed on the segment from the key at that frame."""
     for other in top_strips(scene):
         other.select = False
     strip.select = True
     scene.sequence_editor.active_strip = strip
     for name, kwargs in operations:
-        if name == "drag":
-            strip.retiming_keys[kwargs["key"]].timeline_frame = kwargs["timeline_frame"]
+        if name == "speed":
+            set_segment_speed(bpy, scene, strip, **kwargs)
         else:
             assert getattr(bpy.ops.sequencer, name)(**kwargs) == {"FINISHED"}, name
 
@@ -158,30 +158,20 @@ def key_at(frame: int):
     return "retiming_key_add", {"timeline_frame": frame}
 
 
-def speed(percent: float):
-    return "retiming_segment_speed_set", {"speed": percent}
+def speed(key_frame: int, percent: float):
+    return "speed", {"key_frame": key_frame, "percent": percent}
 
 
-def drag(key: int, frame: int):
-    return "drag", {"key": key, "timeline_frame": frame}
-
-
-# {label: (operations up to 5.0, operations in 5.1+)}. Set Speed acts on the segment after the selected
-# retiming key; up to 5.0 adding a key selects it, while 5.1+ selects keys only on a click in the sequencer
-# and otherwise sets the whole strip's speed. So in 5.1+ each segment gets the end frame that 5.0's Set Speed
-# gives it (read in bpy 5.0.1: keys at 1, 10, 21, then 1, 10, 14, 60) by moving its end key.
 RETIMINGS = {
-    "250%": ([key_at(10), speed(250)], [key_at(10), drag(2, 21)]),
-    "250% then 37%": ([key_at(10), speed(250), key_at(14), speed(37)],
-                      [key_at(10), drag(2, 21), key_at(14), drag(3, 60)]),
-    "freeze frame": ([("retiming_freeze_frame_add", {"duration": 6})],) * 2,
+    "250%": [key_at(10), speed(10, 250)],
+    "250% then 37%": [key_at(10), speed(10, 250), key_at(14), speed(14, 37)],
+    "freeze frame": [("retiming_freeze_frame_add", {"duration": 6})],
 }
 
 
 @pytest.mark.parametrize("label", RETIMINGS)
 def test_retimed_movie_maps_as_blender_does(bpy, addon, sequencer, numbered_clip, tmp_path, label):
-    operations = RETIMINGS[label][bpy.app.version >= (5, 1, 0)]
-    movie, image = retimed_pair(bpy, tmp_path, numbered_clip, label, operations)
+    movie, image = retimed_pair(bpy, tmp_path, numbered_clip, label, RETIMINGS[label])
     assert len(addon.frame_mapping.retiming_keys(movie)) >= 3
     assert_same_mapping(addon, movie, label, image)
     ours = addon.frame_mapping.shown_media_frames(movie)
@@ -237,8 +227,7 @@ def test_timing_records_that_do_not_read_as_expected_refuse_the_strip(addon, seq
     what to do (the panel and the operators show this message), never mapped from misread memory."""
     records = addon.frame_mapping.strip_records
     movie = top_strips(sequencer).new_movie("movie", str(numbered_clip), 1, 1)
-    operate(bpy, sequencer, movie, ("retiming_key_add", {"timeline_frame": 10}),
-            ("retiming_segment_speed_set", {"speed": 250}))
+    operate(bpy, sequencer, movie, key_at(10), speed(10, 250))
     addon.frame_mapping.check_supported(movie)
     real = records._key_record()
     other = records._KeyRecord(28 - real.factor_offset, not real.last_is_one)  # the other versions' layout

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.blender, pytest.mark.index]
 def test_help_documents_the_build():
     result = subprocess.run([sys.executable, str(ROOT / "build_addon.py"), "--help"], capture_output=True, text=True)
     assert result.returncode == 0
-    for word in ("--platform", "linux-x64", "windows-x64", "macos-arm64", "validate", "wheels"):
+    for word in ("--platform", "linux-x64", "windows-x64", "macos-arm64", "macos-x64", "validate", "wheels", "--repo"):
         assert word in result.stdout
 
 
@@ -61,29 +61,21 @@ def test_the_manifest_claims_the_blenders_that_are_tested():
     assert tested[-1][:2] == (high[0], high[1] - 1), "the newest series the manifest claims is tested"
 
 
-def load_build_addon():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("build_addon", ROOT / "build_addon.py")
-    build_addon = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build_addon)
-    return build_addon
-
-
 @pytest.mark.every_blender
-def test_this_blenders_validator_accepts_every_platform_zip(bpy, extension_zip):
-    build_addon = load_build_addon()
+def test_this_blenders_validator_accepts_every_platform_zip(bpy, extension_zip, build_addon):
     command = build_addon.validator_command(extension_zip("linux-x64"))
-    series = "{}.{}".format(*bpy.app.version[:2])
-    assert f"/bpy/{series}/scripts/" in command[1], command  # this Blender's own validator, with its tag list
-    assert command[-2] == "--valid-tags" and f"/bpy/{series}/" in command[-1]
+    if bpy.app.binary_path:  # a Blender binary: its own `--command extension validate`
+        assert command[0] == bpy.app.binary_path, command
+    else:  # the bpy module's validator script, with its tag list
+        series = "{}.{}".format(*bpy.app.version[:2])
+        assert f"/bpy/{series}/scripts/" in command[1], command
+        assert command[-2] == "--valid-tags" and f"/bpy/{series}/" in command[-1]
     for platform in build_addon.PLATFORMS:
         build_addon.validate(extension_zip(platform))
 
 
 @pytest.mark.every_blender
-def test_validator_rejects_a_broken_manifest_or_an_unknown_tag(tmp_path, bpy, addon_zip):
-    build_addon = load_build_addon()
+def test_validator_rejects_a_broken_manifest_or_an_unknown_tag(tmp_path, bpy, addon_zip, build_addon):
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(broken, "w") as archive:
         archive.writestr("blender_manifest.toml", 'schema_version = "1.0.0"\nid = "x"\n')
@@ -113,3 +105,22 @@ def test_registered_the_blender_way(bpy, addon):
     assert bpy.types.FACESWAP_PT_main.bl_category == "Face Swap"
     assert bpy.types.FACESWAP_PT_main.bl_space_type == "SEQUENCE_EDITOR"
     assert hasattr(compat().strip_type(), "faceswap")
+
+
+@pytest.mark.every_blender
+def test_this_blender_unpacks_one_wheel_of_each_package_for_its_own_python(bpy, addon_zip):
+    """Blender's own choice (the function its extension manager runs before unpacking): from the zip's wheels
+    for Python 3.11 and 3.13, the ones for this Blender's Python, one per package, every package there."""
+    from bl_pkg.bl_extension_ops import _extensions_wheel_filter_for_this_system
+
+    from _bpy_internal.extensions.wheel_manager import wheel_list_deduplicate_as_skip_set
+
+    with zipfile.ZipFile(addon_zip) as archive:
+        wheels = tomllib.loads(archive.read("blender_manifest.toml").decode())["wheels"]
+    picked = _extensions_wheel_filter_for_this_system(wheels)
+    assert not wheel_list_deduplicate_as_skip_set([("vse_faceswap", picked)])  # no package twice
+    distribution = lambda wheel: wheel.split("/")[-1].split("-")[0]  # noqa: E731
+    assert {distribution(w) for w in picked} == {distribution(w) for w in wheels}
+    this_python = "cp{}{}".format(*sys.version_info[:2])
+    assert all(f"-{this_python}-" in w for w in picked if "-cp3" in w and "-abi3-" not in w), picked
+    assert len(picked) < len(wheels)  # the other Python's wheels stay packed

@@ -7,6 +7,7 @@ refuses to import, so the test proves the extension needs none (InSwapper's emap
 """
 
 import os
+import shutil
 import zlib
 
 import cv2
@@ -63,7 +64,7 @@ def test_installed_extension_runs_the_inswapper_and_hyperswap_stand_ins(bpy, add
     local_models.mkdir()
     for name in ("pnet.onnx", "rnet.onnx", "onet.onnx", "registry.json"):
         if (models_dir / name).exists():
-            os.link(models_dir / name, local_models / name)
+            shutil.copyfile(models_dir / name, local_models / name)
     saved = addon.prefs.models_dir
     addon.prefs.models_dir = str(local_models)
     try:

