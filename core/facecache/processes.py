@@ -1,5 +1,4 @@
-"""Processes: who wrote a file (this machine's tag and whether a process on it still exists), and
-the priority of an engine session.
+"""Who wrote a file: this machine's tag and whether a process on it still exists.
 
 Leases and temp files name their writer, so that leftovers of a process that died on this
 machine can be cleaned up at once. Writers on other machines (a teammate on the NAS) cannot
@@ -31,22 +30,3 @@ def local_process_is_gone(pid: int) -> bool:
     except OSError:
         return False  # alive, owned by another user (or a platform that cannot tell)
     return False
-
-
-# An engine session (`worker --serve`) serves an editor's window: while its job keeps every core busy, the
-# window must keep drawing, so the session runs this many steps below the editor's priority.
-SESSION_NICENESS = 5
-
-
-def yield_to_the_editor() -> None:
-    """Lower this process's CPU priority by SESSION_NICENESS (Windows: below normal). Called before the
-    session starts its threads: Linux keeps a priority per thread, and new threads take their creator's."""
-    try:
-        if hasattr(os, "nice"):
-            os.nice(SESSION_NICENESS)
-        else:
-            import psutil
-
-            psutil.Process().nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
-    except (OSError, ImportError, AttributeError):
-        pass  # a platform that refuses: the session runs at the editor's priority

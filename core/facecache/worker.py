@@ -308,10 +308,8 @@ def _answer(argv: list[str], stdin, protocol) -> int:
                 pass
 
     if argv == ["--serve"]:
-        from facecache.processes import yield_to_the_editor
         from facecache.serve import Server
 
-        yield_to_the_editor()
         return Server(stdin, emit).serve()
     if argv:
         emit({"type": "error", "message": f"unknown arguments {' '.join(argv)}: use --serve or none",
