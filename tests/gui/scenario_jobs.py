@@ -16,10 +16,6 @@ from steps import button, image_rect, open_face_swap_tab, open_project, read_sid
 from window import find
 
 
-def watch_sidebar(ctx) -> None:
-    ctx.window.count_draws("sidebar", bpy.types.SpaceSequenceEditor, "UI")
-
-
 def idle_gaps(ctx, seconds: float = 3.0):
     """The same redraws with no job: the sidebar tagged every 50 ms as a job's progress tags it. The longest
     gap here is the machine's and Blender's own (the GUI suite runs on shared machines), beside a job's."""
@@ -87,13 +83,18 @@ def type_into(ctx, label: str, value: str, name: str):
     yield 0.3
 
 
-def swap_and_update(ctx):
-    """Select the shot, click Swap; type a new opacity, click Update."""
-    watch_sidebar(ctx)
+def shot_selected(ctx, name: str):
+    """The project open, its sidebar's redraws counted, the Face Swap tab shown, the shot clicked."""
+    ctx.window.count_draws("sidebar", bpy.types.SpaceSequenceEditor, "UI")
     yield from open_project(ctx)
-    yield from open_face_swap_tab(ctx, "jobs")
+    yield from open_face_swap_tab(ctx, name)
     yield from select_shot(ctx)
     ctx.result["image_rect"] = image_rect(ctx)
+
+
+def swap_and_update(ctx):
+    """Select the shot, click Swap; type a new opacity, click Update."""
+    yield from shot_selected(ctx, "jobs")
     ctx.result["idle"] = yield from idle_gaps(ctx)
     ctx.result["swap"] = yield from job_by_click(ctx, "Swap", "swap")
     yield from settle(ctx)
@@ -109,11 +110,7 @@ def swap_and_update(ctx):
 
 def dead_engine(ctx):
     """Click Swap, kill the engine process once frames are coming, read the panel; click Update."""
-    watch_sidebar(ctx)
-    yield from open_project(ctx)
-    yield from open_face_swap_tab(ctx, "dead")
-    yield from select_shot(ctx)
-    ctx.result["image_rect"] = image_rect(ctx)
+    yield from shot_selected(ctx, "dead")
     win, status, session = ctx.window, ctx.addon.runtime.STATE.job, ctx.addon.engine_client.SESSION
     rect = button(ctx, "Swap", "swap_button")
     yield from win.click(*rect.center)

@@ -91,23 +91,32 @@ def open_face_swap_tab(ctx, name: str):
         raise AssertionError(f"clicking the Face Swap tab showed {sidebar.active_panel_category!r}")
 
 
-def read_sidebar(ctx, name: str, pages: int = 2):
-    """Screenshots of the sidebar from its top, scrolled down a page at a time as an editor scrolls it (the
-    timeline's area is short), and the words read on each, recorded in the result under `name` (a list of
-    pages of [text, x, y, width, height]); then scrolled back to the top."""
+def sidebar_pages(ctx, name: str, pages: int, each):
+    """From the sidebar's top, a page at a time as an editor scrolls it (the timeline's area is short): a
+    screenshot, the words read on it, `each(words)`; stops at the first page where that is true and returns
+    True, else returns False at the last page (the sidebar stays scrolled where it stopped)."""
     win = ctx.window
     sidebar = win.region(win.area("SEQUENCER"), "UI")
     x, y = win.rect(sidebar).center
-    read = ctx.result.setdefault("read", {})[name] = []
     yield from win.scroll(x, y, -6 * pages)  # from the top, wherever an earlier step left it
     for page in range(pages):
         if page:
             yield from win.scroll(x, y, 6)
             yield from settle(ctx, 0.5)
         shot_path = win.screenshot(f"{name}_{page}")
-        words = win.ocr(shot_path, win.rect(sidebar), f"{name}_{page}")
-        read.append([[w.text, *w.rect.as_list()] for w in words])
-    yield from win.scroll(x, y, -6 * (pages - 1))
+        if each(win.ocr(shot_path, win.rect(sidebar), f"{name}_{page}")):
+            return True
+    return False
+
+
+def read_sidebar(ctx, name: str, pages: int = 2):
+    """The words read on each page of the sidebar, recorded in the result under `name` (a list of pages of
+    [text, x, y, width, height]); then the sidebar is scrolled back to its top."""
+    read = ctx.result.setdefault("read", {})[name] = []
+    yield from sidebar_pages(ctx, name, pages, lambda words: read.append([[w.text, *w.rect.as_list()]
+                                                                          for w in words]))
+    win = ctx.window
+    yield from win.scroll(*win.rect(win.region(win.area("SEQUENCER"), "UI")).center, -6 * pages)
     yield from settle(ctx, 0.5)
 
 
@@ -150,21 +159,15 @@ def image_rect(ctx) -> list[int]:
 
 
 def labelled(ctx, text: str, name: str, pages: int = 2):
-    """Find the words `text` (on one line) in the sidebar from its top, scrolling a page at a time; returns
-    their rectangle (the sidebar stays scrolled there, for a click)."""
-    win = ctx.window
-    sidebar = win.region(win.area("SEQUENCER"), "UI")
-    x, y = win.rect(sidebar).center
-    yield from win.scroll(x, y, -6 * pages)
-    seen = []
-    for page in range(pages):
-        if page:
-            yield from win.scroll(x, y, 6)
-            yield from settle(ctx, 0.5)
-        shot_path = win.screenshot(f"{name}_{page}")
-        words = win.ocr(shot_path, win.rect(sidebar), f"{name}_{page}")
-        found = phrase(words, text)
-        if found is not None:
-            return found.rect
-        seen += [w.text for w in words]
-    raise AssertionError(f"{text!r} not read in the sidebar: {seen}")
+    """The rectangle of the words `text` (on one line) in the sidebar, looked for from its top a page at a time
+    (the sidebar stays scrolled there, for a click)."""
+    found, seen = [], []
+
+    def look(words) -> bool:
+        seen.extend(w.text for w in words)
+        found.append(phrase(words, text))
+        return found[-1] is not None
+
+    if not (yield from sidebar_pages(ctx, name, pages, look)):
+        raise AssertionError(f"{text!r} not read in the sidebar: {seen}")
+    return found[-1].rect

@@ -5,7 +5,6 @@ under the shot shows, in its colours, exactly the frames the cache holds."""
 from __future__ import annotations
 
 import cv2
-import numpy as np
 import pytest
 
 from gui_checks import cache_coverage, has_colour, words
