@@ -42,8 +42,10 @@ def python_executable() -> str:
     return sys.executable
 
 
-def worker_env() -> dict:
-    env = dict(os.environ)
+def worker_env(extra: dict | None = None) -> dict:
+    """The engine's environment: Blender's, its Python path, and `extra` (settings of the preferences that
+    the engine reads at its start, e.g. FACECACHE_GPU_RUNTIME)."""
+    env = {**os.environ, **(extra or {})}
     paths = [ADDON_DIR] if os.path.isdir(os.path.join(ADDON_DIR, "facecache")) else []
     paths += [p for p in sys.path if p and os.path.isdir(p)]  # Blender's site-packages and the extensions' wheels
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -155,6 +157,14 @@ class EngineSession:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._stderr: collections.deque = collections.deque(maxlen=40)
+        self.environment: dict = {}  # what the preferences add to the engine's environment
+
+    def configure(self, environment: dict) -> None:
+        """Set what the preferences add to the engine's environment; a running engine that was started
+        with something else is stopped, so the next request starts one that reads the new values."""
+        if environment != self.environment:
+            self.environment = dict(environment)
+            self.stop()
 
     @property
     def alive(self) -> bool:
@@ -184,7 +194,8 @@ class EngineSession:
         flags = getattr(subprocess, "CREATE_NO_WINDOW", 0) | getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0)
         self.process = subprocess.Popen([python_executable(), "-m", "facecache.worker", "--serve"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env=worker_env(), text=True, encoding="utf-8", creationflags=flags)
+                                        env=worker_env(self.environment), text=True, encoding="utf-8",
+                                        creationflags=flags)
         below_this_process(self.process.pid)
         self.starts += 1
         self._stderr.clear()

@@ -18,7 +18,8 @@ _state = {"job": None, "scene": None, "on_done": None, "items": []}
 # at least every 100 ms (the GUI suite measures the gaps between redraws while a job runs).
 PROGRESS_SECONDS = 0.05
 
-MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own name for it (facecache.locations)
+MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own names for them (facecache.locations)
+GPU_RUNTIME_DIR_ENV = "FACECACHE_GPU_RUNTIME"
 MODELS_HINT = ("face models are not installed: open Edit > Preferences > Add-ons > VSE Face Swap and click "
                "Install Default Models (or import a FaceFusion models folder)")
 
@@ -56,6 +57,14 @@ def models_dir(create: bool = True) -> str:
     return os.path.abspath(os.environ[MODELS_DIR_ENV]) if os.environ.get(MODELS_DIR_ENV) else default_models_dir(create)
 
 
+def engine_environment() -> dict:
+    """What the preferences add to the engine's environment: the GPU runtime folder, when one is chosen
+    (else the engine's own: $FACECACHE_GPU_RUNTIME, else the per-user folder every Blender shares)."""
+    p = prefs()
+    folder = getattr(p, "gpu_runtime_dir", "") if p else ""
+    return {GPU_RUNTIME_DIR_ENV: bpy.path.abspath(folder)} if folder else {}
+
+
 def default_models_dir(create: bool = True) -> str:
     try:
         return bpy.utils.extension_path_user(__package__, path="models", create=create)
@@ -77,6 +86,7 @@ def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None 
     status = runtime.STATE.job
     status.running, status.kind, status.progress, status.text = True, kind, 0.0, f"{kind}: starting"
     _state.update(scene=scene.name, on_done=on_done, items=items)
+    engine_client.SESSION.configure(engine_environment())
     job = engine_client.SESSION.request({"kind": kind, "settings": engine_settings(scene), "items": items,
                                          **(extra or {})})
     _state["job"] = job
@@ -123,6 +133,8 @@ def _finish(job) -> None:
             if kind in summary:
                 runtime.STATE.replace(kind, summary.pop(kind) or {}, asked)
         runtime.STATE.add("turned_away", summary.pop("turned_away", {}) or {})
+        if summary.get("gpu_warning"):
+            runtime.STATE.gpu_notice = summary["gpu_warning"]
         status.text = ("cancelled; finished frames kept: " if summary.get("cancelled") else "") + describe(summary)
         if scene is not None:
             scene.faceswap.last_report = json.dumps(summary, sort_keys=True)

@@ -21,9 +21,10 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import compat
+from .engine_client import engine_module
 
+layout = engine_module("output_layout")  # the engine's one output layout: folders and frame names
 DEFAULT_CACHE_DIR = "//faceswap_cache"
-SWAPS_FOLDER = "swaps"
 CACHE_DIR_ENV = "FACESWAP_CACHE_DIR"
 
 
@@ -73,7 +74,7 @@ def output_root(scene, media: str) -> str:
     Media inside the .blend's folder is named by its path relative to the .blend, so the folder
     name survives moving the project or opening it from a teammate's mount at another path."""
     digest = hashlib.sha256(os.path.normcase(_blend_relative(media) or media).encode()).hexdigest()[:16]
-    return os.path.join(cache_dir(scene), SWAPS_FOLDER, digest)
+    return os.path.join(cache_dir(scene), layout.SWAPS_FOLDER, digest)
 
 
 def _blend_relative(path: str, blend_path: str | None = None) -> str | None:
@@ -97,7 +98,7 @@ def stored_path(folder: str, blend_path: str | None = None) -> str:
 
 
 def output_folder(scene, media: str) -> str:
-    return os.path.join(output_root(scene, media), os.path.splitext(os.path.basename(media))[0])
+    return layout.output_folder(output_root(scene, media), media, still=False)
 
 
 def check_location() -> str | None:

@@ -1,11 +1,22 @@
-"""Add-on preferences: models folder (install / import), execution provider, cache location and cap."""
+"""Add-on preferences: models folder (install / import), execution provider, the NVIDIA GPU runtime (its
+folder, install / remove, what runs where), cache location and cap."""
 
 from __future__ import annotations
+
+import sys
+import textwrap
 
 import bpy
 from bpy.props import FloatProperty, StringProperty
 
+from . import engine_client, gpu_ops, runtime
 from .props import choices, enum_property
+
+
+def _gpu_folder_changed(_prefs, _context) -> None:
+    from .jobs import engine_environment
+
+    engine_client.SESSION.configure(engine_environment())  # the engine reads it when it starts
 
 
 
@@ -15,6 +26,11 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
     models_dir: StringProperty(name="Models Folder", subtype="DIR_PATH", default="",
                                description="Where face models are installed (empty: $FACECACHE_MODELS, else the extension's user folder)")
     execution_provider: enum_property("Execution Provider", choices.PROVIDERS, "providers")
+    gpu_runtime_dir: StringProperty(name="GPU Runtime Folder", subtype="DIR_PATH", default="",
+                                    update=_gpu_folder_changed,
+                                    description="Where the NVIDIA GPU runtime is installed (empty: "
+                                                "$FACECACHE_GPU_RUNTIME, else the per-user folder every Blender "
+                                                "version and the facecache command share)")
     cache_dir_override: StringProperty(name="Cache Location", subtype="DIR_PATH", default="",
                                        description="Use this cache folder for every project "
                                                    "(empty: a folder beside each .blend file; the "
@@ -35,12 +51,69 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
         if not bpy.app.online_access:
             col.label(text="Online access is off: model downloads are disabled", icon="ERROR")
         layout.prop(self, "execution_provider")
+        _draw_gpu(layout.box(), self)
         layout.prop(self, "cache_dir_override")
         layout.prop(self, "cache_max_gb")
 
 
+def _draw_gpu(box, prefs) -> None:
+    """What the engine last said about the GPU (runtime.STATE.gpu), and the runtime's buttons."""
+    box.label(text="GPU", icon="MEMORY")
+    if sys.platform == "darwin":
+        _wrapped(box, "Apple GPUs: choose CoreML as the execution provider. It has not been measured faster than "
+                      "the CPU for these models, so Automatic uses the CPU.")
+        return
+    box.prop(prefs, "gpu_runtime_dir")
+    status = runtime.STATE.gpu
+    for line in _status_lines(status):
+        _wrapped(box, line)
+    if not status:
+        box.label(text="Check GPU asks the engine what runs where")
+    row = box.row()
+    row.operator("faceswap.gpu_check", icon="VIEWZOOM")
+    if status.get("runtime", {}).get("installed"):
+        row.operator("faceswap.gpu_uninstall", icon="TRASH")
+    else:
+        size = gpu_ops.gigabytes(gpu_ops.download_bytes())
+        row.operator("faceswap.gpu_install", icon="IMPORT", text=f"Install NVIDIA GPU Runtime ({size} download)")
+
+
+def _status_lines(status: dict) -> list[str]:
+    if not status:
+        return []
+    driver, installed = status.get("driver", {}), status.get("runtime", {})
+    gpus = ", ".join(g["name"] for g in driver.get("gpus", []))
+    lines = [f"NVIDIA driver {driver['version']}" + (f" ({gpus})" if gpus else "") if driver.get("present")
+             else f"No NVIDIA driver: {driver.get('problem', '')}"]
+    if installed.get("installed"):
+        lines.append(f"NVIDIA runtime: CUDA {installed['cuda']}, onnxruntime-gpu {installed['onnxruntime']}, "
+                     f"{installed['disk_bytes'] / 1e9:.1f} GB in {installed['platform_folder']}")
+    else:
+        lines.append(f"NVIDIA runtime: not installed ({installed.get('folder', '')})")
+    if installed.get("problem"):
+        lines.append(installed["problem"])
+    for name, state in status.get("providers", {}).items():
+        usable = {True: "usable", False: "not usable", None: "not checked"}[state["usable"]]
+        lines.append(f"{name.replace('ExecutionProvider', '')}: {usable} ({state['reason']})")
+    runs_on: dict[str, list[str]] = {}
+    for file, model in status.get("sessions", {}).get("models", {}).items():
+        if model.get("runs_on"):
+            runs_on.setdefault(model["runs_on"][0].replace("ExecutionProvider", ""), []).append(file)
+    lines += [f"Runs on {provider}: {', '.join(files)}" for provider, files in runs_on.items()]
+    return lines
+
+
+def _wrapped(layout, text: str, width: int = 90) -> None:
+    column = layout.column(align=True)
+    for line in textwrap.wrap(text, width) or [""]:
+        column.label(text=line)
+
+
 def register():
     bpy.utils.register_class(FaceSwapPreferences)
+    from .jobs import engine_environment
+
+    engine_client.SESSION.configure(engine_environment())  # an engine started from now on reads the folder
 
 
 def unregister():

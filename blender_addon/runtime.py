@@ -26,6 +26,8 @@ class Runtime:
     turned_away: dict[str, set[int]] = field(default_factory=dict)  # frames with a face left as it was (yaw limit)
     cache_bytes: int | None = None  # measured by the engine on each coverage refresh
     last_preview: dict = field(default_factory=dict)  # the last preview's summary (frames, written, model runs)
+    gpu: dict = field(default_factory=dict)  # the engine's last GPU status (facecache.gpu.status), for the preferences
+    gpu_notice: str = ""  # a GPU fallback a job reported, shown in the panel until the engine starts afresh
 
     def replace(self, kind: str, answered: dict, asked: dict[str, set[int]]) -> None:
         """The engine answered `answered` ({media: [frames]}) for the media frames `asked`: frames it

@@ -1,9 +1,9 @@
 """Originals and their swapped strips: identities, placement, and the media frames a job must cover.
 
 An original is a movie strip the user swapped (role ORIGINAL). Its swapped strip is an image strip of
-the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`; its
-"sequencer" form: a frame without a face is one transparent pixel, which playback reads for nothing),
-alpha-over, one channel above it inside a face swap group (`shot_group`: a meta strip that carries the shot's
+the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`, the engine's
+`output_layout`; its "sequencer" form: a frame without a face is one transparent pixel, which playback reads
+for nothing), alpha-over, one channel above it inside a face swap group (`shot_group`: a meta strip that carries the shot's
 opacity, blend mode, modifiers and transitions). The swapped strip holds one element per timeline
 frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
 strobed and retimed strips line up - and mirrors the original's transform, crop and flip.
@@ -111,8 +111,7 @@ def placement(scene, original) -> dict:
             "channel": original.channel + 1}
 
 
-def frame_name(index: int) -> str:
-    return f"{index:06d}.png"
+frame_name = paths.layout.frame_name
 
 
 def element_names(scene, original, place) -> list[str]:
@@ -282,12 +281,7 @@ def runs(indices: list[int]):
 
 
 def swapped_on_disk(scene, media: str) -> set[int]:
-    folder = paths.output_folder(scene, media)
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return set()
-    return {int(n[:6]) for n in names if len(n) == 10 and n.endswith(".png") and n[:6].isdigit()}
+    return paths.layout.frames_in(paths.output_folder(scene, media))
 
 
 def is_up_to_date(scene, original) -> bool | None:

@@ -62,12 +62,15 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         if status.running:  # in place of the buttons (they wait for it), where the editor just clicked: the
             row.progress(factor=status.progress, text=status.text or "working")  # sidebar is often short
             row.operator("faceswap.cancel", text="", icon="CANCEL")
-            return
-        row.operator("faceswap.analyze", icon="VIEWZOOM")
-        row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
-        row.operator("faceswap.update", icon="FILE_REFRESH")
-        if status.text:
-            wrapped_label(layout.column(align=True), status.text, context)
+        else:
+            row.operator("faceswap.analyze", icon="VIEWZOOM")
+            row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
+            row.operator("faceswap.update", icon="FILE_REFRESH")
+            if status.text:
+                wrapped_label(layout.column(align=True), status.text, context)
+        if runtime.STATE.gpu_notice:  # a GPU fallback, until the engine starts afresh
+            wrapped_label(layout.column(align=True), "Not on the GPU: " + runtime.STATE.gpu_notice, context,
+                          icon="ERROR")
 
 
 def wrapped_label(layout, text: str, context, icon: str = "NONE") -> None:

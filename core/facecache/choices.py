@@ -65,10 +65,13 @@ SELECTORS = (
     Choice("reference", "Reference", "Faces that look like the reference photos (needs a recognizer)"),
 )
 PROVIDERS = (
-    Choice("auto", "Automatic", "CUDA where an NVIDIA driver is present, else the CPU"),
+    Choice("auto", "Automatic", "CUDA where it really runs (an NVIDIA driver and the NVIDIA GPU runtime), "
+           "else the CPU"),
     Choice("cpu", "CPU", "The processor only"),
-    Choice("cuda", "CUDA", "NVIDIA GPUs"),
+    Choice("cuda", "CUDA", "NVIDIA GPUs (install the NVIDIA GPU runtime first)"),
     Choice("tensorrt", "TensorRT", "NVIDIA GPUs; the first run of each model builds an engine (minutes)"),
+    Choice("coreml", "CoreML", "Apple's Core ML on macOS; not measured faster than the CPU for these models"),
+    Choice("directml", "DirectML", "Any DirectX 12 GPU on Windows; needs onnxruntime-directml in the engine's Python"),
 )
 OUTPUT_FORMS = (
     Choice("auto", "Automatic", "Whole pictures for stills, face overlays for videos"),

@@ -2,7 +2,7 @@
 
 - cache (evictable analyses): Linux $XDG_CACHE_HOME/facecache (~/.cache/facecache), macOS
   ~/Library/Caches/facecache, Windows %LOCALAPPDATA%\\facecache\\Cache;
-- data (models, sample photos; not evictable): Linux $XDG_DATA_HOME/facecache
+- data (models, sample photos, the NVIDIA GPU runtime; not evictable): Linux $XDG_DATA_HOME/facecache
   (~/.local/share/facecache), macOS ~/Library/Application Support/facecache, Windows
   %LOCALAPPDATA%\\facecache.
 
@@ -21,6 +21,7 @@ APP = "facecache"
 CACHE_DIR_ENV = "FACECACHE_DIR"
 MODELS_DIR_ENV = "FACECACHE_MODELS"
 SAMPLES_DIR_ENV = "FACECACHE_DATA"
+GPU_RUNTIME_DIR_ENV = "FACECACHE_GPU_RUNTIME"
 
 
 def user_cache_dir() -> Path:
@@ -52,3 +53,9 @@ def resolve_models_dir(explicit: str | os.PathLike | None = None) -> Path:
 def resolve_samples_dir(explicit: str | os.PathLike | None = None) -> Path:
     """An argument, else $FACECACHE_DATA, else <user data>/samples. Sample files lie directly in it."""
     return _resolve(explicit, SAMPLES_DIR_ENV, user_data_dir() / "samples")
+
+
+def resolve_gpu_runtime_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """An argument, else $FACECACHE_GPU_RUNTIME, else <user data>/gpu-runtime (the models folder's sibling):
+    one folder for every Blender version and the CLI (facecache.gpu)."""
+    return _resolve(explicit, GPU_RUNTIME_DIR_ENV, user_data_dir() / "gpu-runtime")

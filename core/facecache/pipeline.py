@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,24 +59,38 @@ class Settings:
     max_yaw: float = choices.MAX_YAW.default
 
     def __post_init__(self) -> None:
+        """Every value checked by type, then against its choices or range: a wrong one is a SettingsError
+        (exit code 2) naming the setting, never a failure deeper in."""
+        for field in ("cache_dir", "models_dir"):
+            if getattr(self, field) == "":  # empty, as an empty environment variable: the default folder
+                object.__setattr__(self, field, None)
+            if getattr(self, field) is not None:
+                object.__setattr__(self, field, path_value(getattr(self, field), field.replace("_", " ")))
+        for field in ("sources", "references"):
+            object.__setattr__(self, field, _path_list(getattr(self, field), field))
         for field, options in (("providers", choices.PROVIDERS), ("detector", choices.DETECTORS),
                                ("landmarker", choices.LANDMARKERS), ("recognizer", choices.RECOGNIZERS),
                                ("swapper", choices.SWAPPERS), ("selector", choices.SELECTORS),
                                ("output_form", choices.OUTPUT_FORMS)):
             value = getattr(self, field)
-            if value not in choices.names(options):
-                raise SettingsError(f"unknown {field.replace('_', ' ')} {value!r}: choose one of "
+            if not isinstance(value, str) or value not in choices.names(options):
+                raise SettingsError(f"unknown {field.replace('_', ' ')} {_shown(value)}: choose one of "
                                     f"{', '.join(choices.names(options))}")
         for number in (*choices.COMPOSITE, choices.REFERENCE_THRESHOLD, choices.SOURCE_FACE, choices.MAX_YAW):
-            _check_range(number, getattr(self, number.name))
+            object.__setattr__(self, number.name, _checked_number(number, getattr(self, number.name)))
+        if not isinstance(self.limit_yaw, bool):
+            raise SettingsError(f"limit yaw must be true or false, got {_shown(self.limit_yaw)}")
         if self.position is not None:
-            if len(self.position) != 2 or not all(0.0 <= float(v) <= 1.0 for v in self.position):
-                raise SettingsError(f"position {self.position!r} must be two fractions 0..1 (x, y), e.g. 0.5,0.4")
+            if not (isinstance(self.position, (list, tuple)) and len(self.position) == 2
+                    and all(_real(v) and 0.0 <= v <= 1.0 for v in self.position)):
+                raise SettingsError(f"position {_shown(self.position)} must be two fractions 0..1 (x, y), "
+                                    "e.g. 0.5,0.4")
             object.__setattr__(self, "position", (float(self.position[0]), float(self.position[1])))
-        if int(self.max_bytes) < 0:
-            raise SettingsError("the cache size cap cannot be negative")
-        for field in ("sources", "references"):
-            object.__setattr__(self, field, tuple(str(p) for p in getattr(self, field) or () if p))
+        max_bytes = _whole(self.max_bytes)
+        if max_bytes is None or max_bytes < 0:
+            raise SettingsError(f"the cache size cap must be a whole number of bytes, 0 or more, got "
+                                f"{_shown(self.max_bytes)}")
+        object.__setattr__(self, "max_bytes", max_bytes)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Settings":
@@ -88,14 +103,7 @@ class Settings:
         if unknown:
             raise SettingsError(f"unknown setting(s) {', '.join(unknown)}: known settings are "
                                 f"{', '.join(sorted(known))}")
-        values = {key: value for key, value in data.items() if value is not None}
-        for key in ("sources", "references"):
-            if isinstance(values.get(key), str):
-                raise SettingsError(f"{key} must be a list of image paths")
-        try:
-            return cls(**values)
-        except (TypeError, ValueError) as exc:
-            raise SettingsError(f"bad settings: {exc}") from None
+        return cls(**{key: value for key, value in data.items() if value is not None})
 
     @classmethod
     def from_args(cls, args) -> "Settings":
@@ -123,14 +131,51 @@ class Settings:
         return json.dumps(self.as_dict(), sort_keys=True)
 
 
-def _check_range(number: choices.Number, value) -> None:
-    try:
-        numeric = float(value)
-    except (TypeError, ValueError):
-        raise SettingsError(f"{number.name.replace('_', ' ')} must be a number, got {value!r}") from None
-    if not number.minimum <= numeric <= number.maximum:
+def _checked_number(number: choices.Number, value) -> float | int:
+    """A finite number within its range; a whole one where the setting counts (its default is an int)."""
+    whole = isinstance(number.default, int)
+    checked = _whole(value) if whole else (float(value) if _real(value) else None)
+    if checked is None:
+        kind = "a whole number" if whole else "a number"
+        raise SettingsError(f"{number.name.replace('_', ' ')} must be {kind}, got {_shown(value)}")
+    if not number.minimum <= checked <= number.maximum:
         raise SettingsError(f"{number.name.replace('_', ' ')} {value!r} is out of range: use a value between "
                             f"{number.minimum:g} and {number.maximum:g}")
+    return checked
+
+
+def _real(value) -> bool:
+    """A finite int or float (not a bool: JSON's true is no number)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value) -> int | None:
+    """A whole number (an int, or a float with no fraction), else None."""
+    if isinstance(value, float) and _real(value) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def path_value(value, what: str) -> str:
+    """A path setting as a string: text (or a path object) that names something, without NUL characters."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise SettingsError(f"{what} must be a path (non-empty text without NUL characters), got {_shown(value)}")
+    return value
+
+
+def _path_list(value, what: str) -> tuple[str, ...]:
+    """A list of paths (empty entries skipped)."""
+    if not isinstance(value, (list, tuple)):
+        raise SettingsError(f"{what} must be a list of image paths, got {_shown(value)}")
+    return tuple(path_value(item, f"each of {what}") for item in value if item not in ("", None))
+
+
+def _shown(value) -> str:
+    """A value as a message shows it: short, whatever it is."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class Parts:
@@ -226,8 +271,9 @@ class Pipeline:
         return summary
 
 
-def open_cache(settings: Settings) -> FaceCache:
-    return FaceCache(resolve_cache_dir(settings.cache_dir), max_bytes=int(settings.max_bytes))
+def open_cache(settings: Settings, create: bool = True) -> FaceCache:
+    """The settings' cache (`create=False`: only looked at, nothing created or changed)."""
+    return FaceCache(resolve_cache_dir(settings.cache_dir), max_bytes=int(settings.max_bytes), create=create)
 
 
 def build_analyzer(settings: Settings, parts: Parts | None = None):

@@ -1,36 +1,58 @@
 """`python -m facecache.worker --serve`: one long-lived engine session, many requests (the Blender
 add-on keeps one per Blender session; an actor, as Dream Textures' generator process, over JSON lines).
 
-Requests, one JSON object a line on stdin, each with an "id" the caller chose:
+Requests, one JSON object a line on stdin, each with an "id" the caller chose (a whole number or a
+string, unique among the requests queued or running):
 
     {"id": 7, "kind": "swap", "settings": {...}, "items": [...]}     a job (see facecache.worker)
     {"id": 8, "kind": "cancel", "target": 7}                           stop request 7 (queued or running)
 
 Every answer carries its request's id: progress lines, then one "result" or "error" (and a request
 that never started, cancelled, answers an error of kind "Cancelled"). A cancel is answered by the
-request it cancels. Jobs run one at a time, in order. Quick requests (preview, coverage, cache_stats)
-go ahead of queued jobs and also run between the frames of a running swap (between the segments of an
-analysis), so the frame under the playhead never waits for a long job. The process keeps the pipeline
-parts and preview sessions warm (`worker.Engine`) and ends when stdin closes (Blender quit or died),
-cancelling what runs.
+request it cancels; a cancel of no queued or running request answers an error with its own id. Jobs
+run one at a time, in order. Quick requests (preview, coverage, cache_stats) go ahead of queued jobs
+and also run between the frames of a running swap (between the segments of an analysis), so the
+frame under the playhead never waits for a long job.
+
+Any line is answered and the session goes on: a line that is not a request (not UTF-8, not JSON,
+nested too deeply, longer than MAX_REQUEST_BYTES, an id or a cancel target that is not a whole
+number or a string) answers one error of kind "RequestRefused" (with the line's id when it has a
+usable one, else null), and so does a request whose id is already queued or running (id null: that
+id's answers belong to the first request; the refused id is in "refused_id").
+
+The process keeps the pipeline parts and preview sessions warm (`worker.Engine`) and ends when its
+caller is gone: stdin closed (Blender quit or died), its answers no longer read, or its parent process
+gone (an orphan whose stdin another process still holds). Then it cancels what runs and what waits,
+and exits; with `exit_after` it exits at the latest that many seconds later, whatever still runs
+(everything it writes is atomic, so nothing is left half-written).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 from facecache.errors import FaceCacheError
-from facecache.worker import Cancelled, Emit, Engine, error_message, run_job
+from facecache.worker import Cancelled, Engine, error_message, run_job
 
 QUICK = frozenset({"preview", "coverage", "cache_stats"})
+MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a timeline's items fit many times over
+MAX_ID_CHARS = 200
+PARENT_POLL_SECONDS = 1.0
+
+
+class RequestRefused(FaceCacheError):
+    """A line the session cannot take as a request; the message says what a request looks like."""
 
 
 @dataclass
 class Request:
-    id: object
+    id: int | str
     job: dict
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -39,52 +61,149 @@ class Request:
         return self.job.get("kind") in QUICK
 
 
+def usable_id(value) -> bool:
+    """Ids are whole numbers or short strings: hashable, and the same value after a JSON round trip."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, str) and len(value) <= MAX_ID_CHARS)
+
+
+def parse_request(line: bytes | str, needs_id: bool = True) -> dict:
+    """One request line as a JSON object with a usable id (and, for a cancel, a usable target);
+    RequestRefused otherwise. The one-job mode's job needs no id (`needs_id=False`)."""
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+        message = json.loads(text)
+    except UnicodeDecodeError:
+        raise RequestRefused("a request line must be UTF-8 text") from None
+    except RecursionError:
+        raise RequestRefused("the request is nested too deeply to read") from None
+    except ValueError as exc:
+        raise RequestRefused(f"the request is not JSON ({exc})") from None
+    if not isinstance(message, dict) or (needs_id and "id" not in message):
+        raise RequestRefused('a request is a JSON object with an "id", e.g. {"id": 1, "kind": "cache_stats"}')
+    if "id" in message and not usable_id(message["id"]):
+        raise RequestRefused(f"a request's id must be a whole number or a string of at most {MAX_ID_CHARS} "
+                             f"characters, not {_shown(message['id'])}")
+    if "kind" in message and not isinstance(message["kind"], str):
+        raise RequestRefused(f"a request's kind must be a string, not {_shown(message['kind'])}")
+    if message.get("kind") == "cancel" and not usable_id(message.get("target")):
+        raise RequestRefused('a cancel names the id of the request to stop in "target" (a whole number or a '
+                             f"string), not {_shown(message.get('target'))}")
+    return message
+
+
+def _shown(value) -> str:
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 class Server:
-    def __init__(self, stdin, emit: Emit):
-        self.stdin = stdin
-        self._emit = emit
+    def __init__(self, stdin, emit: Callable[[dict], bool | None], exit_after: float | None = None):
+        """`stdin` gives request lines (a binary stream is read as is, a text one through its buffer
+        where it has one); `emit` writes one answer and returns False once nobody reads them.
+        `exit_after`: once the caller is gone, end the process at the latest this many seconds later."""
+        self.stdin = _own_reader(stdin)
+        self._emit_line = emit
         self.engine = Engine()
         self._jobs: deque[Request] = deque()
         self._quick: deque[Request] = deque()
         self._known: dict = {}  # id -> Request, queued or running
         self._ready = threading.Condition()
         self._closed = False
+        self._gone = threading.Event()  # set once the caller is gone
+        self._exit_after = exit_after
 
     def serve(self) -> int:
         threading.Thread(target=self._read, name="facecache-requests", daemon=True).start()
+        threading.Thread(target=self._watch_parent, name="facecache-parent", daemon=True).start()
         while (request := self._next()) is not None:
             self._run(request)
         self.engine.previews.close_all()
         return 0
 
+    def _emit(self, message: dict) -> None:
+        if self._emit_line(message) is False:  # the caller no longer reads: it is gone
+            self.close()
+
+    # -- the caller's end ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """The caller is gone: cancel what runs and what waits; the session ends (and, with
+        `exit_after`, the process does at the latest that long after)."""
+        with self._ready:
+            if self._closed:
+                return
+            self._closed = True
+            self._gone.set()
+            for request in self._known.values():
+                request.cancel.set()
+            self._ready.notify()
+        if self._exit_after is not None:
+            timer = threading.Timer(self._exit_after, _exit_now)
+            timer.daemon = True
+            timer.start()
+
+    def _watch_parent(self) -> None:
+        """An orphan's stdin may stay open (another process inherited the pipe): watch the parent too."""
+        alive = parent_watch()
+        while not self._gone.wait(PARENT_POLL_SECONDS):
+            if not alive():
+                self.close()
+
     # -- requests in ----------------------------------------------------------------------------
 
     def _read(self) -> None:
-        for line in self.stdin:
-            if not line.strip():
-                continue
-            try:
-                message = json.loads(line)
-                if not isinstance(message, dict) or "id" not in message:
-                    raise ValueError("a request is a JSON object with an id")
-            except ValueError as exc:
-                self._emit({"id": None, **error_message(FaceCacheError(f"unreadable request ({exc}): {line[:200]}"))})
-                continue
+        try:
+            while line := self.stdin.readline(MAX_REQUEST_BYTES + 1):
+                if len(line) > MAX_REQUEST_BYTES:
+                    self._skip_line(line)
+                    self._refuse(RequestRefused(f"a request line is longer than {MAX_REQUEST_BYTES} bytes"))
+                elif line.strip():
+                    self._take(line)
+        except (OSError, ValueError):
+            pass  # stdin itself failed (closed under us): the caller is gone
+        finally:
+            self.close()
+
+    def _skip_line(self, start: bytes | str) -> None:
+        newline = b"\n" if isinstance(start, bytes) else "\n"
+        line = start
+        while line and not line.endswith(newline):
+            line = self.stdin.readline(MAX_REQUEST_BYTES)
+
+    def _take(self, line: bytes | str) -> None:
+        """Queue one request, or answer why not; never raises, so no line ends the session."""
+        message = None
+        try:
+            message = parse_request(line)
             with self._ready:
                 if message.get("kind") == "cancel":
-                    target = self._known.get(message.get("target"))
-                    if target is not None:
-                        target.cancel.set()
-                    continue
+                    self._cancel(message)
+                    return
+                if message["id"] in self._known:
+                    self._emit({"id": None, "refused_id": message["id"], **error_message(RequestRefused(
+                        f"request id {message['id']!r} is already used by a queued or running request: "
+                        "give every request its own id"))})
+                    return
                 request = Request(message["id"], message)
                 self._known[request.id] = request
                 (self._quick if request.quick else self._jobs).append(request)
                 self._ready.notify()
-        with self._ready:  # stdin closed: the caller is gone; stop what runs and what waits
-            self._closed = True
-            for request in self._known.values():
-                request.cancel.set()
-            self._ready.notify()
+        except Exception as exc:  # noqa: BLE001 - every line is answered; the session goes on
+            self._refuse(exc, message)
+
+    def _cancel(self, message: dict) -> None:
+        target = self._known.get(message["target"])
+        if target is None:
+            self._emit({"id": message["id"], **error_message(RequestRefused(
+                f"no request {message['target']!r} is queued or running (it may have finished already)"))})
+        else:
+            target.cancel.set()
+
+    def _refuse(self, exc: Exception, message: dict | None = None) -> None:
+        request_id = message.get("id") if isinstance(message, dict) and usable_id(message.get("id")) else None
+        self._emit({"id": request_id, **error_message(exc)})
 
     def _next(self) -> Request | None:
         with self._ready:
@@ -119,7 +238,7 @@ class Server:
                 # A job may have changed outputs, models or sources behind the preview sessions.
                 self.engine.previews.close_all()
 
-    def _emitter(self, request: Request) -> Emit:
+    def _emitter(self, request: Request):
         def emit(message: dict) -> None:
             self._emit({"id": request.id, **message})
             if not request.quick and message.get("type") == "progress":
@@ -129,3 +248,40 @@ class Server:
     def _run_quick_requests(self) -> None:
         while (quick := self._quick_pending()) is not None:
             self._run(quick)
+
+
+def _own_reader(stdin):
+    """Request lines as bytes, from a reader of our own over the same file where there is one: at exit
+    the interpreter takes sys.stdin's lock, which the reading thread holds while it waits for a line
+    (Python aborts with "could not acquire lock ... at interpreter shutdown")."""
+    try:
+        return os.fdopen(os.dup(stdin.fileno()), "rb")
+    except (AttributeError, OSError, ValueError):  # no file under it (a test's stream)
+        return getattr(stdin, "buffer", stdin)
+
+
+def parent_watch() -> Callable[[], bool]:
+    """A check that this process's parent (its caller) still lives. POSIX re-parents an orphan (to
+    init or a subreaper), so its parent id changes; Windows keeps the id, so the process is looked up
+    (and its start time compared, against a reused id)."""
+    parent = os.getppid()
+    if sys.platform != "win32":
+        return lambda: os.getppid() == parent
+    import psutil
+
+    try:
+        started = psutil.Process(parent).create_time()
+    except psutil.Error:
+        return lambda: True  # unknown from the start: stdin and the answers still tell
+
+    def alive() -> bool:
+        try:
+            return psutil.Process(parent).create_time() == started
+        except psutil.Error:
+            return False
+    return alive
+
+
+def _exit_now() -> None:
+    """The caller is long gone and a job did not stop: end the process (every write is atomic)."""
+    os._exit(0)

@@ -18,17 +18,20 @@ An error's `exit_code` is the documented one (`facecache.errors`: 2 bad input, 3
 fault is one line naming the path, what happened and what to do, never a traceback.
 
 A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
-                | "cache_stats" | "cache_prune" | "cache_clear",
+                | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1)
-        "models": [names] (install_models), "folder": path (import_models)}
+        "models": [names] (install_models), "folder": path (import_models),
+        "cuda": "12" | "13" (gpu_install; default: as the driver allows), "sessions": bool (gpu_status)}
 
 `update` is `swap` over the items the caller gathered from its timeline; `preview` makes the items'
 frames one by one through preview sessions (a blend change recomposites from the cached swap).
 Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
-outputs exist ("analysed", "swapped": {media: [frames]}). Everything else the worker would print
-(warnings, logs, ONNX Runtime's own output) goes to stderr, so stdout stays parseable (`stdout_guard`).
+outputs exist ("analysed", "swapped": {media: [frames]}); jobs that run models say which provider each
+model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning"). Everything else
+the worker would print (warnings, logs, ONNX Runtime's own output) goes to stderr, so stdout stays
+parseable (`stdout_guard`).
 `run_job(job, emit)` is the same thing in-process.
 """
 
@@ -44,14 +47,17 @@ from pathlib import Path
 from typing import Callable
 
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE, FaceCacheError, os_fault
+from facecache.gpu.activate import use_runtime
 from facecache.jobs.run_summary import describe_run
-from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache
+from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache, path_value
 from facecache.stdout_guard import silence_stdout, stdout_reserved
 
 Emit = Callable[[dict], None]
 EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
+ORPHAN_EXIT_SECONDS = 10.0  # the session's caller is gone: the process ends at the latest this long after
 KINDS = ("analyze", "swap", "update", "preview", "coverage", "install_models", "import_models", "cache_stats",
-         "cache_prune", "cache_clear")
+         "cache_prune", "cache_clear", "gpu_status", "gpu_install", "gpu_uninstall")
+MODEL_KINDS = ("analyze", "swap", "update", "preview")  # their reports say where each model's session runs
 
 
 class Cancelled(FaceCacheError):
@@ -72,19 +78,23 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
     """Run one job, emitting progress messages; returns the summary (raises on failure). A swap stops
     cleanly at the next frame once `cancel` is set, an analysis at the next segment (Cancelled)."""
     cancel = cancel or threading.Event()
+    kind = job.get("kind") if isinstance(job, dict) else None
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise FaceCacheError(f"unknown job kind {str(kind)[:60]!r}: one of {', '.join(KINDS)}")
     engine = engine or Engine()
-    kind = job.get("kind")
-    if kind not in KINDS:
-        raise FaceCacheError(f"unknown job kind {kind!r}: one of {', '.join(KINDS)}")
     settings = Settings.from_dict(job.get("settings", {}))
     items = checked_items(kind, job.get("items", []))
     start = time.perf_counter()
     if kind == "install_models":
-        summary = _install_models(engine, settings, job.get("models", ["default"]), emit)
+        summary = _install_models(engine, settings, _model_names(job.get("models", ["default"])), emit)
     elif kind == "import_models":
         summary = _import_models(engine, settings, job.get("folder"))
     elif kind.startswith("cache_"):
         summary = _cache_job(kind, settings)
+    elif kind.startswith("gpu_"):
+        from facecache.gpu.jobs import gpu_job
+
+        summary = gpu_job(kind, job, settings, emit)
     elif kind == "coverage":
         summary = _coverage(engine, settings, items)
     elif kind == "analyze":
@@ -93,6 +103,10 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
         summary = _preview(engine, settings, items)
     else:
         summary = _swap(engine, settings, items, emit, cancel)
+    if kind in MODEL_KINDS:
+        from facecache.gpu.status import session_report
+
+        summary.update(session_report(engine.parts.sessions(settings.providers)))
     summary["kind"] = kind
     summary["seconds"] = round(time.perf_counter() - start, 3)
     summary["message"] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
@@ -101,6 +115,13 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
 
 ITEM_KINDS = {"analyze": ("media", "start", "stop"), "coverage": ("media", "start", "stop")}
 OUTPUT_ITEM_KINDS = ("swap", "update", "preview")
+MAX_ITEM_FRAMES = 1_000_000  # media frames of one item: 11 hours at 25 frames a second
+
+
+def _model_names(models) -> list[str]:
+    if not isinstance(models, list) or not all(isinstance(name, str) for name in models):
+        raise FaceCacheError(f"models must be a list of model names, e.g. [\"default\"], got {str(models)[:60]}")
+    return models
 
 
 def checked_items(kind: str, items) -> list[dict]:
@@ -118,9 +139,16 @@ def checked_items(kind: str, items) -> list[dict]:
         missing = [name for name in fields if name not in item]
         if missing:
             raise FaceCacheError(f"item {number} lacks {', '.join(missing)}: each item needs {', '.join(fields)}")
+        for name in fields:
+            if name in ("media", "out"):
+                item[name] = path_value(item[name], f"item {number}'s {name}")
         if not all(isinstance(item[name], int) and not isinstance(item[name], bool) for name in ("start", "stop")):
             raise FaceCacheError(f"item {number}: start and stop must be whole frame numbers, got "
-                                 f"{item['start']!r} and {item['stop']!r}")
+                                 f"{str(item['start'])[:40]} and {str(item['stop'])[:40]}")
+        if not 0 <= item["start"] < item["stop"] <= item["start"] + MAX_ITEM_FRAMES:
+            raise FaceCacheError(f"item {number}: frames {item['start']} to {item['stop']} (stop excluded) are "
+                                 f"reversed, empty, negative or more than {MAX_ITEM_FRAMES}: give "
+                                 f"0 <= start < stop <= start + {MAX_ITEM_FRAMES}")
         if kind != "coverage":  # coverage only reads the cache: a missing file simply has nothing analysed
             check_frames(item["media"], range(item["start"], item["stop"]))
     return items
@@ -231,7 +259,7 @@ def _coverage(engine: Engine, settings: Settings, items: list[dict]) -> dict:
 
 
 def _cache_job(kind: str, settings: Settings) -> dict:
-    cache = open_cache(settings)
+    cache = open_cache(settings, create=kind != "cache_stats")  # looking changes nothing
     summary = {"frames": 0, "written": 0, "skipped": 0, "inferences": {}}
     if kind == "cache_prune":
         summary["prune"] = cache.prune().as_dict()
@@ -249,9 +277,10 @@ def _install_models(engine: Engine, settings: Settings, models: list[str], emit:
             "models_dir": str(store.root), "installed": [str(getattr(r, "name", r)) for r in results]}
 
 
-def _import_models(engine: Engine, settings: Settings, folder: str | None) -> dict:
+def _import_models(engine: Engine, settings: Settings, folder) -> dict:
     if not folder:
         raise FaceCacheError("no folder given: choose FaceFusion's models folder (or its install folder)")
+    folder = path_value(folder, "the folder to import")
     report = engine.parts.model_store(settings.models_dir).import_folder(folder)
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, "import": report.as_dict()}
 
@@ -286,6 +315,7 @@ class _Terminate:
 
 def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    use_runtime()  # the NVIDIA GPU runtime's onnxruntime first on the path, when installed
     stdin = stdin or sys.stdin
     try:
         # stray prints, Python's or ONNX Runtime's at the C level, must not corrupt the protocol
@@ -299,18 +329,20 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
 def _answer(argv: list[str], stdin, protocol) -> int:
     lock = threading.Lock()
 
-    def emit(message: dict) -> None:
+    def emit(message: dict) -> bool:
+        """Write one answer; False when the caller is gone (its end of the pipe closed)."""
         with lock:
             try:
                 protocol.write(json.dumps(message, default=str) + "\n")
                 protocol.flush()
-            except (BrokenPipeError, ValueError):  # the caller is gone (its end of the pipe closed)
-                pass
+                return True
+            except (BrokenPipeError, ValueError):
+                return False
 
     if argv == ["--serve"]:
         from facecache.serve import Server
 
-        return Server(stdin, emit).serve()
+        return Server(stdin, emit, exit_after=ORPHAN_EXIT_SECONDS).serve()
     if argv:
         emit({"type": "error", "message": f"unknown arguments {' '.join(argv)}: use --serve or none",
               "kind": "UsageError", "exit_code": EXIT_USAGE})
@@ -336,11 +368,13 @@ def _one_job(stdin, emit: Emit) -> int:
 
 
 def _read_job(stdin) -> dict:
-    line = stdin.readline() or "{}"
-    try:
-        return json.loads(line)
-    except ValueError as exc:
-        raise FaceCacheError(f"the job is not a JSON object ({exc}): {line[:200]}") from None
+    """The one job of stdin's first line, read as the session reads a request (`serve.parse_request`)."""
+    from facecache.serve import MAX_REQUEST_BYTES, RequestRefused, parse_request
+
+    line = getattr(stdin, "buffer", stdin).readline(MAX_REQUEST_BYTES + 1)
+    if len(line) > MAX_REQUEST_BYTES:
+        raise RequestRefused(f"the job line is longer than {MAX_REQUEST_BYTES} bytes")
+    return parse_request(line if line.strip() else "{}", needs_id=False)
 
 
 if __name__ == "__main__":

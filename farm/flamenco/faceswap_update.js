@@ -44,26 +44,105 @@ const JOB_TYPE = {
     ],
 };
 
+// A range beyond this many frames (5.8 hours at 24 frames a second) is a slip of the keyboard, refused at
+// submission: 1-3000000 would be 23,438 tasks of Blender starting and finding nothing to do.
+const MAX_FRAMES = 500000;
+
 function compileJob(job) {
     const settings = job.settings;
     const cacheDir = checkedCacheDir(settings.cache_dir);
-    const chunks = frameChunker(settings.frames, settings.chunk_size);
-
-    const chunkTasks = chunks.map((chunk) => {
-        const task = author.Task(`faceswap-${chunk}`, "blender");
-        task.addCommand(blenderCommand(settings.blendfile, updateExpression(frameRanges(chunk)), cacheDir));
+    const runs = timelineRuns(settings.frames);
+    if (settings.render && runs[0][0] < 0) {
+        throw `frames "${settings.frames}" hold negative frames, which the render task cannot render (Blender's ` +
+              "--render-frame reads -N as N frames before the end): turn the render task off, or move the " +
+              "timeline to start at frame 0";
+    }
+    const chunkTasks = chunksOf(runs, settings.chunk_size).map((chunk) => {
+        const task = author.Task(`faceswap-${runsText(chunk, ",")}`, "blender");
+        task.addCommand(blenderCommand(settings.blendfile, updateExpression(chunk), cacheDir));
         job.addTask(task);
         return task;
     });
 
     if (settings.render) {
-        job.addTask(renderTask(settings, cacheDir, chunkTasks));
+        job.addTask(renderTask(settings, runs, cacheDir, chunkTasks));
     }
+}
+
+// The timeline frames of a range such as "1-250", "1-100,200-250", "20..25" or "-10--1" (Blender's
+// timeline allows negative frames) as sorted [first, last] runs, overlaps merged. Flamenco's own
+// frameChunker reads no negative frame, so the job type cuts its chunks itself.
+function timelineRuns(text) {
+    const parts = String(text || "").split(",").map((part) => part.trim()).filter((part) => part);
+    if (parts.length === 0) {
+        throw `frames is empty: give timeline frames such as 1-250 or 1-100,200-250`;
+    }
+    const runs = parts.map((part) => {
+        const match = /^(-?\d+)\s*(?:(?:-|\.\.)\s*(-?\d+))?$/.exec(part);
+        if (!match) {
+            throw `"${part}" in frames "${text}" is not a frame or a range: use e.g. 1-250, 20..25 or -10--1`;
+        }
+        const first = parseInt(match[1], 10);
+        const last = match[2] === undefined ? first : parseInt(match[2], 10);
+        if (last < first) {
+            throw `frames ${part} run backwards: give the first frame first, e.g. ${last}-${first}`;
+        }
+        return [first, last];
+    });
+    runs.sort((a, b) => a[0] - b[0]);
+    const merged = [];
+    for (const run of runs) {
+        const previous = merged[merged.length - 1];
+        if (previous && run[0] <= previous[1] + 1) {
+            previous[1] = Math.max(previous[1], run[1]);
+        } else {
+            merged.push(run);
+        }
+    }
+    const count = merged.reduce((sum, [first, last]) => sum + last - first + 1, 0);
+    if (count > MAX_FRAMES) {
+        throw `frames "${text}" hold ${count} frames, more than ${MAX_FRAMES} (5.8 hours at 24 fps): check the ` +
+              "range (the scene's frame range is the usual one)";
+    }
+    return merged;
+}
+
+// The runs cut into chunks of `size` frames each (the last may hold fewer), each chunk as its runs.
+function chunksOf(runs, size) {
+    if (!(Number.isInteger(size) && size >= 1)) {
+        throw `invalid chunk size ${size}: chunk_size must be a whole number of frames, 1 or more`;
+    }
+    const chunks = [];
+    let chunk = [];
+    let room = size;
+    for (let [first, last] of runs) {
+        while (first <= last) {
+            const end = Math.min(last, first + room - 1);
+            chunk.push([first, end]);
+            room -= end - first + 1;
+            first = end + 1;
+            if (room === 0) {
+                chunks.push(chunk);
+                chunk = [];
+                room = size;
+            }
+        }
+    }
+    if (chunk.length) {
+        chunks.push(chunk);
+    }
+    return chunks;
+}
+
+// Runs as text, as Flamenco names chunks: "A-B" for three frames or more, "A,B" for two, "A" for one.
+function runsText(runs, separator) {
+    return runs.map(([first, last]) => first === last ? `${first}` : first + 1 === last ? `${first},${last}`
+        : `${first}${separator === ".." ? ".." : "-"}${last}`).join(",");
 }
 
 // A render task after every chunk: `update` over the whole timeline re-places the swapped strips and
 // finds every frame up to date (nothing is computed), then Blender renders the frames.
-function renderTask(settings, cacheDir, chunkTasks) {
+function renderTask(settings, runs, cacheDir, chunkTasks) {
     if (!settings.render_output_path) {
         throw "render_output_path is empty: say where the render task writes (e.g. /render/shot/######)";
     }
@@ -72,7 +151,7 @@ function renderTask(settings, cacheDir, chunkTasks) {
     if (settings.format) {
         extra.push("--render-format", settings.format);
     }
-    extra.push("--render-frame", String(settings.frames).replaceAll("-", ".."));
+    extra.push("--render-frame", runsText(runs, ".."));
     task.addCommand(blenderCommand(settings.blendfile, updateExpression([]), cacheDir, extra));
     for (const chunkTask of chunkTasks) {
         task.addDependency(chunkTask);
@@ -98,23 +177,6 @@ function updateExpression(runs) {
         : runs.map(([first, last]) => `bpy.ops.faceswap.update(frame_start=${first}, frame_end=${last})`);
     return "import bpy, os, sys; os.environ['FACESWAP_CACHE_DIR'] = sys.argv[sys.argv.index('--') + 1]; " +
         calls.join("; ");
-}
-
-// frameChunker's chunk strings ("9-16", "7", "3,4", "1-5,8") as [first, last] runs, neighbours
-// merged ("3,4" is one run): each run is one operator call, and each call starts the face engine.
-function frameRanges(chunk) {
-    const runs = [];
-    for (const part of chunk.split(",")) {
-        const [first, last] = part.split("-").map((text) => parseInt(text.trim(), 10));
-        const run = [first, last === undefined ? first : last];
-        const previous = runs[runs.length - 1];
-        if (previous && previous[1] + 1 === run[0]) {
-            previous[1] = run[1];
-        } else {
-            runs.push(run);
-        }
-    }
-    return runs;
 }
 
 function checkedCacheDir(value) {

@@ -45,8 +45,8 @@ def engine_without_onnx(addon, tmp_path, monkeypatch):
     (shadow / "__init__.py").write_text("raise ImportError('onnx is not one of the extension wheels')\n")
     real_env = addon.engine_client.worker_env
 
-    def env():
-        values = real_env()
+    def env(extra=None):
+        values = real_env(extra)
         values["PYTHONPATH"] = os.pathsep.join([str(shadow.parent), values["PYTHONPATH"]])
         return values
 

@@ -184,3 +184,38 @@ def test_chunks_of_scattered_frames_run_each_run_once():
     assert [t["name"] for t in tasks] == ["faceswap-1-4", "faceswap-5,8,10,11", "faceswap-20"]
     calls = re.findall(r"update\(frame_start=(\d+), frame_end=(\d+)\)", tasks[1]["commands"][0]["parameters"]["args"][3])
     assert calls == [("5", "5"), ("8", "8"), ("10", "11")]
+
+
+@pytest.mark.parametrize("frames, chunk, names, calls", [
+    ("-5--1", 3, ["faceswap--5--3", "faceswap--2,-1"], [("-5", "-3")]),
+    ("-2-2", 128, ["faceswap--2-2"], [("-2", "2")]),
+    ("-10..-8,0", 4, ["faceswap--10--8,0"], [("-10", "-8"), ("0", "0")]),
+])
+def test_negative_timeline_frames_compile_into_chunks(frames, chunk, names, calls):
+    """Blender's timeline allows negative frames; Flamenco's own frameChunker reads none, so the job type
+    cuts its chunks itself."""
+    tasks = compile_settings({"frames": frames, "chunk_size": chunk, "cache_dir": "/c", "blendfile": "/p/e.blend"})
+    assert [t["name"] for t in tasks["tasks"]] == names
+    expression = tasks["tasks"][0]["commands"][0]["parameters"]["args"][3]
+    assert re.findall(r"update\(frame_start=(-?\d+), frame_end=(-?\d+)\)", expression) == calls
+
+
+@pytest.mark.parametrize("frames, said", [
+    ("1-3000000", "more than 500000"),
+    ("10-1", "run backwards"),
+    ("1-x", "not a frame or a range"),
+    ("-5--1", "negative frames"),  # with the render task on
+])
+def test_ranges_no_step_can_take_are_refused_on_submission(frames, said):
+    reply = compile_settings({"frames": frames, "chunk_size": 128, "cache_dir": "/c", "blendfile": "/p/e.blend",
+                              "render": said == "negative frames", "render_output_path": "/r/####"})
+    assert said in reply["error"]
+
+
+def compile_settings(settings: dict) -> dict:
+    job = Path(os.environ.get("TMPDIR", "/tmp")) / f"faceswap-ranges-{os.getpid()}.json"
+    job.write_text(json.dumps({"name": "ranges", "settings": settings}))
+    try:
+        return manager("compile", str(JOB_TYPE_SCRIPT), str(job))
+    finally:
+        job.unlink()

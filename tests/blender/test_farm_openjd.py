@@ -84,6 +84,20 @@ def test_all_chunks_run_and_equal_one_whole_timeline_run(farm_demo, blender_exe,
     assert [p.name for p in sorted((tmp_path / "render").glob("*.png"))] == [f"{f:04d}.png" for f in range(1, 37)]
 
 
+def test_negative_and_stepped_ranges_work_in_every_step(farm_demo, blender_exe, tmp_path):
+    """OpenJD accepts negative frames (Blender's timeline allows them) and steps: every step takes them."""
+    cache = tmp_path / "cache"
+    for frames, chunks in (("-3--1", ["-3--2", "-1--1"]), ("-1-2", ["-1-0", "1-2"]), ("1-9:4", ["1-1", "5-5", "9-9"])):
+        run = openjd_run(farm_demo["blend"], cache, blender_exe, "--step", "FaceSwap", frames=frames, chunk=2)
+        assert run.returncode == 0, run.stdout[-4000:]
+        assert chunks_run(run.stdout) == chunks
+    render = openjd_run(farm_demo["blend"], cache, blender_exe, "--step", "Render", "-p",
+                        f"RenderOutput={tmp_path / 'render' / '####'}", frames="-2-1,5-9:2")
+    assert render.returncode == 0, render.stdout[-4000:]
+    assert [p.name for p in sorted((tmp_path / "render").glob("*.png"), key=lambda p: int(p.stem))] == [
+        "-0002.png", "-0001.png", "0000.png", "0001.png", "0005.png", "0007.png", "0009.png"]
+
+
 def test_a_failing_chunk_fails_the_run(bpy, farm_demo, blender_exe, tmp_path):
     bpy.ops.wm.open_mainfile(filepath=str(farm_demo["blend"]))
     bpy.context.scene.faceswap.sources.clear()  # the editor forgot the source face

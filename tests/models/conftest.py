@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from model_helpers import asset_server  # noqa: F401 - the local HTTP server fixture
+
 
 @pytest.fixture(autouse=True)
 def no_real_model_downloads(monkeypatch):
@@ -13,16 +15,6 @@ def no_real_model_downloads(monkeypatch):
 
 
 
-@pytest.fixture
-def asset_server(monkeypatch):
-    """A local HTTP server for model downloads; no proxy is used for it."""
-    from model_helpers import AssetServer
-
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    server = AssetServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

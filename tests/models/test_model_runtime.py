@@ -7,24 +7,35 @@ import numpy as np
 import pytest
 
 from facecache.errors import FaceCacheError
-from facecache.models.runtime import CPU, CUDA, TENSORRT, SessionFactory, usable_cores
+from facecache.models.runtime import CPU, CUDA, DIRECTML, TENSORRT, SessionFactory, usable_cores
 from facecache.models import runtime
 
 from model_helpers import tiny_onnx_model
 
 
 class FakeSession:
-    def __init__(self, path, providers):
+    """A stand-in session: `fails_on_gpu` makes every run on a GPU provider raise, as a CUDA error
+    (out of GPU memory, a cuDNN failure) does in the middle of a job."""
+
+    def __init__(self, path, providers, fails_on_gpu=False):
         self.path = path
         self.providers = providers
+        self.fails_on_gpu = fails_on_gpu
+        self.runs = 0
 
     def get_providers(self):
         return self.providers
 
+    def run(self, outputs, feeds):
+        self.runs += 1
+        if self.fails_on_gpu and self.providers[0] != CPU:
+            raise RuntimeError("CUDA failure 2: out of memory")
+        return [feeds["x"] + 1]
+
 
 class FakeOrt:
     """Stands in for onnxruntime: `gpu` = 'works', 'silent' (falls back to CPU like onnxruntime-gpu
-    without CUDA libraries) or 'raises'."""
+    without CUDA libraries), 'raises' or 'fails_on_run' (starts, then a run fails)."""
 
     ExecutionMode = SimpleNamespace(ORT_SEQUENTIAL="sequential")
     GraphOptimizationLevel = SimpleNamespace(ORT_ENABLE_ALL="all")
@@ -46,8 +57,8 @@ class FakeOrt:
         self.created.append((path, tuple(providers), sess_options))
         if providers[0] != CPU and self.gpu == "raises":
             raise RuntimeError("CUDA failure 100: no CUDA-capable device is detected")
-        obtained = providers if self.gpu == "works" else [CPU]
-        return FakeSession(path, list(obtained))
+        obtained = providers if self.gpu in ("works", "fails_on_run") else [CPU]
+        return FakeSession(path, list(obtained), fails_on_gpu=self.gpu == "fails_on_run")
 
 
 @pytest.fixture
@@ -156,7 +167,7 @@ def test_changed_file_gets_a_new_session(model_files):
 
 
 def test_bad_setting_and_missing_file_are_clear(tmp_path):
-    with pytest.raises(FaceCacheError, match="auto, cpu, cuda, tensorrt"):
+    with pytest.raises(FaceCacheError, match="auto, cpu, cuda, tensorrt, coreml, directml"):
         SessionFactory("gpu", ort=FakeOrt())
     with pytest.raises(FaceCacheError, match="does not exist"):
         SessionFactory("cpu", ort=FakeOrt()).session(tmp_path / "nope.onnx")
@@ -204,6 +215,80 @@ def test_sessions_are_made_from_the_bytes_whose_digest_was_checked(model_files):
     with pytest.raises(ModelChanged, match=f"a.onnx changed after it was checked .*expected {bytes_digest(b'x')}"):
         factory.session(a, bytes_digest(b"x"))
     assert len(ort.created) == 1
+
+
+def test_a_gpu_session_whose_run_fails_goes_on_on_the_cpu_and_is_reported_once(model_files):
+    a, b = model_files
+    ort = FakeOrt(gpu="fails_on_run")
+    messages = []
+    factory = SessionFactory("cuda", ort=ort, warn=messages.append)
+    session = factory.session(a)
+    assert session.get_providers() == [CUDA, CPU] and factory.placements == {"a.onnx": (CUDA, CPU)}
+    x = np.zeros((1, 3), np.float32)
+    assert np.array_equal(session.run(None, {"x": x})[0], x + 1)  # repeated on the CPU
+    assert session.get_providers() == [CPU] and factory.placements["a.onnx"] == (CPU,)
+    assert ort.created[-1][0] == b"a" and ort.created[-1][1] == (CPU,)  # made again from the file's bytes
+    assert len(messages) == 1 and "a.onnx failed on CUDAExecutionProvider during a run (CUDA failure 2" in messages[0]
+    assert factory.session(b).get_providers() == [CPU]  # later sessions go straight to the CPU
+    assert factory.take_fallback_message() == messages[0]
+    assert factory.take_fallback_message() is None  # a job's report carries it once
+    assert len(messages) == 1
+
+
+def test_a_cpu_run_that_fails_is_raised_as_it_is(model_files):
+    a, _ = model_files
+    factory = SessionFactory("cpu", ort=FakeOrt(available=[CPU]))
+    with pytest.raises(KeyError):
+        factory.session(a).run(None, {})
+
+
+def test_auto_uses_the_cpu_quietly_where_the_cuda_libraries_do_not_load(model_files, monkeypatch):
+    """A CUDA build of onnxruntime (`cuda_version`) on a machine without NVIDIA's libraries: the loader's
+    real answers. `auto` runs on the CPU without a warning; `cuda` warns once, naming the libraries."""
+    monkeypatch.setattr(runtime, "nvidia_driver_present", lambda: True)
+    a, _ = model_files
+    ort = FakeOrt(gpu="works")
+    ort.cuda_version = "12.8"
+    messages = []
+    auto = SessionFactory("auto", ort=ort, warn=messages.append)
+    assert auto.session(a).get_providers() == [CPU] and messages == []
+    assert auto.cuda_load.failures and [p for _, p, _ in ort.created] == [(CPU,)]
+    SessionFactory("cuda", ort=ort, warn=messages.append).session(a)
+    assert len(messages) == 1 and "the CUDA libraries did not load: libcublasLt.so.12 did not load" in messages[0]
+    assert "facecache gpu install" in messages[0]
+
+
+def test_directml_has_a_session_per_thread_and_runs_one_at_a_time(model_files):
+    import threading
+
+    a, _ = model_files
+    ort = FakeOrt(available=[DIRECTML, CPU], gpu="works")
+    factory = SessionFactory("directml", ort=ort)
+    here = factory.session(a)
+    assert factory.session(a) is here and here.get_providers() == [DIRECTML, CPU]
+    assert ort.created[0][2].enable_mem_pattern is False
+    there = []
+    thread = threading.Thread(target=lambda: there.append(factory.session(a)))
+    thread.start()
+    thread.join()
+    assert there[0] is not here and len(ort.created) == 2
+    inside, most = [0], [0]
+
+    class Counting(FakeSession):
+        def run(self, outputs, feeds):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            threading.Event().wait(0.01)
+            inside[0] -= 1
+            return []
+
+    here.inner = Counting(b"a", [DIRECTML, CPU])  # one session shared by threads, as a preview's swapper does
+    runners = [threading.Thread(target=here.run, args=(None, {})) for _ in range(4)]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    assert most[0] == 1
 
 
 def test_a_mac_too_old_for_the_shipped_onnxruntime_is_told_so():

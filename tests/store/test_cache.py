@@ -258,12 +258,13 @@ def test_permissions_follow_the_parent_folder(tmp_path, parent_mode, expected):
             assert not mode & stat.S_IRWXO  # never world-readable
 
 
-def test_existing_world_readable_root_is_tightened(tmp_path):
+def test_an_existing_root_keeps_its_mode_and_what_the_cache_makes_in_it_is_private(tmp_path):
     root = tmp_path / "c"
-    root.mkdir(mode=0o777)
-    os.chmod(root, 0o777)
-    FaceCache(root)
-    assert not stat.S_IMODE(root.stat().st_mode) & stat.S_IRWXO
+    root.mkdir()
+    os.chmod(root, 0o755)  # the user's own folder, given as --cache-dir
+    FaceCache(root).verify()
+    assert stat.S_IMODE(root.stat().st_mode) == 0o755
+    assert all(stat.S_IMODE((root / sub).stat().st_mode) == 0o700 for sub in ("ns", "media", "quarantine", "locks"))
 
 
 def test_a_file_as_cache_location_is_a_clear_error(tmp_path):

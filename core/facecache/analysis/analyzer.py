@@ -12,6 +12,8 @@ and settings: a different model or setting never sees old records.
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
@@ -88,10 +90,16 @@ class ModelSet:
 Progress = Callable[[int, int], None]
 
 
+TO_THE_END = sys.maxsize  # the stop of a range that runs to the media's last frame ("--frames 5-")
+
+
 def checked_range(frames: range | None, frame_count: int, path) -> range:
-    """All frames when None; an error naming the valid range when reversed, empty or outside the media."""
+    """All frames when None, to the last one from a start when its stop is TO_THE_END; an error naming the
+    valid range when reversed, empty or outside the media."""
     if frames is None:
         return range(frame_count)
+    if frames.stop == TO_THE_END:
+        frames = range(frames.start, max(frames.start + 1, frame_count))  # a start past the end is refused below
     if not frames:
         raise MediaError(f"the frame range {frames.start}-{frames.stop - 1} of {path} is reversed or empty: the "
                          f"first frame must not come after the last ({path} has frames 0-{frame_count - 1})")

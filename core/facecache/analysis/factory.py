@@ -19,7 +19,7 @@ from facecache.analysis.fan68 import Fan68Landmarker
 from facecache.analysis.mtcnn import MtcnnDetector
 from facecache.analysis.scrfd import ScrfdDetector
 from facecache.analysis.yoloface import YoloFaceDetector
-from facecache.errors import FaceCacheError
+from facecache.errors import FaceCacheError, ModelRefused
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import InstalledModel, ModelStore
 
@@ -74,7 +74,11 @@ def _optional(models: ModelStore, choice: str, names, what: str) -> str | None:
     if choice == "none":
         return None
     if choice == "auto":
-        return next((name for name in names if models.is_installed(name)), None)
+        # A file `models import` refused (junk, a wrong contract) is skipped, as it was when imported; an
+        # installed model that fails its check raises ModelCorrupt (set aside; the message names the
+        # install command): a run asked to use what is installed stops rather than going on without it.
+        return next((name for name in names if models.is_installed(name, absent_when=ModelRefused)), None)
     if choice not in names:
         raise FaceCacheError(f"unknown {what} {choice!r}: choose auto, none or one of {', '.join(names)}")
     return choice
+

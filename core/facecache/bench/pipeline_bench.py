@@ -420,6 +420,7 @@ def _machine(sessions: SessionFactory, load_start: tuple[float, float, float]) -
         "opencv": cv2.__version__,
         "onnxruntime": onnxruntime.__version__,
         "providers": list(sessions.requested_providers()),
+        "runs_on": {name: providers[0] for name, providers in sorted(sessions.placements.items())},
         "onnx_threads": sessions.threads,
         "loadavg_1min_start": round(load_start[0], 2),
         "loadavg_1min_end": round(os.getloadavg()[0], 2),

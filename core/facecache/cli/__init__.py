@@ -13,12 +13,13 @@ import logging
 import sys
 
 from facecache import __version__
-from facecache.cli import analyze_cmd, bench_cmd, cache_cmd, demo_cmd, models_cmd, swap_cmd
+from facecache.cli import analyze_cmd, bench_cmd, cache_cmd, demo_cmd, gpu_cmd, models_cmd, swap_cmd
 from facecache.cli.common import print_json
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, FaceCacheError, os_fault
+from facecache.gpu.activate import use_runtime
 from facecache.stdout_guard import silence_stdout, stdout_reserved
 
-COMMAND_MODULES = [demo_cmd, swap_cmd, analyze_cmd, models_cmd, cache_cmd, bench_cmd]
+COMMAND_MODULES = [demo_cmd, swap_cmd, analyze_cmd, models_cmd, cache_cmd, bench_cmd, gpu_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    use_runtime()  # the NVIDIA GPU runtime's onnxruntime first on the path, when installed
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="facecache: %(levelname)s: %(message)s")
     json_mode = bool(getattr(args, "json", False))

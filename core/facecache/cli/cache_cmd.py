@@ -28,7 +28,7 @@ def register(commands) -> None:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    stats = open_cache(args).stats()
+    stats = open_cache(args, create=False).stats()  # looking changes nothing
     if args.json:
         print_json(args, stats.as_dict())
         return 0

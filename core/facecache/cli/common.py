@@ -29,8 +29,10 @@ def add_cache_options(parser: argparse.ArgumentParser, size_cap: bool = True) ->
                             metavar="SIZE", help="size cap of the cache, e.g. 10G or 500M (default 10G)")
 
 
-def open_cache(args: argparse.Namespace) -> FaceCache:
-    return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES))
+def open_cache(args: argparse.Namespace, create: bool = True) -> FaceCache:
+    """The cache of --cache-dir (`create=False`: only looked at, nothing created or changed)."""
+    return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES),
+                     create=create)
 
 
 _UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
@@ -103,13 +105,16 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_frame_range(text: str) -> range:
-    """'A-B' (inclusive) or 'N' -> range of media frame indices."""
+    """'A-B' (inclusive), 'A-' (from A to the last frame) or 'N' -> range of media frame indices; an open
+    end is `analyzer.TO_THE_END`, cut to the media's length when the file is opened."""
+    from facecache.analysis.analyzer import TO_THE_END
+
+    first, dash, last = text.strip().partition("-")
     try:
-        first, _, last = text.partition("-")
         start = int(first)
-        stop = int(last) if last else start
+        stop = int(last) + 1 if last.strip() else TO_THE_END if dash else start + 1
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a frame range: {text!r} (examples: 0-99, 42)") from None
-    if start < 0 or stop < start:
-        raise argparse.ArgumentTypeError(f"frame range {text!r} must be A-B with 0 <= A <= B")
-    return range(start, stop + 1)
+        raise argparse.ArgumentTypeError(f"not a frame range: {text!r} (examples: 0-99, 42, 10- for 10 to the end)") from None
+    if start < 0 or stop <= start:
+        raise argparse.ArgumentTypeError(f"frame range {text!r} must be A-B with 0 <= A <= B (or A- for A to the end)")
+    return range(start, stop)

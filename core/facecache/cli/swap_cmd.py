@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 
 from facecache import choices
+from facecache.analysis.analyzer import check_frames
+from facecache.media.reader import IMAGE_SUFFIXES, check_still
 from facecache.cli.common import (add_cache_options, add_choice, add_command, add_model_options, add_number,
                                   parse_frame_range, print_json)
 from facecache.jobs.run_summary import describe_run
-from facecache.jobs.swap_job import prepare_output_folder
+from facecache.jobs.swap_job import check_outside_cache, prepare_output_folder
+from facecache.locations import resolve_cache_dir
 from facecache.pipeline import Settings, build_pipeline
 from facecache.progress import ProgressLine
 
@@ -67,7 +70,14 @@ def run_swap(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
     if args.max_yaw is None:  # --max-yaw off
         settings = dataclasses.replace(settings, limit_yaw=False, max_yaw=choices.MAX_YAW.default)
+    check_outside_cache(args.out, resolve_cache_dir(settings.cache_dir))
     prepare_output_folder(args.out)  # before the source faces are analysed: a bad --out costs nothing
+    for path in (*args.sources, *args.references):  # every file and range checked before any work starts
+        if path.suffix.lower() in IMAGE_SUFFIXES:
+            check_still(path)  # a photo's header: nothing decoded yet
+        else:
+            check_frames(path, None)
+    check_frames(args.target, args.frames)
     pipeline = build_pipeline(settings)
     job = pipeline.swap_job()
     bar = ProgressLine(args.target.name)

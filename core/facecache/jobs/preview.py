@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from facecache.analysis.analyzer import checked_range
-from facecache.jobs.manifest import OutputManifest
-from facecache.jobs.swap_job import SwapJob, blank_frame, output_name, prepare_output_folder, resolved_form
+from facecache import output_layout
+from facecache.jobs.swap_job import SwapJob, blank_frame, open_outputs, resolved_form
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.models.runtime import usable_cores
@@ -33,9 +33,9 @@ class PreviewSession:
         self.reader = MediaReader(self.target)
         info = self.reader.info
         self.form = resolved_form(job.output_form, info.is_still)
-        self.folder = Path(out_dir) if info.is_still else Path(out_dir) / self.target.stem
-        self.manifest = OutputManifest(self.folder, prepare_output_folder(self.folder))
         self.media_id = media_identity(self.target, job.analyzer.cache)
+        self.folder, self.manifest = open_outputs(self.target, Path(out_dir), info.is_still, self.media_id,
+                                                  job.analyzer.cache)
         self._segment: int | None = None
         self._groups = None
         self._decoded: tuple[int, object] | None = None  # the last frame decoded: a slider moves on one frame
@@ -51,7 +51,7 @@ class PreviewSession:
         if composite is not None and composite != self.job.composite:
             self.job.set_composite(composite)
         analysis, swaps = self._groups_for(index // SEGMENT_FRAMES)
-        name = output_name(self.target, index, self.reader.info.is_still)
+        name = output_layout.output_name(self.target, index, self.reader.info.is_still)
         key = self.job.output_key(self.media_id, index, self.form)
         if self.manifest.is_current(name, key):
             return self.folder / name

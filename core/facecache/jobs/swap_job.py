@@ -6,13 +6,15 @@ models), swap (raw swapped crops, cached by frame, source set, swapper and
 selector), composite (cheap, from the cached crops and the original frame).
 An output whose manifest key matches is skipped without decoding.
 
-Outputs: a still target gives `<stem>_swapped.png`, the whole picture; a video
-gives `<stem>/<index>.png` RGBA overlays that hold only the swapped faces
-(transparent elsewhere), for the sequencer to lay over the untouched strip.
-The "sequencer" form (the Blender extension's) writes a frame without a face as
-one transparent pixel instead: a full-frame transparent overlay cost Blender
-7-14 ms a frame of playback for nothing, a 1x1 one nothing measurable, and it is
-transparent under any transform or crop. Other tools get one size per clip.
+Outputs (`facecache.output_layout`): a still target gives `<stem>_swapped.png`, the
+whole picture; a video gives `<stem>/<index>.png` RGBA overlays that hold only the
+swapped faces (transparent elsewhere), for the sequencer to lay over the untouched
+strip. The output place says which clip it belongs to; another clip of the same
+name is refused there. The "sequencer" form (the Blender extension's) writes a
+frame without a face as one transparent pixel instead: a full-frame transparent
+overlay cost Blender 7-14 ms a frame of playback for nothing, a 1x1 one nothing
+measurable, and it is transparent under any transform or crop. Other tools get
+one size per clip.
 Measured on a 1080p frame: a full-frame PNG costs about 85 ms to encode; an
 overlay through OpenCV about 26 ms and a tenth of the bytes; through the sparse
 encoder (only the rows crossing the faces are compressed) about half that.
@@ -35,10 +37,10 @@ from typing import Callable
 import cv2
 import numpy as np
 
-from facecache import choices
+from facecache import choices, output_layout
 from facecache.analysis.analyzer import FaceAnalyzer, checked_range, segments
 from facecache.analysis.selection import Selector
-from facecache.errors import OSFault, os_fault
+from facecache.errors import FaceCacheError, OSFault, os_fault
 from facecache.fingerprint import bytes_digest
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
@@ -48,7 +50,8 @@ from facecache.models.files import remove_leftover_temp_files, write_atomic
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
-from facecache.store.permissions import Permissions, make_dir, permissions_for, secure_folder
+from facecache.store.cache import FaceCache
+from facecache.store.permissions import Permissions, make_dir, permissions_for
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
 from facecache.swap.factory import BoundSwapper
 from facecache.swap.result import SwapResult
@@ -154,11 +157,8 @@ class SwapJob:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
             form = resolved_form(self.output_form, still)
-            folder = out_dir if still else out_dir / target.stem
-            perms = prepare_output_folder(folder)  # before any work: a folder we cannot write is a message
-            remove_leftover_temp_files(folder)  # of a job killed mid-write
-            manifest = OutputManifest(folder, perms)
             media_id = media_identity(target, self.analyzer.cache)
+            folder, manifest = open_outputs(target, out_dir, still, media_id, self.analyzer.cache)
 
             def report_progress() -> None:
                 if progress is None:
@@ -206,7 +206,7 @@ class SwapJob:
     def _todo(self, seg: "_Segment") -> list[int]:
         """The frames of a segment whose output is missing or stale (no cache read, no decoding)."""
         return [index for index in seg.wanted
-                if not seg.manifest.is_current(output_name(seg.target, index, seg.still),
+                if not seg.manifest.is_current(output_layout.output_name(seg.target, index, seg.still),
                                                self.output_key(seg.media_id, index, seg.form))]
 
     def _make_outputs(self, seg: "_Segment", swap_group: str, todo: list[int], claim,
@@ -225,7 +225,7 @@ class SwapJob:
         decoded = seg.reader.frames([index for index, size in sizes.items() if size is None])
         try:
             for index, frame in itertools.chain(cached, decoded):
-                name = output_name(seg.target, index, seg.still)
+                name = output_layout.output_name(seg.target, index, seg.still)
                 results = self.swap_frame(analysis, swaps, index, frame, seg.writer)
                 key = self.output_key(seg.media_id, index, seg.form)
                 pending.append((name, key, seg.writer.submit(self.write_output, seg.folder / name, frame, results,
@@ -370,16 +370,41 @@ class _Segment:
     still: bool
 
 
+class OutputInsideCache(FaceCacheError):
+    """An output folder inside the cache, where the cache's clear and prune would delete outputs."""
+
+
+def check_outside_cache(folder: str | Path, cache_root: str | Path) -> None:
+    if output_layout.inside_cache(folder, cache_root):
+        raise OutputInsideCache(f"the output folder {folder} is inside the cache folder {cache_root}, whose clear "
+                                "and prune delete what they find there: choose an output folder outside the cache")
+
+
+def open_outputs(target: Path, out_dir: Path, still: bool, media_id: str,
+                 cache: FaceCache) -> tuple[Path, OutputManifest]:
+    """The output folder of `target` (`facecache.output_layout`), ready: outside the cache, created,
+    writable, marked as this clip's (OutputTaken when it is another clip's), cleaned of the temp files
+    of a job killed mid-write; and its manifest."""
+    folder = Path(output_layout.output_folder(out_dir, target, still))
+    check_outside_cache(folder, cache.root)
+    perms = prepare_output_folder(folder)  # before any work: a folder we cannot write is a message
+    try:
+        output_layout.claim(out_dir, target, still, media_id, perms.file_mode)
+    except OSError as exc:
+        raise os_fault(exc, "write the outputs in", folder, hint="choose another output folder (--out)") from None
+    remove_leftover_temp_files(folder)
+    return folder, OutputManifest(folder, perms)
+
+
 def prepare_output_folder(folder: Path) -> Permissions:
     """Create the output folder with the permission rule of everything that holds faces (team folder
-    or private, `store.permissions`), tighten it when it is looser and ours, and make sure a file can
+    or private, `store.permissions`; an existing folder keeps its own mode) and make sure a file can
     be written in it; returns the rule. Else an OSFault naming the folder, what is wrong and what to do."""
     perms = permissions_for(folder)
     try:
         make_dir(folder, perms)
         if not folder.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
-        secure_folder(folder, perms)
         fd, probe = tempfile.mkstemp(prefix=".facecache-probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
@@ -389,19 +414,17 @@ def prepare_output_folder(folder: Path) -> Permissions:
     return perms
 
 
-def output_name(target: Path, index: int, still: bool) -> str:
-    return f"{target.stem}_swapped.png" if still else f"{index:06d}.png"
-
-
 def existing_outputs(target: str | Path, out_dir: str | Path, frames: range) -> list[int]:
     """The frames of a video target whose output file exists in `out_dir` (one folder listing; the
-    files are not opened, so an output may still be stale)."""
+    files are not opened, so an output may still be stale); none when the folder is another clip's."""
     try:
-        names = os.listdir(Path(out_dir) / Path(target).stem)
-    except OSError:
+        found = output_layout.owner(output_layout.marker_path(out_dir, target, still=False))
+    except output_layout.OutputTaken:
         return []
-    indices = (int(name[:-4]) for name in names if len(name) == 10 and name.endswith(".png") and name[:6].isdigit())
-    return sorted(index for index in indices if index in frames)
+    if found is not None and not output_layout.same_clip(found, output_layout.clip_record(target, out_dir, None)):
+        return []
+    return sorted(index for index in output_layout.frames_in(output_layout.output_folder(out_dir, target, False))
+                  if index in frames)
 
 
 def _encode_png(image: np.ndarray) -> bytes:

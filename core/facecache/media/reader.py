@@ -7,7 +7,11 @@ decodes forward, a jump seeks by frame number, which OpenCV's FFmpeg backend
 resolves to the exact frame of a constant-frame-rate file (tested against
 sequential decoding on an MP4 whose keyframes are 12 frames apart). A file
 that ends before its declared length raises MediaError after its last good
-frame, so callers keep what was done and nothing half-decoded is used. An MP4
+frame, so callers keep what was done and nothing half-decoded is used. A stream
+whose container declares no length (a raw MJPEG or H.264 stream) is counted by
+decoding it once and then read forward only (it cannot seek). A still's size is
+read from its header and checked against MAX_PIXELS before it is decoded
+(`image_size`), and a video's from its stream. An MP4
 or MOV with a variable frame rate is refused with the command that converts it
 (frame N has no exact address there, and the sequencer would disagree with us).
 
@@ -28,6 +32,7 @@ import numpy as np
 
 from facecache.errors import FaceCacheError
 from facecache.media.frame_rate import is_variable_frame_rate
+from facecache.media.image_size import MAX_PIXELS, UnknownImage, image_size
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 MP4_SUFFIXES = {".mp4", ".mov", ".m4v"}
@@ -97,10 +102,23 @@ class MediaReader:
             capture.release()
             raise MediaError(f"{self.path} is not a video or image that OpenCV can decode (or it is truncated "
                              "or damaged): re-export it as MP4 (H.264) or PNG frames, e.g. with ffmpeg")
-        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        try:
+            check_pixels(self.path, width, height)
+        except MediaError:
+            capture.release()
+            raise
+        count = int(max(-1.0, capture.get(cv2.CAP_PROP_FRAME_COUNT)))  # -9.2e18 where the container says nothing
         fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+        self._seekable = count > 0
+        if not self._seekable:  # a raw stream (MJPEG, H.264 elementary): counted by decoding, read forward only
+            count = _count_frames(capture)
+            capture.release()
+            capture = cv2.VideoCapture(str(self.path))
+            if count == 0:
+                capture.release()
+                raise MediaError(f"{self.path} holds no frame that OpenCV can decode: re-export it as MP4 (H.264)")
         self._capture = capture
-        self.info = MediaInfo(self.path, max(count, 1), width, height, fps, False)
+        self.info = MediaInfo(self.path, count, width, height, fps, False)
 
     def frames(self, indices: Iterable[int]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (index, frame) for ascending indices; stops early at a truncated end."""
@@ -120,7 +138,11 @@ class MediaReader:
                 yield index, frame
 
     def _video_frame(self, index: int) -> np.ndarray | None:
-        if index < self._next_index or index > self._next_index + _MAX_FORWARD_GRABS:
+        if not self._seekable and index < self._next_index:  # no seeking in a raw stream: from the start again
+            self._capture.release()
+            self._capture = cv2.VideoCapture(str(self.path))
+            self._next_index = 0
+        elif self._seekable and (index < self._next_index or index > self._next_index + _MAX_FORWARD_GRABS):
             self._capture.set(cv2.CAP_PROP_POS_FRAMES, index)
             self._next_index = int(self._capture.get(cv2.CAP_PROP_POS_FRAMES))
         while self._next_index < index:
@@ -145,6 +167,14 @@ class MediaReader:
         self.close()
 
 
+def _count_frames(capture: cv2.VideoCapture) -> int:
+    """The frames of a stream whose container does not say, counted by decoding it to its end."""
+    count = 0
+    while capture.grab():
+        count += 1
+    return count
+
+
 def sequence_files(folder: Path) -> list[Path]:
     """The images of a folder in frame order: by name, numbers compared as numbers."""
     def natural(path: Path):
@@ -153,9 +183,36 @@ def sequence_files(folder: Path) -> list[Path]:
     return sorted((p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()), key=natural)
 
 
+def check_still(path: Path) -> None:
+    """MediaError unless `path` is an image whose header is readable and within MAX_PIXELS (nothing decoded)."""
+    try:
+        with open(path, "rb") as handle:
+            width, height = image_size(handle)
+    except FileNotFoundError:
+        raise MediaError(f"media file {path} does not exist: check the path") from None
+    except UnknownImage as exc:
+        raise MediaError(f"{path} is not an image that OpenCV can decode ({exc}): save it as PNG or JPEG") from None
+    check_pixels(path, width, height)
+
+
 def _read_still(path: Path) -> np.ndarray:
+    """An image decoded as BGR, after its header's size is checked against MAX_PIXELS (`check_still`)."""
+    check_still(path)
     data = np.fromfile(path, dtype=np.uint8)  # imdecode also copes with non-ASCII paths on Windows
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    try:
+        image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    except cv2.error:
+        image = None
     if image is None:
         raise MediaError(f"{path} is not an image that OpenCV can decode: save it as PNG or JPEG")
     return image
+
+
+def check_pixels(path: Path, width: int, height: int) -> None:
+    """MediaError naming the file and its size when it is empty or larger than MAX_PIXELS."""
+    if width <= 0 or height <= 0:
+        raise MediaError(f"{path} declares a size of {width} x {height} pixels: it is damaged; save it again")
+    if width * height > MAX_PIXELS:
+        raise MediaError(f"{path} is {width} x {height} pixels ({width * height / 1e6:.0f} megapixels), more than "
+                         f"facecache decodes ({MAX_PIXELS / 1e6:.0f} megapixels, e.g. 8192 x 8192): scale it down "
+                         "first (e.g. to 3840 pixels wide)")

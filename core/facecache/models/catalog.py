@@ -71,6 +71,9 @@ class ModelFile:
     member: str = ""  # path inside the package archive (packaged files)
     conversion: Conversion | None = None  # how the member becomes this ONNX file, when it is not ONNX
     source_sha256: str = ""  # pinned hash of the member itself, when it is converted
+    # The most bytes the file may hold, checked before it is read (an 8 GB file named like a model is not
+    # one). FaceFusion's files get a bound by kind (`_ff`), about three times the largest published file.
+    max_bytes: int = 2 * 1024**3
 
     @property
     def sidecar(self) -> str:
@@ -294,8 +297,15 @@ FACENET = ModelSpec(
 
 # --- FaceFusion 3.x models (release folders and licences as FaceFusion's own catalogs state) ----------
 
+# Upper bounds of FaceFusion's files by kind: detectors are 3-17 MB, 2DFAN4 about 100 MB, ArcFace about
+# 170 MB, the swappers 280-560 MB.
+_FF_MAX_BYTES = {DETECTOR: 64 * 1024**2, LANDMARKER: 384 * 1024**2, RECOGNIZER: 512 * 1024**2,
+                 SWAPPER: 1536 * 1024**2}
+
+
 def _ff(name, kind, release, contract, licence, vendor, year, provenance, derived=()) -> ModelSpec:
-    return ModelSpec(name=name, kind=kind, files=(ModelFile("model", f"{name}.onnx", contract),),
+    files = (ModelFile("model", f"{name}.onnx", contract, max_bytes=_FF_MAX_BYTES[kind]),)
+    return ModelSpec(name=name, kind=kind, files=files,
                      source=ReleaseSource(release), licence=licence, vendor=vendor, year=year,
                      provenance=provenance, derived=derived)
 

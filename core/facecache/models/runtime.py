@@ -4,13 +4,22 @@
     session = factory.session(store.path("scrfd_2.5g"))
 
 - Providers come from a setting: `tensorrt` (TensorRT, then CUDA, then CPU), `cuda` (CUDA, then
-  CPU), `cpu`, or `auto`: CUDA when onnxruntime offers it, else CPU. `auto` does not pick TensorRT
-  by itself: TensorRT builds an engine per model and input shape on first use (minutes), which is
-  a choice to make on purpose.
+  CPU), `coreml` (macOS), `directml` (Windows, with onnxruntime-directml), `cpu`, or `auto`: CUDA
+  where it really runs (onnxruntime offers it, an NVIDIA driver is present and the CUDA libraries
+  load), else CPU. `auto` does not pick TensorRT by itself: TensorRT builds an engine per model and
+  input shape on first use (minutes), which is a choice to make on purpose; nor CoreML, which has not
+  been measured faster than the CPU for these models (no Mac was at hand).
+- Before the first CUDA session the CUDA libraries are loaded (`facecache.gpu.activate`: the NVIDIA
+  runtime's, then onnxruntime's own `preload_dlls()`); the ones that fail are named in the warning.
 - onnxruntime-gpu lists CUDA and TensorRT even where their libraries are missing; creating a
   session then fails or silently runs on CPU. The factory checks the providers the session really
   got; when a GPU provider was asked for and not obtained, it warns once (per factory) and uses
-  CPU for every later session of that factory without trying the GPU again.
+  CPU for every later session of that factory without trying the GPU again. A GPU session whose run
+  fails (out of GPU memory, a CUDA error) is made again on the CPU, that run repeated there, and the
+  same one warning given. `fallback` keeps it; `take_fallback_message()` hands it to a job's report
+  once; `placements` says which provider each model file's session really runs on.
+- DirectML: memory patterns off, one session per thread, and each session's runs one at a time (a
+  preview shares its swapper's session across its threads).
 - Sessions are reused per (model file, content digest, providers) within one factory.
 - A session is made from the file's bytes read once into memory: those very bytes are hashed and,
   when the caller gives the digest the model was checked with (the one its cache namespace is named
@@ -22,6 +31,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -41,7 +51,10 @@ log = logging.getLogger(__name__)
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 TENSORRT = "TensorrtExecutionProvider"
-_CHAINS = {"tensorrt": (TENSORRT, CUDA, CPU), "cuda": (CUDA, CPU), "cpu": (CPU,)}
+COREML = "CoreMLExecutionProvider"
+DIRECTML = "DmlExecutionProvider"
+_CHAINS = {"tensorrt": (TENSORRT, CUDA, CPU), "cuda": (CUDA, CPU), "coreml": (COREML, CPU),
+           "directml": (DIRECTML, CPU), "cpu": (CPU,)}
 SETTINGS = choices.names(choices.PROVIDERS)  # "auto" and the keys of _CHAINS
 
 
@@ -98,9 +111,12 @@ class SessionFactory:
         self.device_id = device_id
         self._warn = warn or (lambda message: log.warning("%s", message))
         self._sessions: dict[tuple, Any] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._degraded: tuple[str, ...] | None = None  # the chain in use after a provider failed
         self.fallback: FallbackWarning | None = None
+        self._fallback_told = False
+        self.cuda_load = None  # facecache.gpu.activate.CudaLoad, once CUDA was about to be used
+        self.placements: dict[str, tuple[str, ...]] = {}  # model file name -> providers its session runs on
 
     # --- providers -------------------------------------------------------------------------------
 
@@ -113,14 +129,33 @@ class SessionFactory:
         if self.setting == "auto":
             # Without an NVIDIA driver CUDA cannot work: don't try it (trying prints
             # onnxruntime's own load errors before our single warning).
-            chain = (CUDA, CPU) if nvidia_driver_present() else (CPU,)
+            chain = (CUDA, CPU) if nvidia_driver_present() and CUDA in available else (CPU,)
         else:
             chain = _CHAINS[self.setting]
         picked = tuple(p for p in chain if p in available or p == CPU)
         if self.setting != "auto" and chain[0] not in picked:
             self._fall_back(chain, picked, f"onnxruntime here does not offer {chain[0]} (it offers "
                                            f"{', '.join(sorted(available))})")
+            return self._degraded
+        if CUDA in picked and not self._cuda_libraries_load():
+            problem = self.cuda_load.problem
+            if self.setting == "auto":  # CUDA only where it really runs; `facecache gpu status` says why not
+                log.info("auto: running on the CPU, not CUDA: %s", problem)
+                self._degraded = (CPU,)
+            else:
+                self._fall_back(picked, (CPU,), f"{CUDA} cannot start: the CUDA libraries did not load: {problem}")
+            return self._degraded
         return picked
+
+    def _cuda_libraries_load(self) -> bool:
+        """Load the CUDA libraries once per factory (before any CUDA session); True when all it needs did."""
+        if self.cuda_load is None:
+            from facecache.gpu.activate import load_cuda_libraries
+
+            self.cuda_load = load_cuda_libraries(self.ort)
+            for line in self.cuda_load.preload_said.splitlines():
+                log.info("onnxruntime.preload_dlls: %s", line)
+        return not self.cuda_load.failures
 
     def _provider_options(self, providers: Sequence[str]) -> list[dict]:
         options = []
@@ -147,18 +182,21 @@ class SessionFactory:
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.execution_mode = self.ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if self.setting == "directml":
+            so.enable_mem_pattern = False  # DirectML does not support memory patterns
         return so
 
     # --- sessions --------------------------------------------------------------------------------
 
     def session(self, model_path: str | os.PathLike, digest: str | None = None) -> Any:
-        """An InferenceSession for `model_path`, created once per (file, content, providers) in this
-        factory. With `digest` (XXH3-128 of the file, as the model store checked it), the bytes loaded
-        must have that digest, else `ModelChanged`."""
+        """An InferenceSession for `model_path` (a `GuardedSession` around it), created once per (file,
+        content, providers) in this factory (and per thread with DirectML). With `digest` (XXH3-128 of
+        the file, as the model store checked it), the bytes loaded must have that digest, else
+        `ModelChanged`."""
         path = Path(model_path)
         with self._lock:
             if digest is not None:
-                cached = self._sessions.get((str(path.absolute()), digest, self.requested_providers()))
+                cached = self._sessions.get(self._key(path, digest))
                 if cached is not None:
                     return cached
             data = _read_model(path)
@@ -166,14 +204,18 @@ class SessionFactory:
             if digest is not None and actual != digest:
                 raise ModelChanged(f"{path} changed after it was checked (its content digest is {actual}, "
                                    f"expected {digest})")
-            key = (str(path.absolute()), actual)
-            cached = self._sessions.get((*key, self.requested_providers()))
+            cached = self._sessions.get(self._key(path, actual))
             if cached is not None:
                 return cached
-            session = self._create(path, data, self.requested_providers())
+            inner = self._create(path, data, self.requested_providers())
+            session = GuardedSession(inner, self, path, actual, serialize=self.setting == "directml")
             # after a fallback the chain in use is shorter; file the session under it
-            self._sessions[(*key, self.requested_providers())] = session
+            self._sessions[self._key(path, actual)] = session
             return session
+
+    def _key(self, path: Path, digest: str) -> tuple:
+        thread = threading.get_ident() if self.setting == "directml" else None  # DirectML: a session per thread
+        return str(path.absolute()), digest, self.requested_providers(), thread
 
     def _create(self, path: Path, data: bytes, providers: tuple[str, ...]) -> Any:
         try:
@@ -187,10 +229,29 @@ class SessionFactory:
             self._fall_back(providers, providers[1:], f"creating a session with {providers[0]} failed ({exc})")
             return self._create(path, data, providers[1:])
         obtained = tuple(session.get_providers())
+        self.placements[path.name] = obtained
         if providers[0] not in obtained:
             self._fall_back(providers, obtained, f"onnxruntime could not start {providers[0]} (its libraries, "
                                                  "e.g. CUDA/cuDNN or TensorRT, are probably missing)")
         return session
+
+    def _on_cpu_after_failed_run(self, path: Path, digest: str, providers: tuple[str, ...], error: Exception) -> Any:
+        """A CPU session for a file whose GPU session failed during a run (the one warning is given)."""
+        with self._lock:
+            data = _read_model(path)
+            if bytes_digest(data) != digest:
+                raise ModelChanged(f"{path} changed after it was checked; run the same command again")
+            self._fall_back(providers, (CPU,), f"{path.name} failed on {providers[0]} during a run ({error})")
+            return self._create(path, data, (CPU,))
+
+    def take_fallback_message(self) -> str | None:
+        """The fallback warning the first time it is asked for after it happened, else None (a job's
+        report carries it once)."""
+        with self._lock:
+            if self.fallback is None or self._fallback_told:
+                return None
+            self._fallback_told = True
+            return self.fallback.message
 
     def _fall_back(self, requested: Sequence[str], obtained: Sequence[str], reason: str) -> None:
         obtained = tuple(obtained) or (CPU,)
@@ -198,9 +259,11 @@ class SessionFactory:
         if self.fallback is not None:
             return
         target = "the CPU instead (much slower)" if obtained[0] == CPU else f"{obtained[0]} instead"
-        message = (f"{reason}; running on {target}. To use the GPU, install the libraries "
-                   "onnxruntime-gpu needs (onnxruntime.ai: CUDA / TensorRT execution provider requirements); "
-                   "to silence this warning, choose the cpu provider setting")
+        remedy = ("`facecache gpu status` says what is missing; `facecache gpu install` (or the add-on's Install "
+                  "NVIDIA GPU Runtime) installs it" if requested[0] in (CUDA, TENSORRT) else
+                  f"check that this onnxruntime offers {requested[0]}")
+        message = (f"{reason}; running on {target}. {remedy}; to silence this warning, choose the cpu provider "
+                   "setting")
         self.fallback = FallbackWarning(tuple(requested), obtained, message)
         self._warn(message)
 
@@ -216,6 +279,35 @@ class SessionFactory:
             self._sessions.clear()
 
 
+class GuardedSession:
+    """An ONNX Runtime session as the factory hands it out: it runs as the session does, and when a
+    run on a GPU provider fails it is made again on the CPU, the run repeated there and the fallback
+    reported (once, by the factory). With `serialize` (DirectML) its runs go one at a time."""
+
+    def __init__(self, session: Any, factory: SessionFactory, path: Path, digest: str, serialize: bool = False):
+        self.inner = session
+        self._factory = factory
+        self._path = path
+        self._digest = digest
+        self._run_lock = threading.Lock() if serialize else None
+
+    def run(self, output_names, input_feed, *args, **kwargs):
+        with self._run_lock or contextlib.nullcontext():
+            session = self.inner
+            try:
+                return session.run(output_names, input_feed, *args, **kwargs)
+            except Exception as exc:  # onnxruntime raises its own exception types
+                providers = tuple(session.get_providers())
+                if not providers or providers[0] == CPU:
+                    raise
+                cpu = self._factory._on_cpu_after_failed_run(self._path, self._digest, providers, exc)
+                self.inner = cpu
+                return cpu.run(output_names, input_feed, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # get_inputs, get_outputs, get_providers, ...
+        return getattr(self.inner, name)
+
+
 def _read_model(path: Path) -> bytes:
     try:
         return path.read_bytes()
@@ -224,4 +316,4 @@ def _read_model(path: Path) -> bytes:
                                  "(`facecache models list` shows what is installed)") from None
 
 
-__all__ = ["SessionFactory", "RuntimeUnavailable", "FallbackWarning", "usable_cores", "SETTINGS"]
+__all__ = ["SessionFactory", "GuardedSession", "RuntimeUnavailable", "FallbackWarning", "usable_cores", "SETTINGS"]

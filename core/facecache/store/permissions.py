@@ -64,11 +64,12 @@ class LooseEntries:
                 "examples": self.examples}
 
 
-def loose_entries(root: Path, perms: Permissions, tighten: bool) -> LooseEntries:
+def loose_entries(root: Path, perms: Permissions, tighten: bool, include_root: bool = True) -> LooseEntries:
     """Walk a folder (without following symlinks) for folders and files more open than `perms`;
-    with `tighten`, set the rule's mode on those this user owns."""
+    with `tighten`, set the rule's mode on those this user owns. `include_root=False`: the folder
+    itself is left out (a folder the user gave keeps its own mode; what is made inside it follows the rule)."""
     report = LooseEntries()
-    for path, is_dir in _entries(root):
+    for path, is_dir in _entries(root, include_root):
         try:
             info = os.lstat(path)
         except OSError:
@@ -116,16 +117,10 @@ def secure(path: str | Path, info: os.stat_result, mode: int) -> bool:
     return True
 
 
-def secure_folder(folder: Path, perms: Permissions) -> None:
-    """Tighten one existing folder to the rule when it is looser and ours (a job's output folder)."""
-    info = os.stat(folder)
-    if stat.S_IMODE(info.st_mode) & 0o777 & ~perms.dir_mode:
-        secure(folder, info, perms.dir_mode)
-
-
-def _entries(root: Path):
-    """(path, is folder) for a folder and everything under it, symlinks not followed."""
-    yield str(root), True
+def _entries(root: Path, include_root: bool = True):
+    """(path, is folder) for a folder (with `include_root`) and everything under it, symlinks not followed."""
+    if include_root:
+        yield str(root), True
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames:
             yield os.path.join(dirpath, name), True

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from facecache.models.convert.errors import ConversionError
+from facecache.models.convert.errors import DAMAGED_INPUT, ConversionError, element_count
 from facecache.models.convert.onnx_writer import OnnxGraph
-from facecache.models.convert.wire import WireError, fields, packed_floats, packed_varints
+from facecache.models.convert.wire import MAX_PACKED_VALUES, WireError, fields, packed_floats, packed_varints, text
 
 _DTYPES = {1: np.float32, 3: np.int32, 9: np.int64}  # DT_FLOAT, DT_INT32, DT_INT64
 _TO_NHWC, _TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
@@ -40,7 +40,9 @@ class Node:
 
 
 def read_graph(data: bytes) -> dict[str, Node]:
-    """The nodes of a GraphDef by name, attributes decoded to Python values and numpy arrays."""
+    """The nodes of a GraphDef by name, attributes decoded to Python values and numpy arrays.
+    Damaged bytes raise ConversionError: every length is checked against the bytes that remain
+    (`wire`) and every tensor's size against its shape and MAX_TENSOR_ELEMENTS before it is made."""
     nodes: dict[str, Node] = {}
     try:
         for number, _, value in fields(data):
@@ -49,6 +51,8 @@ def read_graph(data: bytes) -> dict[str, Node]:
                 nodes[node.name] = node
     except WireError as exc:
         raise ConversionError(f"not a readable TensorFlow GraphDef ({exc})") from None
+    except DAMAGED_INPUT as exc:
+        raise ConversionError(f"not a readable TensorFlow GraphDef ({type(exc).__name__}: {exc})") from None
     if not nodes:
         raise ConversionError("the file holds no TensorFlow graph nodes")
     return nodes
@@ -58,16 +62,16 @@ def _node(buf) -> Node:
     node = Node("", "")
     for number, _, value in fields(buf):
         if number == 1:
-            node.name = bytes(value).decode()
+            node.name = text(value)
         elif number == 2:
-            node.op = bytes(value).decode()
+            node.op = text(value)
         elif number == 3:
-            text = bytes(value).decode()
-            if not text.startswith("^"):
-                node.inputs.append(text[:-2] if text.endswith(":0") else text)
+            name = text(value)
+            if not name.startswith("^"):
+                node.inputs.append(name[:-2] if name.endswith(":0") else name)
         elif number == 5:  # map<string, AttrValue> entry
             entry = dict((n, v) for n, _, v in fields(value))
-            node.attrs[bytes(entry.get(1, b"")).decode()] = _attr(entry.get(2, b""))
+            node.attrs[text(entry.get(1, b""))] = _attr(entry.get(2, b""))
     return node
 
 
@@ -75,7 +79,7 @@ def _attr(buf):
     """AttrValue -> str, int, float, bool, list, numpy array (tensor) or shape list."""
     for number, wire, value in fields(buf):
         if number == 2:
-            return bytes(value).decode("utf-8", "replace")
+            return text(value)
         if number in (3, 6):
             return value
         if number == 4:
@@ -115,11 +119,15 @@ def _tensor(buf) -> np.ndarray:
             values += packed_floats(value, wire)
         elif number in (7, 10):
             values += packed_varints(value, wire)
+        if len(values) > MAX_PACKED_VALUES:
+            raise ConversionError(f"a constant lists more than {MAX_PACKED_VALUES} values: the file is damaged")
     if dtype not in _DTYPES:
         raise ConversionError(f"a constant has TensorFlow dtype {dtype}; only float32, int32 and int64 convert")
     np_type = np.dtype(_DTYPES[dtype])
-    size = int(np.prod(shape)) if shape else 1
+    size = element_count(shape, "a constant")  # checked before anything of that size is made
     if content is not None:
+        if len(content) != size * np_type.itemsize:
+            raise ConversionError(f"a constant holds {len(content)} bytes for shape {shape} of {np_type}")
         array = np.frombuffer(content, np_type.newbyteorder("<")).astype(np_type)
     else:  # small constants list their values; one value fills the whole tensor
         array = np.array(values or [0], np_type)
@@ -136,7 +144,10 @@ def graphdef_to_onnx(data: bytes, *, graph_name: str, input_name: str, output_na
     for name in (input_name, output_name):
         if name not in nodes:
             raise ConversionError(f"the graph has no node {name!r}")
-    return _Converter(nodes, graph_name).convert(input_name, output_name, onnx_input, onnx_output, doc)
+    try:
+        return _Converter(nodes, graph_name).convert(input_name, output_name, onnx_input, onnx_output, doc)
+    except DAMAGED_INPUT as exc:
+        raise ConversionError(f"the TensorFlow graph does not convert ({type(exc).__name__}: {exc})") from None
 
 
 class _Converter:
@@ -148,7 +159,7 @@ class _Converter:
     def convert(self, input_name: str, output_name: str, onnx_input: str, onnx_output: str, doc: str) -> bytes:
         placeholder = self.nodes[input_name]
         shape = placeholder.attrs.get("shape") or []
-        if placeholder.op != "Placeholder" or len(shape) != 4:
+        if placeholder.op != "Placeholder" or not isinstance(shape, list) or len(shape) != 4:
             raise ConversionError(f"{input_name} is not an NHWC image placeholder (op {placeholder.op}, shape {shape})")
         _, height, width, channels = shape
         self.values[input_name] = (self.graph.input(onnx_input, ("batch", channels, height, width)), 4)
@@ -164,25 +175,37 @@ class _Converter:
         return node.attrs["value"]
 
     def _value(self, name: str) -> tuple[str, int]:
-        """Convert the node producing `name` (and, first, its inputs) without recursion limits."""
-        stack = [name]
+        """Convert the node producing `name` (and, first, its inputs): a depth-first walk on a stack of
+        its own (no recursion limit), each node once; a node met again while its own inputs are
+        being converted closes a cycle, which a GraphDef must not have."""
+        stack = [(name, False)]
+        on_path: set[str] = set()  # the nodes whose inputs are being converted
         while stack:
-            current = stack[-1]
+            current, inputs_done = stack.pop()
             if current in self.values:
-                stack.pop()
                 continue
             node = self.nodes.get(current)
             if node is None:
                 raise ConversionError(f"the graph refers to a missing node {current!r}")
-            pending = [i for i in node.inputs if i not in self.values and self.nodes.get(i, node).op != "Const"]
-            if pending:
-                stack += pending
+            if inputs_done:
+                self.values[current] = self._convert(node)
+                on_path.discard(current)
                 continue
-            self.values[current] = self._convert(node)
-            stack.pop()
+            if current in on_path:
+                raise ConversionError(f"the graph has a cycle through {current!r}: the file is damaged")
+            on_path.add(current)
+            stack.append((current, True))
+            stack += [(i, False) for i in node.inputs if i not in self.values and self.nodes.get(i, node).op != "Const"]
         return self.values[name]
 
     def _convert(self, node: Node) -> tuple[str, int]:
+        try:
+            return self._convert_node(node)
+        except DAMAGED_INPUT as exc:
+            raise ConversionError(f"{node.name} ({node.op}): its inputs or attributes do not fit the operator "
+                                  f"({type(exc).__name__}: {exc})") from None
+
+    def _convert_node(self, node: Node) -> tuple[str, int]:
         g, op, name = self.graph, node.op, node.name
         data = [self.values[i] for i in node.inputs if i in self.values]
         if op in ("Conv2D", "MaxPool", "AvgPool"):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from facecache.models.convert.errors import ConversionError
+from facecache.models.convert.errors import DAMAGED_INPUT, ConversionError, element_count
 from facecache.models.convert.flatbuf import FlatBufferError, Table
 from facecache.models.convert.onnx_writer import OnnxGraph
 
@@ -57,7 +57,9 @@ class TfliteModel:
 
 
 def read_tflite(data: bytes) -> TfliteModel:
-    """The first subgraph of a TFLite model: tensors (with constant data), operators, inputs, outputs."""
+    """The first subgraph of a TFLite model: tensors (with constant data), operators, inputs, outputs.
+    Damaged bytes raise ConversionError: every reference is checked against the buffer (`flatbuf`),
+    every index against what it indexes, every tensor's bytes against its shape before it is made."""
     try:
         model = Table.root(data, b"TFL3")
         codes = [max(code.scalar(0, "b"), code.scalar(3, "i")) for code in model.tables(1)]
@@ -67,25 +69,50 @@ def read_tflite(data: bytes) -> TfliteModel:
             raise ConversionError(f"the model has {len(subgraphs)} subgraphs; only single-graph models convert")
         graph = subgraphs[0]
         tensors = [_tensor(t, buffers) for t in graph.tables(0)]
-        operators = [Operator(codes[op.scalar(0, "I")], tuple(op.vector(1, "i").tolist()),
-                              tuple(op.vector(2, "i").tolist()), op.table(4)) for op in graph.tables(3)]
-        return TfliteModel(tensors, operators, tuple(graph.vector(1, "i").tolist()),
-                           tuple(graph.vector(2, "i").tolist()), model.string(3))
-    except (FlatBufferError, IndexError) as exc:
+        operators = [_operator(op, codes, len(tensors)) for op in graph.tables(3)]
+        inputs, outputs = (_indices(graph.vector(field, "i"), len(tensors), "the graph") for field in (1, 2))
+        return TfliteModel(tensors, operators, inputs, outputs, model.string(3))
+    except FlatBufferError as exc:
         raise ConversionError(f"not a readable TFLite model ({exc})") from None
+    except DAMAGED_INPUT as exc:
+        raise ConversionError(f"not a readable TFLite model ({type(exc).__name__}: {exc})") from None
+
+
+def _indices(values: np.ndarray, count: int, what: str, optional: bool = False) -> tuple[int, ...]:
+    """Tensor indices, each one of the `count` tensors (or -1, "none", where `optional`)."""
+    indices = tuple(values.tolist())
+    lowest = -1 if optional else 0
+    if any(not lowest <= index < count for index in indices):
+        raise ConversionError(f"{what} refers to a tensor outside the model's {count}: the file is damaged")
+    return indices
+
+
+def _operator(table: Table, codes: list[int], tensors: int) -> Operator:
+    code_index = table.scalar(0, "I")
+    if code_index >= len(codes):
+        raise ConversionError(f"an operator has code {code_index} of {len(codes)}: the file is damaged")
+    return Operator(codes[code_index], _indices(table.vector(1, "i"), tensors, "an operator", optional=True),
+                    _indices(table.vector(2, "i"), tensors, "an operator"), table.table(4))
 
 
 def _tensor(table: Table, buffers: list[Table]) -> Tensor:
     name = table.string(3)
     kind = table.scalar(1, "b")
     shape = tuple(table.vector(0, "i").tolist())
-    raw = buffers[table.scalar(2, "I")].bytes(0) if buffers else b""
+    count = element_count(shape, f"tensor {name}")
+    buffer = table.scalar(2, "I")
+    if buffers and buffer >= len(buffers):
+        raise ConversionError(f"tensor {name} refers to buffer {buffer} of {len(buffers)}: the file is damaged")
+    raw = buffers[buffer].bytes(0) if buffers else b""
     if not len(raw):
         return Tensor(name, shape, None)
     if kind not in _TENSOR_TYPES:
         raise ConversionError(f"tensor {name} has TFLite type {kind}; only float32 and int32/int64 "
                               "constants convert (quantised or float16 models do not)")
-    array = np.frombuffer(bytes(raw), np.dtype(_TENSOR_TYPES[kind]).newbyteorder("<")).astype(_TENSOR_TYPES[kind])
+    dtype = np.dtype(_TENSOR_TYPES[kind])
+    if len(raw) != count * dtype.itemsize:
+        raise ConversionError(f"tensor {name} holds {len(raw)} bytes for shape {shape}: the file is damaged")
+    array = np.frombuffer(bytes(raw), dtype.newbyteorder("<")).astype(dtype)
     return Tensor(name, shape, array.reshape(shape))
 
 
@@ -93,7 +120,10 @@ def tflite_to_onnx(data: bytes, *, graph_name: str, input_name: str = "input",
                    output_names: tuple[str, ...] = (), doc: str = "") -> bytes:
     """ONNX bytes equivalent to the TFLite model `data` (see the module doc for the layout)."""
     model = read_tflite(data)
-    return _Converter(model, graph_name).convert(input_name, output_names, doc)
+    try:
+        return _Converter(model, graph_name).convert(input_name, output_names, doc)
+    except DAMAGED_INPUT as exc:
+        raise ConversionError(f"the TFLite model does not convert ({type(exc).__name__}: {exc})") from None
 
 
 class _Converter:
@@ -112,7 +142,13 @@ class _Converter:
         _, height, width, channels = source.shape
         self.names[model.inputs[0]] = self.graph.input(input_name, ("batch", channels, height, width))
         for op in model.operators:
-            self.names[op.outputs[0]] = self._operator(op)
+            if not op.outputs:
+                raise ConversionError("an operator has no output: the file is damaged")
+            try:
+                self.names[op.outputs[0]] = self._operator(op)
+            except DAMAGED_INPUT as exc:
+                raise ConversionError(f"operator {op.code} making {model.tensors[op.outputs[0]].name}: its inputs "
+                                      f"or options do not fit it ({type(exc).__name__}: {exc})") from None
         names = output_names or tuple(model.tensors[i].name for i in model.outputs)
         for index, name in zip(model.outputs, names, strict=True):
             shape = model.tensors[index].shape
@@ -126,6 +162,8 @@ class _Converter:
     # --- helpers -------------------------------------------------------------------------------
 
     def _const(self, index: int) -> np.ndarray:
+        if index < 0:
+            raise ConversionError("an operator lacks one of its inputs: the file is damaged")
         tensor = self.model.tensors[index]
         if tensor.data is None:
             raise ConversionError(f"{tensor.name} must be a constant (weights) for this operator")
@@ -135,6 +173,8 @@ class _Converter:
         """The ONNX name of a tensor; constants become initializers (4-D ones turned to NCHW)."""
         if index in self.names:
             return self.names[index]
+        if index < 0:
+            raise ConversionError("an operator lacks one of its inputs: the file is damaged")
         tensor = self.model.tensors[index]
         if tensor.data is None:
             raise ConversionError(f"{tensor.name} is used before any operator produces it")

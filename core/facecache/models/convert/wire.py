@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 
 VARINT, FIXED64, BYTES, FIXED32 = 0, 1, 2, 5
+MAX_PACKED_VALUES = 1 << 20  # values of one packed field read as Python numbers (weights come as raw bytes)
 
 
 class WireError(ValueError):
@@ -72,21 +73,38 @@ def signed64(value: int) -> int:
 
 
 def packed_varints(value, wire: int) -> list[int]:
-    """A repeated integer field's values: one unpacked varint, or a packed run of them."""
+    """A repeated integer field's values: one unpacked varint, or a packed run of them (at most
+    MAX_PACKED_VALUES)."""
     if wire == VARINT:
         return [signed64(value)]
+    if wire != BYTES:
+        raise WireError(f"an integer field has wire type {wire}")
     out, at = [], 0
     while at < len(value):
+        if len(out) == MAX_PACKED_VALUES:
+            raise WireError(f"a packed field holds more than {MAX_PACKED_VALUES} values")
         number, at = read_varint(value, at)
         out.append(signed64(number))
     return out
 
 
 def packed_floats(value, wire: int) -> list[float]:
-    """A repeated float field's values: one fixed32, or a packed run of them."""
+    """A repeated float field's values: one fixed32, or a packed run of them (at most MAX_PACKED_VALUES)."""
     if wire == FIXED32:
         return [struct.unpack("<f", value)[0]]
+    if wire != BYTES or len(value) % 4:
+        raise WireError("a float field is neither one float nor a packed run of them")
+    if len(value) // 4 > MAX_PACKED_VALUES:
+        raise WireError(f"a packed field holds more than {MAX_PACKED_VALUES} values")
     return np.frombuffer(bytes(value), "<f4").tolist()
+
+
+def text(value) -> str:
+    """A string field as text; WireError when it is not UTF-8."""
+    try:
+        return bytes(value).decode("utf-8")
+    except (UnicodeDecodeError, TypeError):
+        raise WireError("a name or string is not UTF-8 text") from None
 
 
 # --- writing -------------------------------------------------------------------------------------

@@ -1,0 +1,35 @@
+"""The worker's GPU jobs (the add-on's preferences ask through the engine session, like every request):
+
+    {"kind": "gpu_status", "sessions": true}        facecache.gpu.status.gpu_status
+    {"kind": "gpu_install", "cuda": "12"}           download and unpack; progress in bytes
+    {"kind": "gpu_uninstall"}
+
+The runtime folder is the engine process's ($FACECACHE_GPU_RUNTIME, which the add-on sets from its
+preferences, else the per-user data folder's gpu-runtime). An install or removal takes effect in the
+next engine process: the add-on restarts it afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from facecache.gpu.install import GpuRuntimeInstaller
+from facecache.models.download import Progress
+
+
+def gpu_job(kind: str, job: dict, settings, emit: Callable[[dict], None]) -> dict:
+    summary: dict = {"frames": 0, "written": 0, "skipped": 0, "inferences": {}}
+    if kind == "gpu_status":
+        from facecache.gpu.status import gpu_status
+
+        summary["gpu"] = gpu_status(models_dir=settings.models_dir, providers=settings.providers,
+                                    sessions=bool(job.get("sessions", True)))
+    elif kind == "gpu_install":
+        def progress(event: Progress) -> None:
+            emit({"type": "progress", "done": event.done, "total": event.total or 0, "label": event.file})
+
+        summary["gpu_install"] = GpuRuntimeInstaller().install(job.get("cuda"), progress=progress).as_dict()
+    else:
+        installer = GpuRuntimeInstaller()
+        summary["gpu_uninstall"] = {"folder": str(installer.location.folder), "freed_bytes": installer.uninstall()}
+    return summary

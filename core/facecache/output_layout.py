@@ -1,0 +1,214 @@
+"""Where swapped outputs go: the one definition shared by the engine (`jobs/swap_job.py`, the CLI's
+`--out`), the Blender add-on (`timeline.py`, `paths.py`) and the farm bundles (which run one or the other).
+
+    <out>/<stem>_swapped.png                 a still target: the whole picture
+    <out>/.<stem>_swapped.png.facecache-clip   which image that file belongs to
+    <out>/<stem>/NNNNNN.png                  a video (or a folder of frames): one RGBA overlay per media
+                                             frame, by index from 0, six digits (more past 999999)
+    <out>/<stem>/.facecache-clip             which clip that folder belongs to
+
+The add-on's <out> is `<cache>/swaps/<digest of the media path>` (`SWAPS_FOLDER`): one per media file,
+so its clips never share a folder. Given `--out` by hand, two clips with one name do: cameras restart
+their numbering on every card, so `A/C0001.MP4` and `B/C0001.MP4` are common. So the first run into
+`<out>/C0001/` writes there which clip it belongs to (the clip marker), and a run of another clip into
+it is refused with a message that says what to do, before anything is written. A marker is created
+in one step, complete or not at all (a hard link to a finished temp file; where the file system has
+no hard links, an exclusive create), so of two runs at once exactly one takes the folder.
+
+A clip is the same when its absolute path, its path relative to the output folder (a NAS project seen
+at another mount point) or its content digest (a copy) matches the marker's. Outputs inside a cache
+folder are refused outside its `swaps/` folder: the cache's clear and prune delete what they manage.
+
+Standard library only: the add-on imports it in Blender's own process (as `choices`).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import secrets
+import time
+
+from .errors import FaceCacheError  # relative: in Blender this is the add-on's vendored copy, standard library only
+
+SWAPS_FOLDER = "swaps"
+CLIP_MARKER = ".facecache-clip"
+_MARKER_BYTES = 64 * 1024
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EXDEV, errno.EMLINK)
+_MARKER_RETRIES = 20  # reads of a marker caught mid-write (the exclusive-create fallback), 0.1 s apart
+
+
+class OutputTaken(FaceCacheError):
+    """The output place belongs to another clip (or cannot be claimed); the message says what to do."""
+
+
+def frame_name(index: int) -> str:
+    return f"{index:06d}.png"
+
+
+def frame_index(name: str) -> int | None:
+    """The media frame of an overlay's file name, or None for any other name."""
+    stem, dot, suffix = name.partition(".")
+    return int(stem) if dot and suffix == "png" and len(stem) >= 6 and stem.isascii() and stem.isdigit() else None
+
+
+def stem(media: str | os.PathLike) -> str:
+    return os.path.splitext(os.path.basename(os.path.normpath(os.fspath(media))))[0]
+
+
+def still_name(media: str | os.PathLike) -> str:
+    return f"{stem(media)}_swapped.png"
+
+
+def output_folder(out_dir: str | os.PathLike, media: str | os.PathLike, still: bool) -> str:
+    """The folder a target's outputs go in: `out_dir` for a still, `out_dir/<stem>` for a video."""
+    return os.fspath(out_dir) if still else os.path.join(os.fspath(out_dir), stem(media))
+
+
+def output_name(media: str | os.PathLike, index: int, still: bool) -> str:
+    return still_name(media) if still else frame_name(index)
+
+
+def marker_path(out_dir: str | os.PathLike, media: str | os.PathLike, still: bool) -> str:
+    if still:
+        return os.path.join(os.fspath(out_dir), f".{still_name(media)}.facecache-clip")
+    return os.path.join(output_folder(out_dir, media, still), CLIP_MARKER)
+
+
+def frames_in(folder: str | os.PathLike) -> set[int]:
+    """The media frames whose overlay exists in a clip's folder (one listing; nothing is opened)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return set()
+    return {index for index in map(frame_index, names) if index is not None}
+
+
+def clip_record(media: str | os.PathLike, out_dir: str | os.PathLike, identity: str | None) -> dict:
+    """What a clip marker says: the media's absolute path, its path relative to the output folder, its
+    content digest."""
+    path = os.path.abspath(os.fspath(media))
+    try:
+        relative = os.path.relpath(path, os.path.abspath(os.fspath(out_dir))).replace(os.sep, "/")
+    except ValueError:  # another drive on Windows
+        relative = None
+    return {"media": path, "relative": relative, "identity": identity}
+
+
+def same_clip(a: dict, b: dict) -> bool:
+    def equal(key, normal=lambda v: v) -> bool:
+        return isinstance(a.get(key), str) and isinstance(b.get(key), str) and normal(a[key]) == normal(b[key])
+    return equal("media", os.path.normcase) or equal("relative") or equal("identity")
+
+
+def owner(marker: str) -> dict | None:
+    """The clip a marker names; None when there is no marker. OutputTaken when it cannot be read."""
+    for attempt in range(_MARKER_RETRIES):
+        try:
+            with open(marker, "rb") as handle:
+                data = handle.read(_MARKER_BYTES + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise OutputTaken(f"cannot read {marker} ({exc.strerror}), which says which clip its folder "
+                              "belongs to: fix its permissions or choose another output folder") from None
+        try:
+            record = json.loads(data.decode("utf-8"))
+            if isinstance(record, dict) and isinstance(record.get("media"), str):
+                return record
+        except ValueError:
+            pass
+        time.sleep(0.1)  # caught between the exclusive create and its write: read it again
+    raise OutputTaken(f"{marker}, which says which clip its folder belongs to, is damaged: delete it if the "
+                      "outputs beside it belong to this clip, else choose another output folder")
+
+
+def claim(out_dir: str | os.PathLike, media: str | os.PathLike, still: bool, identity: str | None,
+          mode: int = 0o600) -> None:
+    """Make the output place of `media` in `out_dir` this clip's, or raise OutputTaken naming the clip
+    it belongs to and what to do. The folder must exist."""
+    marker = marker_path(out_dir, media, still)
+    mine = clip_record(media, out_dir, identity)
+    for _attempt in range(3):
+        found = owner(marker)
+        if found is None:
+            if _create(marker, json.dumps(mine).encode(), mode):
+                return
+            continue  # another run created it meanwhile: read whose it is
+        if same_clip(found, mine):
+            return
+        place = os.path.join(os.fspath(out_dir), still_name(media)) if still else os.path.dirname(marker)
+        raise OutputTaken(f"{place} holds the swapped frames of {found['media']}, another clip with the same "
+                          f"name as {mine['media']}: give this clip another output folder (--out), e.g. "
+                          f"{os.path.join(os.fspath(out_dir), _parent_name(media))}")
+    raise OutputTaken(f"could not mark {marker} as this clip's: run the command again")
+
+
+def _parent_name(media: str | os.PathLike) -> str:
+    return os.path.basename(os.path.dirname(os.path.abspath(os.fspath(media)))) or "other"
+
+
+def _create(marker: str, data: bytes, mode: int) -> bool:
+    """Create `marker` holding `data` in one step; False when it exists already."""
+    temp = f"{marker}.tmp-{secrets.token_hex(6)}-{os.getpid()}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+    try:
+        try:
+            _set_mode(fd, temp, mode)  # the umask must not narrow it: a teammate reads it
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, marker)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if os.path.lexists(marker):  # sshfs answers a lost race EPERM
+                return False
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+        return _create_exclusive(marker, data, mode)  # no hard links on this file system
+    finally:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+
+
+def _create_exclusive(marker: str, data: bytes, mode: int) -> bool:
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+    except FileExistsError:
+        return False
+    except PermissionError:
+        if os.path.lexists(marker):
+            return False
+        raise
+    try:
+        _set_mode(fd, marker, mode)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _set_mode(fd: int, path: str, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # Windows before Python 3.13
+        os.chmod(path, mode)
+
+
+def inside_cache(folder: str | os.PathLike, cache_root: str | os.PathLike) -> bool:
+    """True when `folder` lies in the cache folder but outside its `swaps/` folder (symlinks resolved):
+    there the cache's clear and prune would delete outputs."""
+    real, root = os.path.realpath(folder), os.path.realpath(cache_root)
+    try:
+        if os.path.commonpath([real, root]) != root:
+            return False
+        return os.path.commonpath([real, os.path.join(root, SWAPS_FOLDER)]) != os.path.join(root, SWAPS_FOLDER)
+    except ValueError:  # another drive on Windows
+        return False

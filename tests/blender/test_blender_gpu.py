@@ -1,0 +1,61 @@
+"""The GPU in the add-on: Check GPU asks the engine session and the preferences show its answer without
+touching the file system; a job that asked for CUDA and ran on the CPU says so once, in its report and in
+the panel. The engine runs on the onnxruntime it finds: the zip's CPU wheel (in .venv-blender4.x), or the
+test environment's (.venv), where CUDA is offered but its libraries are missing; CUDA runs in neither."""
+
+import json
+
+import pytest
+
+from blender_helpers import add_movie, select_only
+from test_blender_draw import FILE_SYSTEM_CALLS, WithLayout, _refuse, draw_everything, labels
+from test_blender_ui import CheckedLayout
+
+pytestmark = [pytest.mark.blender, pytest.mark.index]
+
+
+def draw_preferences(bpy, addon, monkeypatch) -> list[str]:
+    drawn = []
+    with monkeypatch.context() as closed:
+        for module, name in FILE_SYSTEM_CALLS:
+            closed.setattr(module, name, _refuse(name))
+        type(addon.prefs).draw(WithLayout(addon.prefs, CheckedLayout(bpy, drawn)), bpy.context)
+    return drawn
+
+
+def test_check_gpu_shows_what_runs_where_in_the_preferences(bpy, addon, project, tmp_path, monkeypatch):
+    drawn = draw_preferences(bpy, addon, monkeypatch)  # before any answer: the size from the pins
+    assert any(b.get("text", "").startswith("Install NVIDIA GPU Runtime (2.0 GB download)") for _n, b in drawn)
+    addon.prefs.gpu_runtime_dir = str(tmp_path / "gpu-runtime")  # the engine is started with it
+    assert addon.engine_client.SESSION.environment == {"FACECACHE_GPU_RUNTIME": str(tmp_path / "gpu-runtime")}
+    assert bpy.ops.faceswap.gpu_check() == {"FINISHED"}
+    status = addon.runtime.STATE.gpu
+    assert status["runtime"]["folder"] == str(tmp_path / "gpu-runtime") and not status["runtime"]["installed"]
+    assert status["providers"]["CUDAExecutionProvider"]["usable"] is False
+    runs = {model["runs_on"][0] for model in status["sessions"]["models"].values()}
+    assert runs == {"CPUExecutionProvider"} and "pnet.onnx" in status["sessions"]["models"]
+
+    text = labels(draw_preferences(bpy, addon, monkeypatch))
+    assert any(t.startswith("NVIDIA runtime: not installed") for t in text)
+    assert any(t.startswith("Runs on CPU: pnet.onnx") for t in text)
+    assert any(t.startswith("CUDA: not usable (") for t in text)
+    addon.prefs.gpu_runtime_dir = ""
+    assert addon.engine_client.SESSION.environment == {}
+
+
+def test_a_cuda_job_on_the_cpu_is_reported_once_in_the_report_and_the_panel(bpy, addon, project, clip, monkeypatch):
+    addon.prefs.execution_provider = "cuda"
+    try:
+        strip = add_movie(project, clip, frame_start=1)
+        strip.frame_offset_end = 21  # media frames 0..2
+        select_only(project, strip)
+        assert bpy.ops.faceswap.swap() == {"FINISHED"}
+        report = json.loads(project.faceswap.last_report)
+        assert "CUDAExecutionProvider" in report["gpu_warning"] and "running on the CPU" in report["gpu_warning"]
+        assert set(report["providers"].values()) == {"CPUExecutionProvider"}
+        text = labels(draw_everything(bpy, addon, project, monkeypatch))
+        assert f"Not on the GPU: {report['gpu_warning']}" in " ".join(text)  # wrapped to the sidebar's width
+        assert bpy.ops.faceswap.update() == {"FINISHED"}
+        assert "gpu_warning" not in json.loads(project.faceswap.last_report)  # said once
+    finally:
+        addon.prefs.execution_provider = "auto"

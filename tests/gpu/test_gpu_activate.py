@@ -1,0 +1,112 @@
+"""The engine process's side: the runtime first on the path, its libraries loaded (or each failure named),
+and `facecache gpu status` saying what is usable. Run in fresh processes, as the engine runs: the path
+set-up must happen before anything imports onnxruntime. The installed runtime is the stand-in of conftest
+(its onnxruntime is a stand-in module, its libraries are not loadable: the loader says why)."""
+
+import json
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from facecache.gpu.activate import use_runtime
+from facecache.gpu.install import GpuRuntimeInstaller
+from facecache.gpu.layout import Installed, RuntimeFolder, this_python, write_manifest
+
+PROBE = ("from facecache.gpu.activate import use_runtime; setup = use_runtime(); import onnxruntime; "
+         "print(onnxruntime.__file__); print(setup.site)")
+
+
+def install_standin(standin) -> None:
+    GpuRuntimeInstaller(sets=lambda cuda, platform: standin).install("12")
+
+
+def engine_env(tmp_path, nvidia_smi: str | None = None) -> dict:
+    """The test's environment with a PATH that has only this Python, and a stand-in nvidia-smi when given
+    (a script printing what the driver's tool prints: no NVIDIA driver exists on these machines)."""
+    tools = tmp_path / "bin"
+    tools.mkdir(exist_ok=True)
+    if nvidia_smi is not None:
+        script = tools / "nvidia-smi"
+        script.write_text(f"#!/bin/sh\ncase \"$*\" in *compute_cap*) printf '{nvidia_smi}\\n';; esac\n")
+        script.chmod(0o755)
+    return {**os.environ, "PATH": f"{tools}{os.pathsep}{os.path.dirname(sys.executable)}"}
+
+
+def test_the_engine_imports_the_runtimes_onnxruntime_first(standin_set, runtime_dir, tmp_path):
+    install_standin(standin_set[0])
+    site = runtime_dir / standin_set[0].platform / this_python()
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=engine_env(tmp_path),
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(site / "onnxruntime" / "__init__.py"), str(site)]
+
+
+def test_without_a_runtime_the_engines_own_onnxruntime_is_used(tmp_path):
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=engine_env(tmp_path),
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == "None" and "gpu-runtime" not in lines[0]
+
+
+def status(tmp_path, nvidia_smi=None) -> dict:
+    done = subprocess.run([sys.executable, "-m", "facecache", "gpu", "status", "--json", "--no-sessions"],
+                          capture_output=True, text=True, env=engine_env(tmp_path, nvidia_smi), timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_status_names_each_library_that_did_not_load_and_the_missing_driver(standin_set, runtime_dir, tmp_path):
+    install_standin(standin_set[0])
+    report = status(tmp_path)
+    assert report["runtime"]["installed"] and report["runtime"]["used"] and report["runtime"]["cuda"] == "12"
+    assert report["onnxruntime"]["from_runtime"] and report["onnxruntime"]["version"] == "1.26.0"
+    libraries = report["libraries"]
+    assert libraries["preload_dlls_said"] == "Failed to load libcudnn.so.9: stand-in"
+    failed = {lib["name"]: lib for lib in libraries["libraries"]}
+    assert "libcublasLt.so.12" in failed and "libcudnn.so.9" in failed
+    for lib in failed.values():  # loaded by full path from the runtime; the loader's own reason
+        assert not lib["loaded"] and lib["path"].startswith(str(runtime_dir)) and lib["error"]
+    assert not libraries["driver_library"]["loaded"] and libraries["driver_library"]["name"] == "libcuda.so.1"
+    assert not report["driver"]["present"] and "nvidia-smi is not installed" in report["driver"]["problem"]
+    cuda = report["providers"]["CUDAExecutionProvider"]
+    assert cuda["usable"] is False and "no NVIDIA driver found" in cuda["reason"]
+    assert report["providers"]["CPUExecutionProvider"]["usable"] is True
+
+
+def test_status_with_a_driver_but_broken_libraries_names_the_libraries(standin_set, runtime_dir, tmp_path):
+    install_standin(standin_set[0])
+    report = status(tmp_path, "NVIDIA GeForce RTX 3060, 580.65.06, 8.6")
+    assert report["driver"] == {"present": True, "version": "580.65.06", "source": "nvidia-smi", "problem": "",
+                                "gpus": [{"name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}]}
+    assert report["cuda_choice"]["cuda"] == "13"
+    reason = report["providers"]["CUDAExecutionProvider"]["reason"]
+    assert report["providers"]["CUDAExecutionProvider"]["usable"] is False
+    assert "libcublasLt.so.12 did not load" in reason and "libcuda.so.1 did not load" in reason
+
+
+def test_status_without_a_runtime_says_what_to_install(tmp_path):
+    report = status(tmp_path)
+    assert not report["runtime"]["installed"] and not report["onnxruntime"].get("from_runtime")
+    plan = report["install_plan"]
+    assert plan["cuda"] == "12" and plan["download_bytes"] > 1_900_000_000
+
+
+def test_an_onnxruntime_imported_before_is_said_not_replaced(standin_set, runtime_dir):
+    install_standin(standin_set[0])
+    path = ["/somewhere"]
+    modules = {"onnxruntime": SimpleNamespace(__file__="/elsewhere/onnxruntime/__init__.py")}
+    setup = use_runtime(path=path, modules=modules)
+    assert setup.site is None and "already imported from /elsewhere/onnxruntime" in setup.problem
+    assert path == ["/somewhere"]
+
+
+def test_a_runtime_without_this_pythons_wheel_says_so(runtime_dir):
+    location = RuntimeFolder.resolve()
+    location.folder.mkdir(parents=True)
+    write_manifest(location.folder, Installed("12", "1.26.0", {}, {"cp27": "x.whl"}))
+    path = []
+    setup = use_runtime(path=path, modules={})
+    assert setup.site is None and path == []
+    assert f"no onnxruntime-gpu for this Python ({this_python()}; it has cp27)" in setup.problem
