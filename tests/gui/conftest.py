@@ -65,15 +65,22 @@ def in_root(*command: str, timeout: float = WINDOW_TIMEOUT) -> subprocess.Comple
     return subprocess.run([str(DEBIAN_ROOT), "run", *command], capture_output=True, text=True, timeout=timeout)
 
 
+# What a run builds again each time (the zip's staging and dist, Blender's user folder with the extension's
+# unpacked wheels: about 720 MB): removed when the run ends; its screenshots, records and projects stay.
+REBUILT = ("addon", "dist", "blender_user")
+
+
 @pytest.fixture(scope="session")
-def gui_run_dir() -> Path:
-    """build/gui/<date-time>/: every run's screenshots and records are kept."""
+def gui_run_dir():
+    """build/gui/<date-time>/: every run's screenshots, records and projects are kept."""
     if os.geteuid() != 0:
         pytest.fail("the GUI suite runs Blender in the Debian 13 root, which needs root (chroot, mounts): run "
                     "./dev gui-test as root")
     folder = ROOT / "build" / "gui" / time.strftime("%Y%m%d-%H%M%S")
     folder.mkdir(parents=True)
-    return folder
+    yield folder
+    for name in REBUILT:
+        shutil.rmtree(folder / name, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
