@@ -2,8 +2,9 @@
 session last reported them (with every job, after previews, and on coverage refreshes when the shared
 cache changes: `coverage_watch`), kept in `runtime.STATE`. Drawn as a two-row bar along the bottom
 of each movie strip (each row 3 pixels high at any zoom) by a sequencer draw handler that only reads
-that state; `strip_coverage` and `bar_rects` are the testable data part. Swapped frames where a face was left as it was (turned past the swapper's
-yaw limit, as the swap jobs of this session reported) show orange instead of green."""
+that state; `strip_coverage` and `bar_rects` are the testable data part. Swapped frames where a face
+was left as it was (turned past the swapper's yaw limit, as the swap jobs of this session reported)
+show orange instead of green."""
 
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ cost where the editor feels it, and what they cost to write.
 
 Set-up (not timed): a clip with `faces` real faces in every frame (`facecache.media.sample_clip`),
 swapped by the engine's swap job (every face, the classic swapper) into one overlay a frame, in the
-extension's output form ("sequencer"). Each overlay encoding under test is written from the same overlays into its own folder
-(the encode time and bytes per frame are the write side of the trade). Then a scene is built as
+extension's output form ("sequencer"). Each overlay encoding under test is written from the same
+overlays into its own folder (the encode time and bytes per frame are the write side of the trade).
+Then a scene is built as
 the extension builds it: the movie strip, and above it an image strip of the overlays blended
 with ALPHA_OVER. For each encoding, sequencer frames 1..frames are rendered (`render.render`,
 timed per frame, the render pipeline's own cost included) three ways:

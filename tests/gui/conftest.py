@@ -47,7 +47,8 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.section("GUI figures (this machine, this run)")
     for name, value in figures.items():
         goal = GOALS.get(name)
-        verdict = "" if goal is None or value is None else f"  (goal <= {goal:g}: {'met' if value <= goal else 'MISSED'})"
+        met = goal is not None and value is not None and value <= goal
+        verdict = "" if goal is None or value is None else f"  (goal <= {goal:g}: {'met' if met else 'MISSED'})"
         terminalreporter.write_line(f"{name:<34} {value}{verdict}")
     terminalreporter.write_line(f"screenshots and records: {run}")
 

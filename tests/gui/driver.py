@@ -1,7 +1,7 @@
 """Run by Debian's Blender in its real window (`blender ... FILE.blend --python driver.py -- JOB.json`): plays one
-scenario (JOB's "scenario": "panel.panel" is `scenario_panel.panel`) step by step from a `bpy.app.timers` callback, so Blender's own event loop runs
-between the steps (it handles the X events the steps send, redraws, and runs the extension's timers), then
-writes `result.json` in the job's folder and quits Blender.
+scenario (JOB's "scenario": "panel.panel" is `scenario_panel.panel`) step by step from a `bpy.app.timers`
+callback, so Blender's own event loop runs between the steps (it handles the X events the steps send,
+redraws, and runs the extension's timers), then writes `result.json` in the job's folder and quits Blender.
 
 A scenario is a generator: each `yield` gives Blender that many seconds before the next step. It fills
 `ctx.result` (what it measured and read) and may raise; the error and its traceback go into the result, and

@@ -41,7 +41,8 @@ def test_a_dragged_slider_changes_the_preview_which_matches_a_render(window, swa
         """Mean difference between the preview's face and `image` scaled into the frame's rectangle, at the
         best alignment within 2 px (the rectangle comes from View2D's float coordinates)."""
         scaled = cv2.resize(image, (rect[2], rect[3]), interpolation=cv2.INTER_AREA).astype(np.int16)
-        return min(np.abs(shown - scaled[y0 - rect[1] + dy:y1 - rect[1] + dy, x0 - rect[0] + dx:x1 - rect[0] + dx]).mean()
+        top, left = y0 - rect[1], x0 - rect[0]
+        return min(np.abs(shown - scaled[top + dy:top + dy + y1 - y0, left + dx:left + dx + x1 - x0]).mean()
                    for dx in range(-2, 3) for dy in range(-2, 3))
 
     # Scaled by the GPU in the preview and by OpenCV here, the same picture differs by about 6 on a face
