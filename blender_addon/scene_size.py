@@ -18,7 +18,7 @@ class FACESWAP_OT_match_scene_size(bpy.types.Operator):
     bl_label = "Match Scene to Clip"
     bl_options = {"UNDO"}  # one undo step; no redo panel (nothing to adjust)
 
-    strip: StringProperty(name="Strip", description="The movie strip whose size the scene takes",
+    strip: StringProperty(name="Movie", description="The movie strip whose size the scene takes",
                           options={"HIDDEN", "SKIP_SAVE"})
 
     def execute(self, context):
