@@ -81,6 +81,19 @@ PAIRS = (
 # onto the target with glasses, and a rolled close-up.
 IDENTITY_PAIRS = (Pair("obama", "biden"), Pair("biden", "obama2"), Pair("obama", "grace_hopper"),
                   Pair("biden", "obama", roll=30))
+# Held out (`--held-out`): other pairs of the same samples, never looked at while the swap is tuned,
+# to check that what the bench's pairs show holds beyond them: sources onto other targets, other
+# sizes and rolls.
+HELD_OUT_PAIRS = (
+    Pair("obama3", "group"),
+    Pair("obama3", "grace_hopper", roll=-30),
+    Pair("biden", "group", 720),
+    Pair("obama2", "astronaut"),
+    Pair("portrait_112", "astronaut"),
+    Pair("grace_hopper", "obama3"),
+    Pair("astronaut", "biden", roll=20),
+    Pair("obama", "group", 1080, roll=15),
+)
 
 GOALS = {
     "identity_closer_share": (">=", 0.9),
@@ -106,6 +119,10 @@ _PANEL_HEIGHT = 256
 
 def default_pairs() -> tuple[Pair, ...]:
     return PAIRS + tuple(p for p in IDENTITY_PAIRS if p.source in SAMPLES and p.target in SAMPLES)
+
+
+def held_out_pairs() -> tuple[Pair, ...]:
+    return tuple(p for p in HELD_OUT_PAIRS if p.source in SAMPLES and p.target in SAMPLES)
 
 
 def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", swapper: str = "classic",
