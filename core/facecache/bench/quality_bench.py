@@ -295,13 +295,15 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 def _measure_face(frame, output, face, result, params, source, sources, analyzer, ms, again: Face | None) -> dict:
     alpha = overlay(frame, [result], params)[..., 3].astype(np.float32) / 255.0
     region = alpha > 0
-    resampled = qm.source_in_frame(source.image, source.face.kps5, face.kps5, frame.shape)
+    # the source as the swap read it: mirrored when it is turned the other way from the target
+    mirror = qm.read_mirrored(source.face.kps5, source.face.landmarks68, face.kps5, face.landmarks68)
+    resampled = qm.source_in_frame(source.image, source.face.kps5, face.kps5, frame.shape, mirror)
     clipped, pixels = qm.newly_clipped(output, resampled, frame, region)
     eyes = qm.face_axes(face.kps5)[3]
     seams = qm.seam_ratios_by_part(output, frame, alpha, face.kps5)
     entry = {"box": [round(float(v)) for v in face.box], "ms": round(ms, 2),
              "yaw": None if face.pose is None else round(float(face.pose[1]), 1),
-             "roll": None if face.pose is None else round(float(face.pose[2]), 1),
+             "roll": None if face.pose is None else round(float(face.pose[2]), 1), "source_mirrored": mirror,
              "clipped_pixels": clipped, "face_pixels": pixels,
              "sharpness_ratio": _rounded(qm.sharpness_ratio(output, resampled, alpha)),
              "seam_ratio": _rounded(qm.seam_ratio(output, frame, alpha)),
