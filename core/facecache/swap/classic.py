@@ -176,8 +176,9 @@ class ClassicSwapper:
             mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
                               face_mask(target_outline, size, feather))
         if coverage is not None:  # only what the source picture shows (its edge repeated is a smear)
-            mask = mask * _faded(coverage, feather)
-            fit_weights = None if fit_weights is None else fit_weights * mask
+            shown = _faded(coverage, feather)
+            mask = mask * shown
+            fit_weights = None if fit_weights is None else fit_weights * shown
         if s.seamless:
             crop = _poisson_blend(crop, warp(frame, matrix, size), mask)
         if fit_weights is None:  # the composite fits the colour transfer under the mask
