@@ -155,7 +155,8 @@ def main(argv=None) -> int:
     print(f"strips          " + ", ".join(f"{s.name} (channel {s.channel}, frames {s.frame_final_start}-"
                                           f"{s.frame_final_end - 1})" for s in compat.top_strips(scene.sequence_editor)))
     print("timings         " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
-    print(f"re-render       blender -b {blend} --python-exit-code 1 --python-expr \"import bpy; bpy.ops.faceswap.update()\" -a")
+    print(f"re-render       blender -b {blend} --python-exit-code 1 --python-expr \"import bpy; bpy.ops.faceswap.update()\" -a"
+          "  (updates what changed, then renders the MP4 again)")
     return 0
 
 
