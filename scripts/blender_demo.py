@@ -146,8 +146,8 @@ def main(argv=None) -> int:
     print()
     print(f"contact sheet   {rendered.sheet}  (timeline frames {', '.join(map(str, rendered.frames))}: "
           "original | swapped, as Blender renders them)")
-    print(f"movie           {rendered.movie}  ({scene.frame_end - scene.frame_start + 1} frames, H.264, "
-          f"{(scene.frame_end - scene.frame_start + 1) / info.fps:.1f} s)")
+    length = scene.frame_end - scene.frame_start + 1
+    print(f"movie           {rendered.movie}  ({length} frames, H.264, {length / info.fps:.1f} s)")
     print(f"extension zip   {archive}  (Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk)")
     print(f"project         {blend}")
     print(f"swapped frames  {bpy.path.abspath(swapped[0].directory)}NNNNNN.png (RGBA overlays, by media frame)")

@@ -3,8 +3,8 @@
 
 Every failure ends in one line on stderr and a documented exit code (`facecache.errors`), never a
 traceback. With `--json` (or `analyze --pretty`), stdout carries JSON only: one document, or for `analyze
---json` JSON Lines (`stdout_guard`: whatever ONNX Runtime or OpenCV print goes to stderr); an error is one
-more object, `{"error", "exit_code"}`. A closed pipe (`| head`) ends the command quietly."""
+--json` JSON Lines (`stdout_guard`: whatever ONNX Runtime or OpenCV print goes to stderr); an error is a JSON
+object too, `{"error", "exit_code"}`. A closed pipe (`| head`) ends the command quietly."""
 
 from __future__ import annotations
 
