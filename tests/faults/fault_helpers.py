@@ -9,6 +9,7 @@ The child's stdout and stderr are files, so what C libraries print is seen too.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -35,6 +36,11 @@ class Result:
     code: int
     out: str
     err: str
+
+    @property
+    def summary(self) -> dict:
+        """The last line of stdout as JSON: the summary of `analyze --json` (JSON Lines), or its error."""
+        return json.loads(self.out.splitlines()[-1])
 
 
 def cli(*args, uid: int | None = None, gid: int | None = None, groups: tuple[int, ...] = (),
