@@ -1,6 +1,7 @@
-"""The defaults the README states are the CLI's own: every "`--option …` (default V" in it is checked
-against the option's default in `facecache`'s parsers (what `--help` prints), its panel name against
-`facecache.choices`, and the per-user cache folder it names on each platform against `facecache.locations`."""
+"""The defaults the README and docs/ state are the CLI's own: every "`--option …` (default V" in them is
+checked against the option's default in `facecache`'s parsers (what `--help` prints), its panel name against
+`facecache.choices`, and the per-user cache folder docs/cli.md (the options' page) names on each platform
+against `facecache.locations`."""
 
 import argparse
 import re
@@ -15,8 +16,15 @@ from facecache import choices, locations
 from facecache.cli import build_parser
 from facecache.cli.common import parse_size
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-TEXT = re.sub(r"\s+", " ", README)  # a claim may wrap onto the next line
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def flat(path: Path) -> str:
+    return re.sub(r"\s+", " ", path.read_text(encoding="utf-8"))  # a claim may wrap onto the next line
+
+
+TEXT = " ".join(flat(path) for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+OPTIONS_PAGE = flat(ROOT / "docs" / "cli.md")  # where every option is listed with its default
 STATED = re.compile(r"`(--[a-z-]+)(?: [^`]*)?` \(default `?([^\s,;:)`]+)`?(?:, \*([^*]+)\* in the panel)?")
 
 
@@ -57,7 +65,8 @@ def panel_label(action: argparse.Action, name: str) -> str:
 def test_every_default_the_readme_states_is_the_clis():
     offered = options()
     claims = STATED.findall(TEXT)
-    assert len(claims) >= 10, claims  # blend settings, yaw, providers, models, selector, threshold, size cap
+    listed = STATED.findall(OPTIONS_PAGE)
+    assert len(listed) >= 10, listed  # blend settings, yaw, providers, models, selector, threshold
     wrong = []
     for option, value, label in claims:
         assert option in offered, f"the README states a default for {option}, which no command offers"
@@ -70,12 +79,13 @@ def test_every_default_the_readme_states_is_the_clis():
 
 def test_the_selector_default_is_the_largest_face():
     """Decided on issue 27: an editor replaces one person in a shot, the largest face by default."""
-    assert ("--selector", "one", "Largest Face") in STATED.findall(TEXT)
+    assert ("--selector", "one", "Largest Face") in STATED.findall(OPTIONS_PAGE)
+    assert ("--selector", "one", "Largest Face") in STATED.findall(flat(ROOT / "README.md"))
     assert choices.DEFAULTS["selector"] == "one"
 
 
 def test_the_per_user_cache_folder_the_readme_names_on_each_platform(monkeypatch, tmp_path):
-    named = dict((system, path) for path, system in re.findall(r"`([^`]+)` on (Linux|macOS|Windows)", TEXT))
+    named = dict((system, path) for path, system in re.findall(r"`([^`]+)` on (Linux|macOS|Windows)", OPTIONS_PAGE))
     assert set(named) == {"Linux", "macOS", "Windows"}
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)

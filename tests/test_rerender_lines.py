@@ -38,7 +38,7 @@ def test_every_blender_command_line_we_show_fails_when_its_python_fails():
         for line in command_lines(path.read_text(encoding="utf-8")):
             found[f"{path.relative_to(ROOT)}: {line.strip()}"] = exit_code_comes_first(
                 [word.strip("\"'`") for word in line.split()])
-    assert len(found) >= 4, found  # the README's two, docs/, the demo's printed line, ...
+    assert len(found) >= 4, found  # the README's farm line, docs/, the demo's printed line, ...
     assert [line for line, ok in found.items() if not ok] == []
 
 

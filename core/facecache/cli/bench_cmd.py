@@ -1,4 +1,4 @@
-"""`facecache bench [SUITE] [--json]`: measured figures for the README.
+"""`facecache bench [SUITE] [--json]`: measured figures for docs/benchmarks.md.
 
 Suites: `pipeline` (the default: what the cache saves on the main job, real
 models and photographs), `cache` (what the cache itself costs) and `quality`
