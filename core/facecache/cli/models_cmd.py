@@ -19,7 +19,7 @@ def register(commands) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     listing = add_command(actions, "list", "every known model: kind, licence, installed or not")
-    install = add_command(actions, "install", "download and check models (`default` is the MTCNN pack)")
+    install = add_command(actions, "install", "download and check models (`default`: the MTCNN detector, the face mesh and FaceNet)")
     install.add_argument("names", nargs="+", metavar="NAME", help="model or pack names (see `facecache models list`)")
     install.add_argument("--force", action="store_true", help="download again even when installed and checked")
     install.add_argument("--from", dest="packages_from", type=Path, default=None, metavar="DIR",
