@@ -7,7 +7,8 @@ import pytest
 
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_bench
-from facecache.bench.quality_bench import GOALS, Pair, default_pairs, held_out_pairs, run, shortfall, summarise
+from facecache.bench.quality_bench import (GOALS, Pair, default_pairs, held_out_pairs, run, second_check_pairs,
+                                           shortfall, summarise)
 from facecache.bench.quality_pictures import rolled
 from facecache.cli import build_parser
 from facecache.cli.bench_cmd import SUITES, print_table
@@ -115,14 +116,18 @@ def test_a_source_turned_the_other_way_is_read_mirrored():
     assert not qm.read_mirrored(kps5, None, kps5, turned(-0.5))  # without landmarks it is read as it is
 
 
-def test_the_held_out_pairs_are_not_the_benchs(monkeypatch):
-    assert len(held_out_pairs()) == 8 and not set(held_out_pairs()) & set(default_pairs())
-    assert any(pair.source == "astronaut" and pair.target == "biden" for pair in held_out_pairs())  # a fringe
+def test_the_held_out_pairs_and_the_second_check_are_not_the_benchs(monkeypatch):
+    bench, held_out, second = set(default_pairs()), set(held_out_pairs()), set(second_check_pairs())
+    assert len(held_out) == len(second) == 8 and not (bench & held_out or bench & second or held_out & second)
+    assert any(pair.source == "astronaut" and pair.target == "biden" for pair in held_out)  # a fringe
+    assert Pair("obama2", "group", 720, roll=-15) in second  # a washed-out forehead beside orange hair
     asked = {}
     monkeypatch.setattr(quality_bench, "run", lambda **kwargs: asked.update(kwargs) or {})
-    for flags, pairs in ((["--held-out"], held_out_pairs()), ([], None)):
+    for flags, pairs in ((["--held-out"], held_out_pairs()), (["--second-check"], second_check_pairs()), ([], None)):
         SUITES["quality"](build_parser().parse_args(["bench", "quality", *flags]))
         assert asked["pairs"] == pairs  # None: the bench's own
+    with pytest.raises(SystemExit):  # one set at a time
+        build_parser().parse_args(["bench", "quality", "--held-out", "--second-check"])
 
 
 def test_the_worst_face_is_the_one_furthest_from_its_goals():
