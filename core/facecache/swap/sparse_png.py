@@ -74,12 +74,13 @@ class SparseOverlayEncoder:
         piece_rows = max(1, _PIECE_BYTES // row_bytes)
         for top, bottom, crossing in _bands(patches):
             parts.append(self._empty_part(width, top - row))
-            rgba = np.zeros((bottom - top, width, 4), np.uint8)
+            # The band's PNG scanlines, written in place: filter byte 0 (none), then RGBA.
+            scanlines = np.zeros((bottom - top, row_bytes), np.uint8)
+            rgba = scanlines[:, 1:].reshape(bottom - top, width, 4)
             for x, y, bgra in crossing:
                 cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA, dst=rgba[y - top:y - top + bgra.shape[0], x:x + bgra.shape[1]])
-            rows = rgba.reshape(bottom - top, 4 * width)
             for start in range(0, bottom - top, piece_rows):
-                piece = rows[start:start + piece_rows]
+                piece = scanlines[start:start + piece_rows]
                 parts.append(self._pool.submit(_deflated_piece, piece) if self._pool else _deflated_piece(piece))
             row = bottom
         parts.append(self._empty_part(width, height - row))
@@ -132,19 +133,8 @@ def _bands(patches: Sequence[tuple[int, int, np.ndarray]]) -> list[tuple[int, in
     return bands
 
 
-def _sub_filtered(rows: np.ndarray) -> np.ndarray:
-    """PNG scanlines (filter byte 1, then each byte minus the byte 4 before it, modulo 256) of
-    (rows, 4 * width) RGBA bytes."""
-    out = np.empty((rows.shape[0], rows.shape[1] + 1), np.uint8)
-    out[:, 0] = 1
-    out[:, 1:5] = rows[:, :4]
-    np.subtract(rows[:, 4:], rows[:, :-4], out=out[:, 5:])
-    return out
-
-
-def _deflated_piece(rows: np.ndarray) -> tuple[bytes, int, int]:
-    """(deflate segment, Adler-32 from the start value 1, length) of the PNG scanlines of `rows`."""
-    scanlines = _sub_filtered(rows)
+def _deflated_piece(scanlines: np.ndarray) -> tuple[bytes, int, int]:
+    """(deflate segment, Adler-32 from the start value 1, length) of PNG scanlines."""
     compressor = zlib_ng.compressobj(_BAND_LEVEL, zlib_ng.DEFLATED, -15)
     segment = compressor.compress(scanlines) + compressor.flush(zlib_ng.Z_SYNC_FLUSH)
     return segment, zlib_ng.adler32(scanlines), scanlines.nbytes
