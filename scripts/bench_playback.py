@@ -234,15 +234,9 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
     one_pass(True)  # warms the render pipeline and the file system cache
     passes: dict[str, dict[str, list]] = {name: {"first_pass": [], "cached": []} for name in strips}
     muted = []
-    settling = next(iter(strips))
     for _ in range(rounds):
         show(None)
         muted.append(one_pass(True))
-        # Not timed: a pass that holds full-frame overlays in the cache, so that the first encoding of
-        # the round follows one as all the others do (after the movie alone, the next pass faults
-        # thousands of pages a frame more, whatever it plays: see the module's docstring).
-        show(settling)
-        one_pass(True)
         for name in strips:
             show(name)
             passes[name]["first_pass"].append(one_pass(True))
