@@ -2,7 +2,8 @@
 """Playback of swapped strips in Blender's sequencer (the `bpy` 5.0.1 module): what the overlays
 cost where the editor feels it, and what they cost to write.
 
-    ./dev bench-playback [--frames 24] [--faces 6] [--size 1920x1080] [--rounds 5] [--one-core] [--json]
+    ./dev bench-playback [--frames 24] [--faces 6] [--size 1920x1080] [--rounds 5] [--one-core]
+                         [--dynamic-allocator] [--json]
 
 Set-up (not timed): a clip with `faces` real faces in every frame (`facecache.media.sample_clip`),
 swapped by the engine's swap job (every face, the classic swapper) into one overlay a frame, in the
@@ -30,15 +31,25 @@ the same run:
 
 Under load from other processes read the CPU figures too (`--one-core` makes them count work on one core).
 
-Each pass also counts the process's minor page faults a frame. Blender's wall times move with them
-as much as with any encoding: whether glibc hands a freed full-frame buffer back to the OS (and the
-next frame faults its pages in again) follows its own thresholds, so the same pass took 17.5 ms a
-frame at ~600 faults and 22.7 ms at ~4500 in one session. Read a slow pass next to its faults.
+Each pass also counts the process's minor page faults a frame. With glibc's dynamic thresholds,
+Blender's wall times move with them more than with any encoding: whether a freed full-frame buffer
+goes back to the OS (and the next frame faults its pages in again) follows the heap's layout, and
+the faults fall on buffers that do not depend on the overlay (the render result's copies, AlphaOver's
+output, OpenImageIO's buffers). In one run (2026-12-01) they stuck to one encoding: the engine's
+overlay at 5138 faults a frame in each of six rounds (19-26 ms a frame), a transparent one at
+842-5051 (15-27 ms), the same transparent PNG with 430 KB of ancillary bytes at 930-1435 in five
+rounds and 4633 in one; in other runs the pass after the movie alone faulted most, whatever it
+played. So the bench holds the
+thresholds (mmap 32 MiB, trim 1 GiB, set with mallopt before Blender starts: the
+`MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` a user can set): no pass then faults its
+buffers in again, and the goals compare what each encoding costs. `--dynamic-allocator` leaves
+glibc's own behaviour, as in an editor's default process; read a slow pass next to its faults there.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib.util
 import json
 import os
@@ -55,6 +66,7 @@ import numpy as np
 
 FACES_MARGIN_MS = 2.0  # frames with faces: at most a transparent full-frame overlay's cost plus this
 FACELESS_GOAL_MS = 1.0  # frames without a face: at most this added a frame
+HELD_THRESHOLDS = {-3: 32 << 20, -1: 1 << 30}  # glibc's mallopt: M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -75,16 +87,20 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="passes of each kind (default 5)")
     parser.add_argument("--one-core", action="store_true",
                         help="run on one core (CPU figures then count work, little disturbed by other processes)")
+    parser.add_argument("--dynamic-allocator", action="store_true",
+                        help="leave glibc's dynamic mmap and trim thresholds (page faults then move the wall times)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.one_core:  # before bpy starts its thread pool
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    held = not args.dynamic_allocator and hold_allocator_thresholds()  # before bpy allocates its buffers
     width, height = (int(v) for v in args.size.lower().split("x"))
     with tempfile.TemporaryDirectory(prefix="facecache-playback-") as temp:
         work = (args.workdir or Path(temp)).absolute()
         os.environ.setdefault("BLENDER_USER_RESOURCES", str(work / "blender_user"))  # before bpy is imported
         result = run(work, args.frames, args.faces, (width, height), args.rounds,
                      say=lambda m: print(f"bench: {m}", file=sys.stderr))
+    result["allocator_thresholds_held"] = held
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -98,8 +114,18 @@ def main(argv=None) -> int:
               f"(transparent full frame + {FACES_MARGIN_MS}): {'met' if result['faces_goal_met'] else 'MISSED'}")
         print(f"frames without a face: {result['faceless_added_ms']} ms added, goal <= {FACELESS_GOAL_MS}: "
               f"{'met' if result['faceless_goal_met'] else 'MISSED'}")
+        print(f"glibc's allocator thresholds held: {held}")
         print(f"machine: {result['machine']}")
     return 0
+
+
+def hold_allocator_thresholds() -> bool:
+    """Fixes glibc's mmap and trim thresholds (see the module's docstring); False where the C library
+    is not glibc."""
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(None)
+    return all(libc.mallopt(option, value) == 1 for option, value in HELD_THRESHOLDS.items())
 
 
 def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int, say) -> dict:
