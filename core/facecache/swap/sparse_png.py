@@ -7,20 +7,29 @@ be carried across a run of zero bytes arithmetically. So only the bands of rows
 that cross a face are compressed per frame; the runs of empty rows between them
 are compressed once per (width, row count) and reused. A 1080p overlay costs a
 fraction of encoding the whole frame, and the file decodes like any PNG (RGBA,
-8 bits). The rows crossing faces use PNG's Sub filter (each byte minus the same
-channel of the pixel to its left): measured on a 4K face band, 17.2 ms and 362 KB
-against 18.7 ms and 652 KB unfiltered (photographs barely compress unfiltered).
-zlib's run-length strategy would encode a little faster and smaller but inflates
-5x slower (distance-1 copies, byte by byte): 62 against 13 ms for a 4K overlay,
-paid by Blender on every frame of playback.
+8 bits). zlib's run-length strategy would encode a little faster and smaller but
+inflates 5x slower (distance-1 copies, byte by byte): 62 against 13 ms for a 4K
+overlay, paid by Blender on every frame of playback.
 
-The face bands are deflated by zlib-ng at level 1 (its "quick" deflate, fixed Huffman
-codes): on a real 4K face band, 6.8 ms against zlib's 20.7 ms, 803 KB against
-548 KB, and the output inflates as fast (8.4 against 8.1 ms). zlib-ng's levels 2+
-and ISA-L compress smaller or faster still but find distance-1 matches in the zeros
-beside the face, which inflate 2-3x slower: 17-22 ms. Its Adler-32 is 20x zlib's.
+The rows crossing faces are stored unfiltered (PNG filter 0) and deflated by zlib-ng
+at level 1 (its "quick" deflate, fixed Huffman codes): on a real 4K face band, 6.8 ms
+against zlib's 20.7 ms, and the output inflates as fast. zlib-ng's levels 2+ and ISA-L
+compress smaller or faster still but find distance-1 matches in the zeros beside the
+face, which inflate 2-3x slower. Its Adler-32 is 20x zlib's.
 
-A band is filtered and deflated in pieces of about a megabyte (sync-flushed segments
+Why unfiltered (measured 2026-12-01, 2 cores, Blender 5.0.1's own decode, `imbuf.load`:
+OpenImageIO, libpng 1.6.50, zlib 1.3.1, whose inflate decodes a symbol at a time): Sub (each byte minus the byte 4 before
+it) made the six-face 1080p overlays 6 % smaller (443 against 473 KB a frame) but
+their decode 0.4-0.6 ms slower (9.7 against 9.0-9.3 ms; a fully transparent frame
+7.6-8.0), the 4K ones 17 % smaller (1.52 against 1.84 MB) and 2.0-2.6 ms slower (38.2
+against 35.6-36.3; transparent 30.5): libpng undoes Sub pixel by pixel, and Sub's
+bytes deflate into five times as many short matches (17,800 against 3,600 in a 1080p
+frame), each dearer to inflate than the literals it replaces. Up decoded slower still
+(10.2-10.3 ms); Sub rows deflated by zlib's levels 1-6 or zlib-ng's 6-9, 10.3-13.7 ms;
+unfiltered ones by zlib's level 1, 9.7 ms. Unfiltered rows also encode faster (2.2 against 2.7 ms at 1080p, 9.7 against 10.3 at 4K): the band is
+written straight into its scanlines, filter byte and all.
+
+A band is deflated in pieces of about a megabyte (sync-flushed segments
 again, their Adler-32 sums combined), so an encoder given a thread pool spreads a
 large band over several cores (a 4K face's band is 10 MB: deflating it was a third
 of a 4K preview step). The pieces do not depend on the pool: the bytes are the same
@@ -44,7 +53,7 @@ _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ADLER_MOD = 65521
 _LEVEL = 1  # the empty rows: compressed once, so zlib's output that inflates fastest
 _BAND_LEVEL = 1  # the face bands: zlib-ng's quick deflate (see the module's docstring)
-# Bytes of filtered rows deflated as one piece: large enough that the pieces barely cost any
+# Bytes of scanlines deflated as one piece: large enough that the pieces barely cost any
 # compression (a new 32 KB window each), small enough to share a 4K band among cores.
 _PIECE_BYTES = 1 << 20
 
@@ -52,8 +61,7 @@ _PIECE_BYTES = 1 << 20
 class SparseOverlayEncoder:
     """Encodes (width, height, [(x, y, bgra patch), ...]) as a full-size RGBA PNG. Keeps a small
     cache of compressed empty-row runs, shared by the threads that encode through it. With `pool`,
-    the pieces of the face bands are filtered and deflated on its threads (zlib-ng and numpy
-    release the GIL)."""
+    the pieces of the face bands are deflated on its threads (zlib-ng releases the GIL)."""
 
     def __init__(self, cache_entries: int = 64, pool: Executor | None = None):
         self._empty_runs: OrderedDict[tuple[int, int], bytes] = OrderedDict()
