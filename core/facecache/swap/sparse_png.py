@@ -49,13 +49,11 @@ import cv2
 import numpy as np
 from zlib_ng import zlib_ng
 
+from facecache.swap import deflate_blocks
+
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ADLER_MOD = 65521
 _LEVEL = 1  # the empty rows: compressed once, so zlib's output that inflates fastest
-_BAND_LEVEL = 1  # the face bands: zlib-ng's quick deflate (see the module's docstring)
-# Bytes of scanlines deflated as one piece: large enough that the pieces barely cost any
-# compression (a new 32 KB window each), small enough to share a 4K band among cores.
-_PIECE_BYTES = 1 << 20
 
 
 class SparseOverlayEncoder:
@@ -72,24 +70,16 @@ class SparseOverlayEncoder:
     def encode(self, width: int, height: int, patches: Sequence[tuple[int, int, np.ndarray]]) -> bytes:
         """The PNG of a width x height overlay, transparent but for `patches`: (x, y, bgra)
         rectangles at column x, row y, not overlapping (as `composite.overlay_patches` gives)."""
-        row_bytes = 1 + 4 * width  # filter byte (0: none) + RGBA
         for x, y, bgra in patches:
             if x < 0 or y < 0 or x + bgra.shape[1] > width or y + bgra.shape[0] > height:
                 raise ValueError("an overlay patch lies outside the frame")
         # The stream's parts in order, each (deflate segment, Adler-32 from 1, length) or a Future of one:
-        # the empty runs from the cache, the face bands in pieces.
+        # the empty runs from the cache, the face bands.
         parts, row = [], 0
-        piece_rows = max(1, _PIECE_BYTES // row_bytes)
         for top, bottom, crossing in _bands(patches):
             parts.append(self._empty_part(width, top - row))
-            # The band's PNG scanlines, written in place: filter byte 0 (none), then RGBA.
-            scanlines = np.zeros((bottom - top, row_bytes), np.uint8)
-            rgba = scanlines[:, 1:].reshape(bottom - top, width, 4)
-            for x, y, bgra in crossing:
-                cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA, dst=rgba[y - top:y - top + bgra.shape[0], x:x + bgra.shape[1]])
-            for start in range(0, bottom - top, piece_rows):
-                piece = scanlines[start:start + piece_rows]
-                parts.append(self._pool.submit(_deflated_piece, piece) if self._pool else _deflated_piece(piece))
+            parts.append(self._pool.submit(_band_part, top, bottom, crossing, width) if self._pool
+                         else _band_part(top, bottom, crossing, width))
             row = bottom
         parts.append(self._empty_part(width, height - row))
         segments, adler = [], 1
@@ -141,11 +131,49 @@ def _bands(patches: Sequence[tuple[int, int, np.ndarray]]) -> list[tuple[int, in
     return bands
 
 
-def _deflated_piece(scanlines: np.ndarray) -> tuple[bytes, int, int]:
-    """(deflate segment, Adler-32 from the start value 1, length) of PNG scanlines."""
-    compressor = zlib_ng.compressobj(_BAND_LEVEL, zlib_ng.DEFLATED, -15)
-    segment = compressor.compress(scanlines) + compressor.flush(zlib_ng.Z_SYNC_FLUSH)
-    return segment, zlib_ng.adler32(scanlines), scanlines.nbytes
+def _band_part(top: int, bottom: int, crossing: list, width: int) -> tuple[bytes, int, int]:
+    """(deflate segment, Adler-32 from the start value 1, length) of the band's PNG scanlines: in
+    each row, the bytes from the first to the last non-zero pixel of each face, in that row or the
+    row above, as stored blocks; the rest as zeros copied from the row above (`deflate_blocks`).
+    Above the band lie empty rows, or nothing at the top of the frame, whose first row is then
+    stored whole."""
+    rows, row_bytes = bottom - top, 1 + 4 * width
+    scanlines = np.zeros((rows, row_bytes), np.uint8)  # filter byte 0 (none), then RGBA
+    rgba = scanlines[:, 1:].reshape(rows, width, 4)
+    visible: list[list[tuple[int, int]]] = [[] for _ in range(rows + 1)]  # byte ranges a row, one row more
+    for x, y, bgra in crossing:
+        cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA, dst=rgba[y - top:y - top + bgra.shape[0], x:x + bgra.shape[1]])
+        held = bgra.any(axis=2)  # pixels with any byte set: alpha 0 with colour is kept too
+        firsts = held.argmax(axis=1)
+        lasts = held.shape[1] - held[:, ::-1].argmax(axis=1)
+        for index in np.flatnonzero(held.any(axis=1)).tolist():
+            visible[y - top + index].append((1 + 4 * (x + int(firsts[index])), 1 + 4 * (x + int(lasts[index]))))
+    flat = scanlines.reshape(-1)
+    writer = deflate_blocks.BandWriter(row_bytes)
+    end = 0  # bytes of the band written
+    for band_row in range(rows):
+        base = band_row * row_bytes
+        if band_row == 0 and top == 0:
+            runs = [(0, row_bytes)]
+        else:
+            runs = _merged(visible[band_row] + (visible[band_row - 1] if band_row else []))
+        for start, stop in runs:
+            writer.zeros(base + start - end)
+            writer.data(flat[base + start:base + stop])
+            end = base + stop
+    writer.zeros(flat.size - end)
+    return writer.finish(), zlib_ng.adler32(flat), flat.size
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte ranges sorted and merged."""
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((start, stop))
+    return merged
 
 
 def _deflate(data, final: bool) -> bytes:
