@@ -143,10 +143,11 @@ def _band_part(top: int, bottom: int, crossing: list, width: int) -> tuple[bytes
     visible: list[list[tuple[int, int]]] = [[] for _ in range(rows + 1)]  # byte ranges a row, one row more
     for x, y, bgra in crossing:
         cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA, dst=rgba[y - top:y - top + bgra.shape[0], x:x + bgra.shape[1]])
-        held = bgra.any(axis=2)  # pixels with any byte set: alpha 0 with colour is kept too
+        # Pixels with any byte set (alpha 0 with colour is kept too), four bytes read as one.
+        held = np.ascontiguousarray(bgra).view(np.uint32)[..., 0] != 0
         firsts = held.argmax(axis=1)
         lasts = held.shape[1] - held[:, ::-1].argmax(axis=1)
-        for index in np.flatnonzero(held.any(axis=1)).tolist():
+        for index in np.flatnonzero(held[np.arange(held.shape[0]), firsts]).tolist():
             visible[y - top + index].append((1 + 4 * (x + int(firsts[index])), 1 + 4 * (x + int(lasts[index]))))
     flat = scanlines.reshape(-1)
     writer = deflate_blocks.BandWriter(row_bytes)
