@@ -7,33 +7,31 @@ be carried across a run of zero bytes arithmetically. So only the bands of rows
 that cross a face are compressed per frame; the runs of empty rows between them
 are compressed once per (width, row count) and reused. A 1080p overlay costs a
 fraction of encoding the whole frame, and the file decodes like any PNG (RGBA,
-8 bits). zlib's run-length strategy would encode a little faster and smaller but
-inflates 5x slower (distance-1 copies, byte by byte): 62 against 13 ms for a 4K
-overlay, paid by Blender on every frame of playback.
+8 bits).
 
-The rows crossing faces are stored unfiltered (PNG filter 0) and deflated by zlib-ng
-at level 1 (its "quick" deflate, fixed Huffman codes): on a real 4K face band, 6.8 ms
-against zlib's 20.7 ms, and the output inflates as fast. zlib-ng's levels 2+ and ISA-L
-compress smaller or faster still but find distance-1 matches in the zeros beside the
-face, which inflate 2-3x slower. Its Adler-32 is 20x zlib's.
+The rows crossing faces are unfiltered (PNG filter 0). In each of them the bytes from
+the first to the last non-zero pixel of each face, in that row or the row above, go in
+as stored blocks, and the zeros around them as fixed-Huffman blocks that copy the row
+above (`deflate_blocks`): no deflating at all.
 
-Why unfiltered (measured 2026-12-01, 2 cores, Blender 5.0.1's own decode, `imbuf.load`:
-OpenImageIO, libpng 1.6.50, zlib 1.3.1, whose inflate decodes a symbol at a time): Sub (each byte minus the byte 4 before
-it) made the six-face 1080p overlays 6 % smaller (443 against 473 KB a frame) but
-their decode 0.4-0.6 ms slower (9.7 against 9.0-9.3 ms; a fully transparent frame
-7.6-8.0), the 4K ones 17 % smaller (1.52 against 1.84 MB) and 2.0-2.6 ms slower (38.2
-against 35.6-36.3; transparent 30.5): libpng undoes Sub pixel by pixel, and Sub's
-bytes deflate into five times as many short matches (17,800 against 3,600 in a 1080p
-frame), each dearer to inflate than the literals it replaces. Up decoded slower still
-(10.2-10.3 ms); Sub rows deflated by zlib's levels 1-6 or zlib-ng's 6-9, 10.3-13.7 ms;
-unfiltered ones by zlib's level 1, 9.7 ms. Unfiltered rows also encode faster (2.2 against 2.7 ms at 1080p, 9.7 against 10.3 at 4K): the band is
-written straight into its scanlines, filter byte and all.
+Why (measured 2026-12-01, 2 cores, Blender 5.0.1's own decode, `imbuf.load`: OpenImageIO,
+libpng 1.6.50 and zlib 1.3.1, whose inflate decodes one Huffman symbol at a time; six
+faces, issue 27's masks): the face rows used to be Sub-filtered and deflated by zlib-ng's
+level 1 (its "quick" deflate: a 4K band in 6.8 ms against zlib's 20.7). Blender decoded
+those 1080p overlays in 9.1-9.7 ms against a fully transparent frame's 7.3-8.0, 4K ones
+in 38.2 against 30.5-32.5: inflating ~250,000 literals and 18,000 short matches a 1080p
+frame, and undoing Sub pixel by pixel. Unfiltered rows deflated the same way decoded in
+9.0-9.3 ms (4K 35.6-36.3); Up 10.2-10.3; zlib's levels 1-6 or zlib-ng's 6-9, 9.7-13.7.
+Stored face bytes decode in 7.6-7.9 ms, as a transparent frame does (4K 30.1-32.3 against
+31.1-32.5): a stored block is one copy, and copies from a row back run as fast as the
+zero rows. Deflate barely compressed the faces, so the files grow by 8 % at 1080p and 25 %
+at 4K: 443 KB a frame Sub-filtered and deflated, 473 unfiltered, 478 stored; at 4K 1.52,
+1.84 and 1.91 MB. Encoding takes 2.1 ms a 1080p frame and 5.5 at 4K (deflated, Sub: 2.6-2.7 and
+10.3). Copies from distance 1 (zlib's run-length strategy, or zlib-ng's levels 2+ in the
+zeros beside a face) decode 2.6x slower: a frame of zeros 20 against 7.8 ms.
 
-A band is deflated in pieces of about a megabyte (sync-flushed segments
-again, their Adler-32 sums combined), so an encoder given a thread pool spreads a
-large band over several cores (a 4K face's band is 10 MB: deflating it was a third
-of a 4K preview step). The pieces do not depend on the pool: the bytes are the same
-with or without one.
+A band's blocks do not depend on a thread pool: an encoder given one builds the bands
+on its threads, and the bytes are the same with or without it.
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ _LEVEL = 1  # the empty rows: compressed once, so zlib's output that inflates fa
 class SparseOverlayEncoder:
     """Encodes (width, height, [(x, y, bgra patch), ...]) as a full-size RGBA PNG. Keeps a small
     cache of compressed empty-row runs, shared by the threads that encode through it. With `pool`,
-    the pieces of the face bands are deflated on its threads (zlib-ng releases the GIL)."""
+    the face bands are built on its threads."""
 
     def __init__(self, cache_entries: int = 64, pool: Executor | None = None):
         self._empty_runs: OrderedDict[tuple[int, int], bytes] = OrderedDict()
