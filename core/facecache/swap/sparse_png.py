@@ -25,8 +25,8 @@ frame, and undoing Sub pixel by pixel. Unfiltered rows deflated the same way dec
 Stored face bytes decode in 7.6-7.9 ms, as a transparent frame does (4K 30.1-32.3 against
 31.1-32.5): a stored block is one copy, and copies from a row back run as fast as the
 zero rows. Deflate barely compressed the faces, so the files grow by 8 % at 1080p and 25 %
-at 4K: 443 KB a frame Sub-filtered and deflated, 473 unfiltered, 478 stored; at 4K 1.52,
-1.84 and 1.91 MB. Encoding takes 2.1 ms a 1080p frame and 5.5 at 4K (deflated, Sub: 2.6-2.7 and
+at 4K (1080p: 443 KB a frame Sub-filtered and deflated, 473 unfiltered, 480 stored; 4K:
+1.52, 1.84 and 1.91 MB). Encoding takes 2.1 ms a 1080p frame and 5.5 at 4K (deflated, Sub: 2.6-2.7 and
 10.3). Copies from distance 1 (zlib's run-length strategy, or zlib-ng's levels 2+ in the
 zeros beside a face) decode 2.6x slower: a frame of zeros 20 against 7.8 ms.
 
@@ -138,7 +138,7 @@ def _band_part(top: int, bottom: int, crossing: list, width: int) -> tuple[bytes
     rows, row_bytes = bottom - top, 1 + 4 * width
     scanlines = np.zeros((rows, row_bytes), np.uint8)  # filter byte 0 (none), then RGBA
     rgba = scanlines[:, 1:].reshape(rows, width, 4)
-    visible: list[list[tuple[int, int]]] = [[] for _ in range(rows + 1)]  # byte ranges a row, one row more
+    visible: list[list[tuple[int, int]]] = [[] for _ in range(rows)]  # non-zero byte ranges of each row
     for x, y, bgra in crossing:
         cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA, dst=rgba[y - top:y - top + bgra.shape[0], x:x + bgra.shape[1]])
         # Pixels with any byte set (alpha 0 with colour is kept too), four bytes read as one.
