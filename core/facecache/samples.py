@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from facecache.errors import FaceCacheError
-from facecache.models.files import sha256_file
+from facecache.files import sha256_file
 from facecache.locations import resolve_samples_dir
 from facecache.models.pypi_fetch import PackagedFile, PackageFetcher, PinnedPackage
 

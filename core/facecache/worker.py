@@ -235,7 +235,7 @@ def _preview(engine: Engine, settings: Settings, items: list[dict]) -> dict:
 
 def _analysed(analyzer, items: list[dict]) -> dict:
     """{media path: sorted analysed media frames} over the items' ranges, from the cache alone."""
-    from facecache.coverage import analysed_frames
+    from facecache.analysis.coverage import analysed_frames
 
     media: dict[str, set] = {}
     for item in items:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from facecache.errors import DownloadError, ModelCorrupt, ModelMissing
-from facecache.models.files import sha256_file, write_atomic
+from facecache.files import sha256_file, write_atomic
 from facecache.processes import host_tag, local_process_is_gone
 
 MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB

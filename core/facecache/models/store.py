@@ -34,17 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from facecache.errors import DownloadError, ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused, os_fault
+from facecache.files import hash_bytes, hash_file, make_folders, replace_file, set_aside, write_atomic
 from facecache.fingerprint import bytes_digest
+from facecache.locations import resolve_models_dir
 from facecache.models import derived
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
                                       PackagedSource, ReleaseSource, release_url)
 from facecache.models.download import Progress, ProgressCallback, download_resumable, fetch_small
-from facecache.locations import resolve_models_dir
-from facecache.models.files import hash_bytes, hash_file, make_folders, set_aside, write_atomic
 from facecache.models.pypi_fetch import FolderFetcher, PackageFetcher
 from facecache.models.registry import REFUSED, CheckedFile, Registry
 from facecache.models.validate import contract_problem
-from facecache.store.fileops import replace_file
 
 MODELS_URL_ENV = "FACECACHE_MODELS_URL"
 _HEX8 = re.compile(r"^[0-9a-f]{8}$")

@@ -38,13 +38,12 @@ import msgpack
 
 from facecache.errors import CacheError, CorruptPack, OSFault, cannot_write, os_fault
 from facecache.fingerprint import is_digest
-from facecache.models.files import folder_bytes
+from facecache.files import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file, empty_folder,
+                             folder_bytes, rename_path, set_mode, touch, unlink_quietly)
+from facecache.permissions import LooseEntries, Permissions, loose_entries, make_dir, permissions_for
 from facecache.store import packfile
-from facecache.store.fileops import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file,
-                                     empty_folder, rename_path, set_mode, touch, unlink_quietly)
 from facecache.store.lease import Lease, remove_stale
 from facecache.store.namespace import Namespace
-from facecache.store.permissions import LooseEntries, Permissions, loose_entries, make_dir, permissions_for
 
 log = logging.getLogger("facecache.cache")
 

@@ -23,12 +23,11 @@ from pathlib import Path
 import msgpack
 import xxhash
 
-from facecache.models.files import LEFTOVER_TEMP_SECONDS, remove_leftover_temp_files
-from facecache.processes import host_tag, local_process_is_gone
 from facecache.errors import in_use
-from facecache.store.fileops import (DOOMED_PREFIX, OPEN_NEW, OPEN_READ, create_new, delete_file, replace_file,
-                                     set_mode, unlink_quietly)
-from facecache.store.permissions import Permissions
+from facecache.files import (DOOMED_PREFIX, LEFTOVER_TEMP_SECONDS, OPEN_NEW, OPEN_READ, create_new, delete_file,
+                             remove_leftover_temp_files, replace_file, set_mode, unlink_quietly)
+from facecache.permissions import Permissions
+from facecache.processes import host_tag, local_process_is_gone
 
 _MAX_CLAIM_BYTES = 4096
 _TAKEOVER_PREFIX = ".takeover-"
