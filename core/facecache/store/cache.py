@@ -28,7 +28,6 @@ import re
 import secrets
 import shutil
 import stat
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +37,8 @@ import msgpack
 
 from facecache.errors import CacheError, CorruptPack, OSFault, cannot_write, os_fault
 from facecache.fingerprint import is_digest
-from facecache.files import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, delete_file, empty_folder,
-                             folder_bytes, rename_path, set_mode, touch, unlink_quietly)
+from facecache.files import (DIR_FD, DOOMED_PREFIX, NOFOLLOW, OPEN_NEW, OPEN_READ, TEMP_MARK, delete_file,
+                             empty_folder, folder_bytes, rename_path, temp_name, touch, unlink_quietly, write_once)
 from facecache.permissions import LooseEntries, Permissions, loose_entries, make_dir, permissions_for
 from facecache.store import packfile
 from facecache.store.lease import Lease, remove_stale
@@ -55,7 +54,6 @@ _PACK_NAME = re.compile(r"^[0-9a-f]{32}\.fcp\Z")  # \Z: "$" would also accept a 
 _FANOUT_NAME = re.compile(r"^[0-9a-f]{2}\Z")
 _TOUCH_AFTER_SECONDS = 600.0
 _PRUNE_LEASE_SECONDS = 600.0
-_TEMP_PREFIX = ".tmp-"
 _MEMO_KINDS = ("media",)
 CHOOSE_CACHE = "choose a writable cache folder with --cache-dir or FACECACHE_DIR (in Blender: Cache Location)"
 CHANGE_CACHE = "ask the cache folder's owner for write access (or to run this), or fix the disk, then run it again"
@@ -271,7 +269,7 @@ class FaceCache:
         missing or cannot be written is listed as it is."""
         if not self.storing:
             return
-        probe = folder / f"{_TEMP_PREFIX}{secrets.token_hex(6)}-{os.getpid()}-listing"
+        probe = folder / f"{temp_name()}-listing"
         try:
             os.close(os.open(probe, OPEN_NEW, self.perms.file_mode))
         except OSError:
@@ -414,42 +412,16 @@ class FaceCache:
         return data, info
 
     def _write_file(self, folder: Path, name: str, data: bytes) -> bool:
-        """Write-once: temp file beside the target, fsync, rename. False if it existed."""
+        """Write-once (`files.write_once`); an existing file is only touched (LRU). False if it existed."""
         target = folder / name
         if os.path.lexists(target):
             _touch(target)
             return False
-        for attempt in range(2):
-            temp = folder / f"{_TEMP_PREFIX}{secrets.token_hex(6)}-{os.getpid()}-{threading.get_ident()}"
-            try:
-                fd = os.open(temp, OPEN_NEW, self.perms.file_mode)
-                break
-            except FileNotFoundError:
-                if attempt:
-                    raise
-                make_dir(folder, self.perms)  # a pruner removed the empty folder meanwhile
         try:
-            try:
-                set_mode(fd, temp, self.perms.file_mode)  # mkstemp-style 0600 or umask must not win
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)  # the OS may reorder the data and the rename
-            finally:
-                os.close(fd)
-            if os.path.lexists(target):  # another writer won the race with identical content
-                delete_file(temp)
-                return False
-            try:
-                os.rename(temp, target)  # POSIX replaces the identical pack; Windows refuses
-            except FileExistsError:
-                unlink_quietly(temp)
-                return False
-        except BaseException:
-            unlink_quietly(temp)  # a full disk or a lost share must not leave the temp file behind
-            raise
-        _fsync_dir(folder)  # make the new name itself durable, not only the bytes
-        return True
+            return write_once(folder, name, data, self.perms.file_mode)
+        except FileNotFoundError:
+            make_dir(folder, self.perms)  # a pruner removed the empty folder meanwhile
+            return write_once(folder, name, data, self.perms.file_mode)
 
     # -- small keyed records (e.g. remembered media identities) ----------------------------------
 
@@ -586,7 +558,7 @@ class FaceCache:
                     result.bytes += os.lstat(os.path.join(dirpath, name)).st_size
                 except FileNotFoundError:
                     continue
-                result.temp_files += name.startswith(_TEMP_PREFIX)
+                result.temp_files += name.startswith(TEMP_MARK)
         return result
 
     def total_bytes(self) -> int:
@@ -617,7 +589,7 @@ class FaceCache:
                     continue
                 elif name.startswith(DOOMED_PREFIX):
                     delete_file(path)
-                elif name.startswith(_TEMP_PREFIX):
+                elif name.startswith(TEMP_MARK):
                     try:
                         young = path.lstat().st_mtime > now - temp_grace_seconds
                     except FileNotFoundError:
@@ -764,19 +736,6 @@ def _entry_count(path: Path) -> int:
         return packfile.read_entry_count(os.read(fd, packfile.HEADER.size))
     except CorruptPack:
         return 0
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems (and Windows) cannot fsync a folder: the rename is still atomic
     finally:
         os.close(fd)
 
