@@ -1,16 +1,17 @@
 """VSE Face Swap: a Blender extension over the `facecache` engine (which runs in its own process).
 
 Modules: compat (the API differences of Blender 4.2-5.0), props (settings), prefs, paths (cache location),
-frame_mapping (strip <-> media frames), timeline (originals and swapped strips), engine_client (the process
-boundary: one engine session), runtime (what the session knows, never saved), jobs, ops, gpu_ops (the NVIDIA
-GPU runtime from the preferences), ui, preview (live
+frame_mapping (strip <-> media frames), timeline (originals and swapped strips), pending_frame (the stand-in for
+frames not made yet), engine_client (the process boundary: one engine session), runtime (what the session knows,
+never saved), jobs, ops, gpu_ops (the NVIDIA GPU runtime from the preferences), ui, preview (live
 preview under the playhead), coverage_overlay (bars under strips), coverage_watch (live refresh from the
-cache folder).
+cache folder), scene_size (match the scene's frame to a clip).
 """
 
-from . import coverage_overlay, coverage_watch, engine_client, gpu_ops, jobs, ops, paths, prefs, preview, props, ui
+from . import (coverage_overlay, coverage_watch, engine_client, gpu_ops, jobs, ops, paths, prefs, preview, props,
+               scene_size, ui)
 
-_modules = (props, prefs, ops, gpu_ops, ui, paths, jobs, preview, coverage_overlay, coverage_watch)
+_modules = (props, prefs, ops, gpu_ops, scene_size, ui, paths, jobs, preview, coverage_overlay, coverage_watch)
 
 
 def register():

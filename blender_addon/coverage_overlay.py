@@ -1,9 +1,10 @@
 """Coverage under each movie strip: which frames are analysed and which are swapped, as the engine
 session last reported them (with every job, after previews, and on coverage refreshes when the shared
-cache changes: `coverage_watch`), kept in `runtime.STATE`. Drawn as a thin two-row bar along the
-bottom of each movie strip by a sequencer draw handler that only reads that state; `strip_coverage`
-is the testable data part. Swapped frames where a face was left as it was (turned past the swapper's
-yaw limit, as the swap jobs of this session reported) show orange instead of green."""
+cache changes: `coverage_watch`), kept in `runtime.STATE`. Drawn as a two-row bar along the bottom
+of each movie strip (each row 3 pixels high at any zoom) by a sequencer draw handler that only reads
+that state; `strip_coverage` and `bar_rects` are the testable data part. Swapped frames where a face
+was left as it was (turned past the swapper's yaw limit, as the swap jobs of this session reported)
+show orange instead of green."""
 
 from __future__ import annotations
 
@@ -50,9 +51,31 @@ def drawn_at(scene, strip):
     return strip
 
 
-def _draw():
+ROW_PIXELS = 3  # each row's height on the screen whatever the zoom (a fraction of a channel was 1-2 px)
+BAR_BASE = 0.06  # where the bar starts above the strip's channel (its bottom edge), in channels
+
+
+def bar_rects(view2d, channel: int, data: dict) -> list[tuple[tuple, list]]:
+    """[(colour, [(x0, y0, x1, y1) in region pixels]), ...]: the analysed row at the bottom of the strip,
+    the swapped row above it (turned-away frames over it in their colour)."""
+    rows = []
+    for runs, row, color in ((data["analysed_runs"], 0, ANALYSED_COLOR), (data["swapped_runs"], 1, SWAPPED_COLOR),
+                             (data["turned_away_runs"], 1, TURNED_AWAY_COLOR)):
+        rects = []
+        for a, b in runs:
+            x0, y = view2d.view_to_region(a, channel + BAR_BASE, clip=False)
+            x1, _ = view2d.view_to_region(b, channel + BAR_BASE, clip=False)
+            y0 = y + row * ROW_PIXELS
+            rects.append((x0, y0, x1, y0 + ROW_PIXELS))
+        if rects:
+            rows.append((color, rects))
+    return rows
+
+
+def draw(region) -> None:
+    """Draw the bars of every movie strip shown at the level being edited, in `region`'s pixels."""
     scene = compat.sequencer_scene(bpy.context)
-    if scene is None or not scene.faceswap.show_coverage or scene.sequence_editor is None:
+    if region is None or scene is None or not scene.faceswap.show_coverage or scene.sequence_editor is None:
         return
     import gpu
     from gpu_extras.batch import batch_for_shader
@@ -63,18 +86,11 @@ def _draw():
         shown = drawn_at(scene, strip)
         if shown is None:
             continue
-        data = strip_coverage(scene, strip)
-        base = shown.channel + 0.04
-        for runs, offset, color in ((data["analysed_runs"], 0.0, ANALYSED_COLOR),
-                                    (data["swapped_runs"], 0.05, SWAPPED_COLOR),
-                                    (data["turned_away_runs"], 0.05, TURNED_AWAY_COLOR)):
-            if not runs:
-                continue
+        for color, rects in bar_rects(region.view2d, shown.channel, strip_coverage(scene, strip)):
             vertices, indices = [], []
-            for a, b in runs:
+            for x0, y0, x1, y1 in rects:
                 n = len(vertices)
-                y0, y1 = base + offset, base + offset + 0.04
-                vertices += [(a, y0), (b, y0), (b, y1), (a, y1)]
+                vertices += [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
                 indices += [(n, n + 1, n + 2), (n, n + 2, n + 3)]
             batch = batch_for_shader(shader, "TRIS", {"pos": vertices}, indices=indices)
             shader.bind()
@@ -83,10 +99,16 @@ def _draw():
     gpu.state.blend_set("NONE")
 
 
+def _draw():
+    space = bpy.context.space_data
+    if space is not None and space.view_type != "PREVIEW":  # a preview's main region shows the picture
+        draw(bpy.context.region)
+
+
 def register():
     global _handle
     if not bpy.app.background:
-        _handle = bpy.types.SpaceSequenceEditor.draw_handler_add(_draw, (), "WINDOW", "POST_VIEW")
+        _handle = bpy.types.SpaceSequenceEditor.draw_handler_add(_draw, (), "WINDOW", "POST_PIXEL")
 
 
 def unregister():

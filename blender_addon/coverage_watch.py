@@ -143,13 +143,13 @@ def refresh(scene, wait: bool | None = None) -> dict:
         wait = jobs.synchronous()
     if wait:
         job = engine_client.run_sync(_job(scene, items))
-        return _apply(job, items)
+        return _apply(job, items, scene)
     if SESSION.query is None:
         SESSION.query = (engine_client.SESSION.request(_job(scene, items)), scene.name, items)
     return {"started": True}
 
 
-def _apply(job, items) -> dict:
+def _apply(job, items, scene) -> dict:
     if job.result is None:
         SESSION.last_error = jobs.friendly(job.error or "the coverage query failed", job.error_kind)
         log.warning("coverage refresh failed: %s", SESSION.last_error)
@@ -159,6 +159,8 @@ def _apply(job, items) -> dict:
     asked = runtime.asked_frames(items)
     runtime.STATE.replace("analysed", analysed, asked)
     runtime.STATE.replace("swapped", job.result.get("swapped", {}) or {}, asked)
+    if scene is not None:
+        timeline.point_elements(scene)  # frames a teammate or a farm made, or that went missing
     SESSION.last_error = None
     SESSION.refreshes += 1
     _redraw()
@@ -196,10 +198,10 @@ def tick():
         follow_scene(scene)
         query = SESSION.query
         if query is not None:
-            job, _name, items = query
+            job, name, items = query
             if job.poll():
                 SESSION.query = None
-                _apply(job, items)
+                _apply(job, items, bpy.data.scenes.get(name))
         elif SESSION.changed.is_set() and scene is not None and not jobs.running():
             refresh(scene)  # a running job's own result brings its coverage; refresh after it
     except Exception:  # noqa: BLE001 - a timer that raises is unregistered: keep going

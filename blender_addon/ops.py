@@ -9,7 +9,7 @@ import os
 import bpy
 from bpy.props import IntProperty, StringProperty
 
-from . import compat, frame_mapping, jobs, paths, preview, runtime, timeline
+from . import compat, frame_mapping, jobs, paths, preview, runtime, shot_group, timeline
 from .compat import sequencer_scene
 
 
@@ -129,9 +129,10 @@ class _FrameRange:
 
 
 def _after_swap(keyed_uids, synced: dict):
-    """When the job is done: stamp the swapped strips with the settings, reload their frames, and add
-    what the re-sync did to the job's report (strips re-placed, edits not followed)."""
+    """When the job is done: reload the swapped strips' frames; when it succeeded, stamp them with the settings
+    and add what the re-sync did to the job's report (strips re-placed, edits not followed)."""
     def done(scene, job):
+        refresh_images(scene)  # the frames it finished are on disk, also when it failed
         if job.result is None:
             return
         report = scene.faceswap.report()
@@ -141,7 +142,6 @@ def _after_swap(keyed_uids, synced: dict):
         for strip in timeline.swapped_strips(scene):
             if strip.faceswap.link in keyed_uids:
                 strip.faceswap.settings_key = key
-        refresh_images(scene)
     return done
 
 
@@ -154,7 +154,9 @@ def sync_summary(synced: dict | None) -> dict:
 
 
 def refresh_images(scene) -> None:
-    """Reload the swapped strips' frames (the files changed under the same names)."""
+    """Reload the swapped strips' frames (the files changed under the same names), their elements naming the
+    overlays that exist now."""
+    timeline.point_elements(scene)
     for strip in timeline.swapped_strips(scene):
         strip.directory = strip.directory  # re-setting a path invalidates the strip's cached images
     if bpy.app.background:
@@ -204,6 +206,7 @@ class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
         synced = timeline.sync_all(scene, only=names)
         report_not_followed(self, synced)
         chosen = [s for s in timeline.originals(scene) if s.name in names]
+        select_groups(scene, chosen)
         return self.launch_range(scene, "swap", chosen, _after_swap({s.faceswap.uid for s in chosen}, synced),
                                  synced)
 
@@ -237,6 +240,19 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
         originals = timeline.originals(scene)
         return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}, synced),
                                  synced)
+
+
+def select_groups(scene, originals) -> None:
+    """The shots just swapped are face swap groups now, which is what the timeline shows: select them, and
+    make the group active where its movie strip was (or nothing was), so its panel describes it."""
+    editor = scene.sequence_editor
+    for original in originals:
+        group = shot_group.group_of(original)
+        if group is None:
+            continue
+        group.select = True
+        if editor.active_strip is None or editor.active_strip == original:
+            editor.active_strip = group
 
 
 def report_not_followed(operator, synced: dict) -> None:

@@ -86,8 +86,12 @@ def _answered() -> None:
     _flight.update(request=None, scene=None)
     if request_.result is not None:
         runtime.STATE.last_preview = request_.result
-        runtime.STATE.add("swapped", runtime.asked_frames(request_.job["items"]))
+        asked = runtime.asked_frames(request_.job["items"])
+        first_time = any(not frames <= runtime.STATE.swapped.get(media, set()) for media, frames in asked.items())
+        runtime.STATE.add("swapped", asked)
         if scene is not None and request_.result.get("written"):
+            if first_time:
+                timeline.point_elements(scene)  # a frame made for the first time stands in no more
             refresh_strips(scene, _flight.get("names", ()))
     pending, _flight["pending"] = _flight["pending"], None
     scene = bpy.data.scenes.get(pending or "")

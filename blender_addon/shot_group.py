@@ -7,7 +7,7 @@ or wipe into the next shot, a speed effect - must act on the original and its ov
 onto the overlay alone they render wrong (measured against the engine's full swapped frame: opacity 0.5
 over a background is off by up to 51/255, a multiply blend by 179, a colour balance by 39, saturation
 by 168, and a cross-fade hides the overlay altogether). Carried by a meta strip around both, the render
-matches within the decoder's own 5/255 (README, "Edits the swapped face follows").
+matches within the decoder's own 5/255 (docs/blender.md, "Edits the swapped face follows").
 
 Geometry is the other kind: transform, crop, flip and the fit to the scene act on each image alone, and
 the overlay has exactly the original's size, so the overlay mirrors them (values and keyframes, see

@@ -4,10 +4,11 @@
 leaves the new element's recorded image size (`orig_width`, `orig_height`) uninitialised. Blender
 sizes the placeholder of a *missing* image from it: garbage such as 22090 x 1151272144 made it ask for
 100 TB and crash (`Calloc returns null ... in imb_alloc_buffer`, exit 139) when one overlay frame was
-deleted, the cache cleared or the project moved. Here each appended element records the size Blender
-itself records once it loads the overlay: the original movie's frame size (overlays are made at that
-size). A missing overlay then renders as Blender renders any missing image: nothing, or solid magenta
-where the sequencer's "Show Missing Media" is on (the default in new files since 4.2).
+deleted, the cache cleared or the project moved. Here each appended element records the original movie's
+frame size, the size of an overlay with faces (Blender records each image's own size once it loads it;
+a frame without a face is one transparent pixel, and a placeholder of either size renders as nothing).
+A missing overlay then renders as Blender renders any missing image: nothing, or solid magenta where
+the sequencer's "Show Missing Media" is on (the default in new files since 4.2).
 RNA has these fields read-only and no API creates several elements at once outside a sequencer editor,
 so they are written in the elements' own memory (DNA `StripElem`, the same in 4.2-5.0: a 256-byte file
 name, `int orig_width, orig_height`, `float orig_fps`, elements packed in one array), once every element

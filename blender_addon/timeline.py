@@ -2,10 +2,10 @@
 
 An original is a movie strip the user swapped (role ORIGINAL). Its swapped strip is an image strip of
 the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`, the engine's
-`output_layout`), alpha-over,
-one channel above it inside a face swap group (`shot_group`: a meta strip that carries the shot's
-opacity, blend mode, modifiers and transitions). The swapped strip holds one element per timeline
-frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
+`output_layout`; its "sequencer" form: a frame without a face is one transparent pixel, which playback
+reads for nothing), alpha-over, one channel above it inside a face swap group (`shot_group`: a meta strip
+that carries the shot's opacity, blend mode, modifiers and transitions). The swapped strip holds one
+element per timeline frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
 strobed and retimed strips line up - and mirrors the original's transform, crop and flip.
 Everything here is plain data work on the main thread: no engine, no decoding.
 """
@@ -17,7 +17,7 @@ import uuid
 
 import bpy
 
-from . import compat, frame_mapping, paths, runtime, shot_group, strip_copy, strip_elements
+from . import compat, frame_mapping, paths, pending_frame, runtime, shot_group, strip_copy, strip_elements
 
 SUFFIX = ".swap"
 # What places the picture, per image: mirrored from the original onto its swapped strip (the two
@@ -114,13 +114,49 @@ def placement(scene, original) -> dict:
 frame_name = paths.layout.frame_name
 
 
+def element_names(scene, original, place) -> list[str]:
+    """The file each element of the original's swapped strip names: its media frame's overlay where it exists
+    (as the engine last said; a shot the engine was never asked about: its folder listed, which only operators
+    do), else the transparent stand-in (`pending_frame`, in Blender's window). Where the stand-in cannot be
+    written, every element names its overlay."""
+    media = place["layout"].media
+    made = runtime.STATE.swapped.get(paths.media_path(original))
+    if made is None:
+        made = swapped_on_disk(scene, paths.media_path(original))
+    if set(media) <= made or not pending_frame.in_use() or not pending_frame.ensure(place["folder"]):
+        return [frame_name(i) for i in media]
+    return [frame_name(i) if i in made else pending_frame.NAME for i in media]
+
+
 def _matches(strip, place) -> bool:
     layout = place["layout"]
     return (layout is not None
             and os.path.normpath(bpy.path.abspath(strip.directory)) == os.path.normpath(place["folder"])
             and strip.frame_offset_start == 0 and strip.frame_offset_end == 0
             and int(strip.frame_start) == layout.first and strip.channel == place["channel"]
-            and [e.filename for e in strip.elements] == [frame_name(i) for i in layout.media])
+            and len(strip.elements) == len(layout.media)
+            and all(e.filename in (frame_name(i), pending_frame.NAME) for e, i in zip(strip.elements, layout.media)))
+
+
+def point_elements(scene) -> int:
+    """Point each swapped strip's elements at the overlays the engine said exist, the others at the stand-in
+    (after a job, a preview, a coverage refresh). Returns the strips changed; they re-read their images."""
+    changed = 0
+    for original in originals(scene):
+        swapped = overlay_of(original)
+        try:
+            place = placement(scene, original)
+        except frame_mapping.UnsupportedStrip:
+            continue
+        if swapped is None or not _matches(swapped, place):
+            continue  # Update re-places it
+        names = element_names(scene, original, place)
+        if [e.filename for e in swapped.elements] != names:
+            for element, name in zip(swapped.elements, names):
+                element.filename = name
+            swapped.directory = swapped.directory  # drops the strip's cached images and missing-media flag
+            changed += 1
+    return changed
 
 
 def mirror_geometry(scene, original, swapped) -> list[str]:
@@ -157,13 +193,13 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
         shot_group.siblings(scene, existing).remove(existing)
     if layout is None:
         return None, problems
-    strip = compat.meta_contents(group).new_image(original.name + SUFFIX,
-                                                  os.path.join(place["folder"], frame_name(layout.media[0])),
+    names = element_names(scene, original, place)
+    strip = compat.meta_contents(group).new_image(original.name + SUFFIX, os.path.join(place["folder"], names[0]),
                                                   place["channel"], layout.first)
-    # Overlays have the movie's size; recording it keeps a missing frame from crashing the render.
+    # Overlays with faces have the movie's size (a frame without one is a transparent pixel); recording it
+    # keeps a missing frame from crashing the render.
     movie = original.elements[0] if len(original.elements) else None
-    strip_elements.append_frames(strip, (frame_name(index) for index in layout.media[1:]),
-                                 (movie.orig_width, movie.orig_height) if movie else (0, 0))
+    strip_elements.append_frames(strip, names[1:], (movie.orig_width, movie.orig_height) if movie else (0, 0))
     strip.directory = paths.stored_path(place["folder"])  # `//…` beside the .blend: moves with the project
     strip.blend_type = "ALPHA_OVER"
     strip.mute = original.mute

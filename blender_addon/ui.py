@@ -5,10 +5,11 @@ a file (tests/blender/test_blender_draw.py makes such calls fail while everythin
 from __future__ import annotations
 
 import os
+import textwrap
 
 import bpy
 
-from . import coverage_overlay, coverage_watch, paths, runtime, timeline
+from . import coverage_overlay, coverage_watch, paths, runtime, shot_group, timeline
 from .compat import sequencer_scene
 
 
@@ -44,11 +45,10 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         layout.prop(props, "selector")
         layout.label(text=_SELECTOR_SAYS[props.selector], icon="INFO")
         if props.selector == "one":
+            layout.prop(props, "use_position")
             row = layout.row(align=True)
-            row.prop(props, "use_position", text="")
-            sub = row.row(align=True)
-            sub.active = props.use_position
-            sub.prop(props, "position", text="")
+            row.active = props.use_position
+            row.prop(props, "position", text="")
         elif props.selector == "reference":
             _face_list(layout, props, "references", "reference_index")
             layout.prop(props, "reference_threshold", slider=True)
@@ -63,18 +63,29 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
             sub = row.row(align=True)
             sub.active = props.limit_yaw
             sub.prop(props, "max_yaw")
-        row = layout.row(align=True)
-        row.operator("faceswap.analyze", icon="VIEWZOOM")
-        row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
-        row.operator("faceswap.update", icon="FILE_REFRESH")
         status = runtime.STATE.job
-        if status.running:
-            layout.progress(factor=status.progress, text=status.text or "working")
-            layout.operator("faceswap.cancel", icon="CANCEL")
-        elif status.text:
-            layout.label(text=status.text)
+        row = layout.row(align=True)
+        if status.running:  # in place of the buttons (they wait for it), where the editor just clicked: the
+            row.progress(factor=status.progress, text=status.text or "working")  # sidebar is often short
+            row.operator("faceswap.cancel", text="", icon="CANCEL")
+        else:
+            row.operator("faceswap.analyze", icon="VIEWZOOM")
+            row.operator("faceswap.swap", icon="UV_SYNC_SELECT")
+            row.operator("faceswap.update", icon="FILE_REFRESH")
+            if status.text:
+                wrapped_label(layout.column(align=True), status.text, context)
         if runtime.STATE.gpu_notice:  # a GPU fallback, until the engine starts afresh
-            layout.label(text="Not on the GPU: " + runtime.STATE.gpu_notice, icon="ERROR")
+            wrapped_label(layout.column(align=True), "Not on the GPU: " + runtime.STATE.gpu_notice, context,
+                          icon="ERROR")
+
+
+def wrapped_label(layout, text: str, context, icon: str = "NONE") -> None:
+    """`text` on as many lines as the sidebar's width needs (a label cuts a long line off: the end of an
+    error, what to do, was lost)."""
+    width = context.region.width if context.region is not None else 300
+    chars = max(24, int(width / (7 * context.preferences.view.ui_scale)))
+    for number, line in enumerate(textwrap.wrap(text, chars) or [""]):
+        layout.label(text=line, icon=icon if number == 0 else "NONE")
 
 
 def _face_list(layout, props, collection: str, active: str) -> None:
@@ -99,6 +110,22 @@ def _thumbnail(filepath: str):
                  if path and os.path.normpath(bpy.path.abspath(image.filepath)) == path), None)
 
 
+def described_strip(scene):
+    """(strip, how it was chosen) for the Active Strip panel: the active strip, else the topmost face swap
+    group under the playhead where the editor is editing (a project just opened has no active strip)."""
+    editor = scene.sequence_editor
+    if editor is None:
+        return None, ""
+    if editor.active_strip is not None:
+        return editor.active_strip, ""
+    frame = scene.frame_current
+    under = [s for s in timeline.current_level(scene) if s.faceswap.role == shot_group.ROLE
+             and s.frame_final_start <= frame < s.frame_final_end and not s.mute]
+    if not under:
+        return None, ""
+    return max(under, key=lambda s: s.channel), "under the playhead"
+
+
 class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
     bl_label = "Active Strip"
     bl_parent_id = "FACESWAP_PT_main"
@@ -106,15 +133,17 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         scene = sequencer_scene(context)
-        strip = scene.sequence_editor.active_strip if scene.sequence_editor else None
-        if strip is None or strip.type not in {"MOVIE", "IMAGE", "META"}:
-            layout.label(text="No active movie strip")
+        strip, chosen = described_strip(scene)
+        if strip is None:
+            layout.label(text="Click a movie strip or a face swap group")
             return
+        layout.label(text=f"{strip.name} ({chosen})" if chosen else strip.name, icon="SEQUENCE")
         if strip.type != "MOVIE":
             strip = timeline.original_for(scene, strip) if strip.faceswap.role in {"SWAPPED", "GROUP"} else None
             if strip is None:
-                layout.label(text="Not a swapped strip")
+                layout.label(text="Not a movie strip or a face swap group")
                 return
+        draw_frame_size(layout, scene, strip)
         data = coverage_overlay.strip_coverage(scene, strip)
         layout.label(text=f"Analysed {data['analysed']} / {data['frames']} frames")
         layout.label(text=f"Swapped {data['swapped']} / {data['frames']} frames")
@@ -125,17 +154,33 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
             else:
                 layout.label(text="Swapped strip up to date" if ok else "Swapped strip out of date: press Update",
                              icon="CHECKMARK" if ok else "ERROR")
-            draw_not_followed(layout, strip.faceswap.not_followed)
+            draw_not_followed(layout, strip.faceswap.not_followed, context)
 
 
-def draw_not_followed(layout, text: str) -> None:
+def draw_frame_size(layout, scene, movie) -> None:
+    """When the clip's picture does not fill the scene's frame exactly (a border shows, or it is cut), say so
+    and offer to match the scene to the clip."""
+    element = movie.elements[0] if len(movie.elements) else None
+    if element is None or not element.orig_width or not element.orig_height:
+        return
+    width, height = element.orig_width, element.orig_height
+    scale = movie.transform.scale_x, movie.transform.scale_y
+    render = scene.render.resolution_x, scene.render.resolution_y
+    if (round(width * scale[0]), round(height * scale[1])) == render:
+        return
+    box = layout.box()
+    box.label(text=f"Clip {width} x {height}, scene {render[0]} x {render[1]}", icon="INFO")
+    box.operator("faceswap.match_scene_size").strip = movie.name
+
+
+def draw_not_followed(layout, text: str, context) -> None:
     """Each edit the swapped strip does not follow (recorded by the last Update): what, then what to do."""
     for line in filter(None, text.split("\n")):
         what, _, todo = line.partition(": ")
         box = layout.box()
-        box.label(text=f"Not followed: {what}", icon="ERROR")
+        wrapped_label(box.column(align=True), f"Not followed: {what}", context, icon="ERROR")
         if todo:
-            box.label(text=todo)
+            wrapped_label(box.column(align=True), todo, context)
 
 
 class FACESWAP_PT_models(_Panel, bpy.types.Panel):

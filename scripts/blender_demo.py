@@ -8,9 +8,12 @@
   4. swaps a source face onto it through the extension's operators (faceswap.swap),
   5. swaps a second source (faceswap.update: the analysis comes from the cache),
   6. splits the strip and updates again (nothing recomputed),
-and prints what it did, the timings, and where the output frames, the .blend and the extension zip are.
+  7. renders the swapped timeline with Blender's sequencer (scripts/demo_render.py): a contact sheet of a
+     few frames, original and swapped side by side, and an H.264 MP4 of the whole timeline,
+and prints what it did, the timings, and where the contact sheet, the MP4, the .blend, the swapped
+frames and the extension zip are.
 
-    python scripts/blender_demo.py [--workdir DIR] [--frames 48]
+    python scripts/blender_demo.py [--workdir DIR] [--frames 75]
 """
 
 from __future__ import annotations
@@ -49,16 +52,17 @@ def load_build_addon():
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "blender_demo")
-    parser.add_argument("--frames", type=int, default=48)
+    parser.add_argument("--frames", type=int, default=75, help="frames in the sample clip (75: 3 s at 25 fps)")
     args = parser.parse_args(argv)
     work = args.workdir.absolute()
     work.mkdir(parents=True, exist_ok=True)
     os.environ["BLENDER_USER_RESOURCES"] = str(work / "blender_user")  # before bpy is imported
     timings = {}
 
+    from demo_render import render_demo
     from facecache.progress import still_working
 
-    start = time.perf_counter()
+    begun = start = time.perf_counter()
     build = load_build_addon()
     target = host_platform()
     print(f"building the extension for {target} (vendored engine and wheels; a minute or two the first time)",
@@ -106,6 +110,7 @@ def main(argv=None) -> int:
     scene.render.resolution_percentage = 100
     scene.render.fps = max(1, round(info.fps))
     scene.render.fps_base = scene.render.fps / info.fps
+    scene.view_settings.view_transform = "Standard"  # as Blender's Video Editing template: the clip's own colours
     editor = scene.sequence_editor_create()
     blend = project / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
@@ -131,7 +136,18 @@ def main(argv=None) -> int:
     bpy.ops.wm.save_mainfile()
 
     swapped = [s for s in compat.all_strips(scene.sequence_editor) if s.faceswap.role == "SWAPPED"]
+    started = time.perf_counter()
+    print("rendering the swapped timeline with Blender's sequencer: a contact sheet and an MP4", flush=True)
+    with still_working("rendering"):
+        rendered = render_demo(bpy, scene, swapped, work / "render")
+    timings["render"] = time.perf_counter() - started
+    bpy.ops.wm.save_mainfile()  # with the MP4 as its output: `blender -b demo.blend -a` renders it again
+    timings["total"] = time.perf_counter() - begun
     print()
+    print(f"contact sheet   {rendered.sheet}  (timeline frames {', '.join(map(str, rendered.frames))}: "
+          "original | swapped, as Blender renders them)")
+    length = scene.frame_end - scene.frame_start + 1
+    print(f"movie           {rendered.movie}  ({length} frames, H.264, {length / info.fps:.1f} s)")
     print(f"extension zip   {archive}  (Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk)")
     print(f"project         {blend}")
     print(f"swapped frames  {bpy.path.abspath(swapped[0].directory)}NNNNNN.png (RGBA overlays, by media frame)")
@@ -139,7 +155,8 @@ def main(argv=None) -> int:
     print(f"strips          " + ", ".join(f"{s.name} (channel {s.channel}, frames {s.frame_final_start}-"
                                           f"{s.frame_final_end - 1})" for s in compat.top_strips(scene.sequence_editor)))
     print("timings         " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
-    print(f"re-render       blender -b {blend} --python-expr \"import bpy; bpy.ops.faceswap.update()\" -a")
+    print(f"re-render       blender -b {blend} --python-exit-code 1 --python-expr \"import bpy; bpy.ops.faceswap.update()\" -a"
+          "  (updates what changed, then renders the MP4 again)")
     return 0
 
 

@@ -21,6 +21,7 @@
 #                         engine's requirements but ONNX Runtime, for pytest run inside Debian's Blender
 #                         (scripts/pytest_in_blender.py; the add-on's engine runs on the zip's own wheels)
 #   sshd, sshfs, node     the NAS and Flamenco tests, as on the host
+#   Xvfb, Mesa, xdotool, ImageMagick, tesseract   the GUI suite (tests/gui, ./dev gui-test)
 #
 # VSE_FACESWAP_DEBIAN_ROOT names the root's folder (default: build/debian13 in this checkout); point several
 # checkouts at one folder to share it. A root is complete once mmdebstrap has finished: it is built in
@@ -42,6 +43,9 @@ PACKAGES=(
     libglib2.0-0 libxext6
     blender python3-numpy python3-pip
     openssh-server sshfs nodejs
+    # the GUI suite (tests/gui): Blender's real window on a virtual X display drawn by Mesa's llvmpipe, pointer
+    # and keys through xdotool, screenshots and crops with ImageMagick, OCR with tesseract
+    xvfb libgl1-mesa-dri xdotool imagemagick tesseract-ocr
 )
 BPY=5.2.3  # the whole Blender suite runs on it
 BPY_PREVIOUS=5.1.2  # the `every_blender` tests run on it

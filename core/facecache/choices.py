@@ -81,6 +81,8 @@ OUTPUT_FORMS = (
     Choice("auto", "Automatic", "Whole pictures for stills, face overlays for videos"),
     Choice("overlay", "Overlay", "RGBA images holding only the swapped faces, to lay over the original"),
     Choice("full", "Full", "Whole pictures with the faces swapped"),
+    Choice("sequencer", "Sequencer", "Face overlays for a sequencer's image strip: one size per clip, except that "
+           "a frame without a face is a single transparent pixel, which costs playback nothing"),
 )
 
 # Blend settings: changing them re-runs the composite stage only.

@@ -16,6 +16,7 @@ import cv2
 
 from facecache.jobs.run_summary import describe_run
 from facecache.media.sample_clip import write_sample_clip
+from facecache.output_layout import frame_name, output_folder
 from facecache.pipeline import Parts, Settings, build_pipeline, open_cache
 from facecache.progress import ProgressLine, still_working
 from facecache.samples import sample_image
@@ -58,6 +59,8 @@ def run_demo(workdir: Path, models_dir: Path | None = None, frames: int = 48, sa
     cache = open_cache(base)
     stats = cache.stats()
     say(f"cache         {cache.root}: {stats.entries} records, {stats.bytes / 1e6:.1f} MB")
-    say(f"output        {workdir / 'swap_astronaut_mirrored' / clip.stem}/NNNNNN.png "
-        "(RGBA face overlays by media frame index)")
-    return {"clip": str(clip), "cache": str(cache.root), "runs": runs}
+    overlays = Path(output_folder(workdir / steps[-1][3], clip, still=False))
+    say(f"look at       {overlays / frame_name(0)} in any image viewer: frame 0's swapped face, an RGBA")
+    say(f"              overlay, transparent around it (a file a media frame in {overlays}, to lay over the clip)")
+    say("composited    `./dev demo` renders this job in Blender: a contact sheet (original | swapped) and an MP4")
+    return {"clip": str(clip), "cache": str(cache.root), "overlays": str(overlays), "runs": runs}

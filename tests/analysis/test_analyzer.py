@@ -140,25 +140,36 @@ def test_video_frames_are_cached_and_a_warm_run_decodes_nothing(tmp_path, models
     assert third.inferences.detect == len(new) > 10 and third.stats.hits == 60
 
 
-def test_cli_analyze_json(tmp_path, models_dir, portrait_paths):
+def test_cli_analyze_json_is_a_line_a_frame_then_the_summary(tmp_path, models_dir, portrait_paths):
     command = [sys.executable, "-m", "facecache", "analyze", *map(str, portrait_paths.values()),
                "--cache-dir", str(tmp_path / "c"), "--models-dir", str(models_dir), "--providers", "cpu", "--json"]
-    first = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
-    second = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
-    assert first["frames"] == 2 and first["faces"] == 2 and first["inferences"]["detect"] == 2
+
+    def lines():
+        stdout = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        return [json.loads(line) for line in stdout.splitlines()]
+
+    *frames, first = lines()
+    *_, second = lines()
+    assert [(f["type"], f["media"], f["frame"], f["face_count"]) for f in frames] == [
+        ("frame", str(path), 0, 1) for path in portrait_paths.values()]
+    assert "faces" not in frames[0]  # each face's details only with --faces
+    assert first["type"] == "summary" and first["frames"] == 2 and first["faces"] == 2
+    assert first["inferences"]["detect"] == 2
     assert second["inferences"] == {"detect": 0, "landmark": 0, "embed": 0}
     assert second["hits"] == 2 and second["misses"] == 0
     assert isinstance(second["seconds"], float)
-    assert "per_frame" not in second["media"][0]
+    assert "per_frame" not in second["media"][0]  # the frames were the lines above
 
 
 def test_cli_analyze_faces_prints_what_the_cache_holds_per_frame(tmp_path, default_models_dir, portrait_paths):
     command = [sys.executable, "-m", "facecache", "analyze", str(portrait_paths["astronaut"]), "--faces",
                "--cache-dir", str(tmp_path / "c"), "--models-dir", str(default_models_dir), "--providers", "cpu"]
-    listed = json.loads(subprocess.run(command + ["--json"], capture_output=True, text=True, check=True).stdout)
+    pretty = subprocess.run(command + ["--pretty"], capture_output=True, text=True, check=True).stdout
+    assert pretty.count("\n") > 100  # indented: a line a value, not one 66 KB line
+    listed = json.loads(pretty)
     (frame,) = listed["media"][0]["per_frame"]
     (face,) = frame["faces"]
-    assert frame["frame"] == 0 and face["score"] > 0.9
+    assert frame["frame"] == 0 and frame["face_count"] == 1 and face["score"] > 0.9
     x1, y1, x2, y2 = face["box"]
     assert 150 < x1 < x2 < 300 and 40 < y1 < y2 < 200  # the astronaut's face
     assert len(face["kps5"]) == 5 and all(x1 <= x <= x2 and y1 <= y <= y2 for x, y in face["kps5"])
@@ -166,6 +177,8 @@ def test_cli_analyze_faces_prints_what_the_cache_holds_per_frame(tmp_path, defau
     assert all(x1 - 20 <= x <= x2 + 20 and y1 - 20 <= y <= y2 + 20 for x, y in face["landmarks68"])
     assert set(face["pose"]) == {"pitch", "yaw", "roll"} and abs(face["pose"]["yaw"]) < 25
     assert face["embedding_cached"] is True  # and its recognizer
+    lines = subprocess.run(command + ["--json"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(lines) == 2 and json.loads(lines[0])["faces"] == frame["faces"]  # the same, on the frame's line
     text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert "frame 0 face 0: box" in text and "yaw" in text and "68 landmarks" in text and "embedding cached" in text
     assert "analyses from cache 1" in text

@@ -23,10 +23,11 @@ import pytest
 
 from blender_helpers import MODULE, ROOT, compat
 
+_own_resources = None
 if "BLENDER_USER_RESOURCES" not in os.environ:  # must be set before bpy is imported
-    _resources = tempfile.mkdtemp(prefix="vse_faceswap_blender_user_")
-    os.environ["BLENDER_USER_RESOURCES"] = _resources
-    atexit.register(shutil.rmtree, _resources, True)
+    _own_resources = tempfile.mkdtemp(prefix="vse_faceswap_blender_user_")
+    os.environ["BLENDER_USER_RESOURCES"] = _own_resources
+    atexit.register(shutil.rmtree, _own_resources, True)
 
 
 EXIT_STATUS = pytest.StashKey[int]()
@@ -44,6 +45,8 @@ def pytest_unconfigure(config):
     so after the results are reported, end the process with pytest's own status instead."""
     module = sys.modules.get("bpy")
     if module is not None and tuple(module.app.version[:2]) == (4, 2) and EXIT_STATUS in config.stash:
+        if _own_resources:
+            shutil.rmtree(_own_resources, ignore_errors=True)  # os._exit skips atexit: 300 MB a run otherwise
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(config.stash[EXIT_STATUS])

@@ -1,6 +1,6 @@
 """The playback benchmark on a tiny shot, in the real bpy module: it runs end to end and reports
-every figure for each encoding (the bench itself checks that each encoding gives the overlay's
-pixels back). Timings belong to `./dev bench-playback`, not to tests."""
+every figure for each encoding and both goals (the bench itself checks that each encoding gives the
+overlay's pixels back). Timings belong to `./dev bench-playback`, not to tests."""
 
 import json
 import os
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.blender, pytest.mark.index]  # bpy; the default models
 ROOT = Path(__file__).resolve().parents[2]
 PASS_FIGURES = ("first_pass_ms", "first_pass_cpu_ms", "first_pass_page_faults", "cached_ms", "cached_cpu_ms",
                 "cached_page_faults", "added_first_pass_ms", "added_first_pass_cpu_ms", "encode_cpu_ms",
-                "bytes_per_frame", "goal_met")
+                "bytes_per_frame")
 
 
 def test_every_encoding_is_played_and_measured(default_models_dir, portrait_paths, tmp_path):
@@ -29,8 +29,12 @@ def test_every_encoding_is_played_and_measured(default_models_dir, portrait_path
     result = json.loads(run.stdout[run.stdout.index("{"):])
     assert (result["frames"], result["faces"], result["size"]) == (3, 2, "480x270")
     assert {"muted_ms", "muted_cpu_ms", "muted_page_faults"} <= set(result)
-    assert set(result["encodings"]) == {"sparse_png", "opencv_png", "transparent_png"}
+    assert set(result["encodings"]) == {"sparse_png", "opencv_png", "transparent_png", "faceless_pixel"}
+    assert result["faceless_added_ms"] == result["encodings"]["faceless_pixel"]["added_first_pass_ms"]
+    assert result["faces_goal_ms"] == round(result["encodings"]["transparent_png"]["added_first_pass_ms"] + 2, 2)
+    assert isinstance(result["faces_goal_met"], bool) and isinstance(result["faceless_goal_met"], bool)
     for figures in result["encodings"].values():
         assert set(PASS_FIGURES) <= set(figures)
         assert figures["first_pass_page_faults"] >= 0 and figures["bytes_per_frame"] > 0
+    assert result["encodings"]["faceless_pixel"]["bytes_per_frame"] < 100  # one pixel, not a frame
     assert len(list((tmp_path / "out" / "clip").glob("*.png"))) == 3  # the engine's own overlays were played

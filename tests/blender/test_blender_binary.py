@@ -34,7 +34,7 @@ def test_installed_from_the_command_line_it_swaps_then_runs_a_farm_chunk(bpy, ad
     first = last_json_line(swapped.stdout)
     assert (first["kind"], first["written"]) == ("swap", 4), first
 
-    # A node's chunk, as the README's farm section runs it: frames 5-12 are made, 1-4 are up to date.
+    # A node's chunk, as docs/render-farm.md runs it: frames 5-12 are made, 1-4 are up to date.
     chunk = run([blender, "-b", str(project / "edit.blend"), "--python-exit-code", "1", "--python-expr",
                  "import bpy; bpy.ops.faceswap.update(frame_start=5, frame_end=12)"], env)
     assert model_runs(chunk.stdout, "detect") == 8, chunk.stdout[-3000:]

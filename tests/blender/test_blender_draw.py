@@ -71,10 +71,18 @@ def draw_everything(bpy, addon, scene, monkeypatch):
         for operator in (bpy.ops.faceswap.swap, bpy.ops.faceswap.update, bpy.ops.faceswap.cancel,
                          bpy.ops.faceswap.refresh_coverage):
             operator.poll()
-        addon.coverage_overlay._draw()
+        addon.coverage_overlay.draw(types.SimpleNamespace(view2d=IdentityView()))
         with pytest.raises(FileSystemTouched):  # the stand-ins do refuse what the old drawing code did
             addon.timeline.swapped_on_disk(scene, addon.paths.media_path(addon.timeline.originals(scene)[0]))
     return drawn
+
+
+class IdentityView:
+    """A timeline region's View2D in background mode (no region is drawn there): view = region coordinates."""
+
+    @staticmethod
+    def view_to_region(x, y, clip=True):
+        return x, y
 
 
 def _refuse(name):

@@ -36,6 +36,7 @@ FRAMES = 12
 # strip the same frames differ by 67-185 on 800-2200 pixels; a misplaced face fails both bounds.
 NEAR, MAX_OFF, MAX_DIFF = 8, int(0.001 * SIZE[0] * SIZE[1]), 16
 NO_WORK = {"detect": 0, "embed": 0, "landmark": 0, "swap": 0}
+FACELESS = "000011.png"  # the one media frame of the clip without a face (sample clips: every 12th)
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +158,10 @@ def differences(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
 
 
 def assert_matches_reference(bpy, shot: Shot, frames, tmp_path: Path, label: str) -> None:
-    """Each frame renders as its reference, and not as the picture without the swapped strip."""
-    swapped = shot.group and next(s for s in compat().meta_contents(shot.group) if s.faceswap.role == "SWAPPED")
+    """Each frame renders as its reference, and not as the picture without the swapped strip; the frame
+    without a face renders exactly as the picture without the swapped strip."""
+    swapped = swapped_of(shot)
+    assert_faceless_frame_adds_nothing(bpy, shot, swapped, tmp_path, label)
     for frame in frames:
         got = render(bpy, shot.scene, frame, tmp_path / f"{label}_{frame}.png")
         want = render(bpy, shot.reference, frame, tmp_path / f"{label}_{frame}_ref.png")
@@ -168,6 +171,25 @@ def assert_matches_reference(bpy, shot: Shot, frames, tmp_path: Path, label: str
         unswapped = render(bpy, shot.scene, frame, tmp_path / f"{label}_{frame}_unswapped.png")
         swapped.mute = False
         assert differences(unswapped, want)[1] > 4 * MAX_OFF, f"{label}, frame {frame}: the face did not change"
+
+
+def assert_faceless_frame_adds_nothing(bpy, shot: Shot, swapped, tmp_path: Path, label: str) -> None:
+    """The clip's frame without a face is one transparent pixel in the swapped strip (what playback reads
+    for nothing); where the strip shows it, the render is the shot's picture without the swapped strip,
+    pixel for pixel, whatever the edit (transform, crop, flip, fit, opacity, blend, transitions)."""
+    names = [element.filename for element in swapped.elements]
+    if FACELESS not in names:
+        return  # the edit does not show that frame
+    frame = int(swapped.frame_start) + names.index(FACELESS)
+    if not swapped.frame_final_start <= frame < swapped.frame_final_end:
+        return
+    tiny = cv2.imread(str(Path(bpy.path.abspath(swapped.directory)) / FACELESS), cv2.IMREAD_UNCHANGED)
+    assert tiny is not None and tiny.shape == (1, 1, 4) and tiny.max() == 0
+    shown = render(bpy, shot.scene, frame, tmp_path / f"{label}_{frame}_faceless.png")
+    swapped.mute = True
+    alone = render(bpy, shot.scene, frame, tmp_path / f"{label}_{frame}_faceless_alone.png")
+    swapped.mute = False
+    assert np.array_equal(shown, alone), f"{label}, frame {frame}: the faceless overlay changed the picture"
 
 
 def transform(strip, offset=(40, -15), scale=0.7, rotation=0.2, origin=(0.3, 0.6)):

@@ -1,11 +1,13 @@
 """The swapped strips really composite over their originals in Blender's own sequencer render, also
 after a split and Update."""
 
+import importlib
+
 import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import add_movie, report, select_only
+from blender_helpers import MODULE, add_movie, report, select_only, top_strips
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -48,3 +50,78 @@ def test_swapped_strips_change_only_the_face_after_a_split(bpy, addon, project, 
         assert not (changed & ~face).any(), frame  # nothing outside the overlay's face region
     output = capfd.readouterr()
     assert "Error in bpy.app.handlers" not in output.out + output.err
+
+
+@pytest.mark.every_blender
+def test_a_frame_without_a_face_adds_nothing_under_every_geometry_edit(bpy, addon, project, clip, tmp_path):
+    """The extension's output for a frame without a face is one transparent pixel (playback reads it for
+    nothing). Laid over the movie with the movie's transform, crop, flip and fit mirrored onto it (as the
+    swapped strip is), and under opacity, the render is the movie alone, pixel for pixel, in each Blender."""
+    from facecache.jobs.swap_job import FACELESS_SIZE
+    from facecache.swap.sparse_png import SparseOverlayEncoder
+
+    scene = project
+    scene.view_settings.view_transform = "Standard"
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 400, 240, 100
+    scene.render.image_settings.file_format = "PNG"
+    tiny = tmp_path / "000000.png"
+    tiny.write_bytes(SparseOverlayEncoder().encode(*FACELESS_SIZE, []))
+    movie = top_strips(scene).new_movie("shot", str(clip), 1, 1, fit_method="FILL")  # 320x240 filling 400x240
+    overlay = top_strips(scene).new_image("shot.swap", str(tiny), 2, 1)
+    overlay.blend_type = "ALPHA_OVER"
+    edits = {"fit": lambda: None,
+             "transform": lambda: [setattr(movie.transform, name, value) for name, value in
+                                   (("offset_x", 40), ("scale_x", 0.7), ("rotation", 0.2), ("origin", (0.3, 0.6)))],
+             "crop": lambda: [setattr(movie.crop, name, value) for name, value in (("min_x", 10), ("max_y", 15))],
+             "flip": lambda: [setattr(movie, name, True) for name in ("use_flip_x", "use_flip_y")],
+             "opacity": lambda: setattr(overlay, "blend_alpha", 0.5)}
+    scene.frame_set(3)
+    for name, edit in edits.items():  # each on top of the ones before
+        edit()
+        addon.timeline.mirror_geometry(scene, movie, overlay)
+        shown = render(bpy, scene, tmp_path / f"{name}.png")
+        overlay.mute = True
+        alone = render(bpy, scene, tmp_path / f"{name}_alone.png")
+        overlay.mute = False
+        assert np.array_equal(shown, alone), f"the faceless overlay changed the picture under {name}"
+        assert alone.max() > 0  # the movie is in the picture
+
+
+@pytest.mark.every_blender
+def test_frames_not_made_yet_show_the_shot_not_missing_media(bpy, addon, project, clip, tmp_path, monkeypatch):
+    """A swap of part of a shot (a frame range; likewise a swap running, cancelled or stopped): the swapped
+    strip's other frames name the transparent stand-in, not overlays that do not exist (Blender would mark the
+    group as missing media and, with Show Missing Media on, paint those frames magenta); Update points them at
+    their overlays once made."""
+    scene = project
+    scene.view_settings.view_transform = "Standard"
+    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 320, 240, 100
+    scene.render.image_settings.file_format = "PNG"
+    scene.sequence_editor.show_missing_media = True
+    pending_frame = importlib.import_module(f"{MODULE}.pending_frame")
+    assert not pending_frame.in_use()  # background mode (farms): a missing overlay stays visible in a render
+    monkeypatch.setattr(pending_frame, "in_use", lambda: True)  # as in Blender's window
+    strip = add_movie(scene, clip, frame_start=1)
+    strip.frame_offset_end = 16  # media frames 0..7
+    addon.coverage_watch.refresh(scene, wait=True)  # the engine has said which frames exist, as in the UI
+    select_only(scene, strip)
+    assert bpy.ops.faceswap.swap(frame_start=1, frame_end=4) == {"FINISHED"}
+    swapped = addon.timeline.swapped_strips(scene)[0]
+    assert [e.filename for e in swapped.elements] == [f"{i:06d}.png" for i in range(4)] + ["pending.png"] * 4
+    stand_in = cv2.imread(bpy.path.abspath(swapped.directory) + "pending.png", cv2.IMREAD_UNCHANGED)
+    assert stand_in.shape == (1, 1, 4) and stand_in.max() == 0
+    scene.frame_set(6)
+    shown = render(bpy, scene, tmp_path / "pending.png")
+    swapped.mute = True
+    alone = render(bpy, scene, tmp_path / "alone.png")
+    swapped.mute = False
+    assert np.array_equal(shown, alone)  # the shot itself, not magenta
+    assert addon.timeline.is_up_to_date(scene, strip) is False  # the panel still says: press Update
+    monkeypatch.setitem(addon.preview.ACTIVE, "ui", True)  # live previews, as in the window
+    scene.frame_set(7)  # the playhead rests on media frame 6, never made: the preview makes it
+    assert [e.filename for e in swapped.elements][5:] == ["pending.png", "000006.png", "pending.png"]
+
+    assert bpy.ops.faceswap.update() == {"FINISHED"}
+    assert [e.filename for e in swapped.elements] == [f"{i:06d}.png" for i in range(8)]
+    assert addon.timeline.is_up_to_date(scene, strip)
+    assert not np.array_equal(render(bpy, scene, tmp_path / "made.png"), alone)  # frame 6 has its face now

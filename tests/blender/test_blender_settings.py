@@ -84,7 +84,7 @@ def test_the_engine_accepts_the_addons_settings(bpy, addon, project):
     props = project.faceswap
     props.selector, props.use_position = "one", True
     settings = Settings.from_dict(addon.jobs.engine_settings(project))
-    assert settings.position == (0.5, 0.5) and settings.output_form == "overlay"
+    assert settings.position == (0.5, 0.5) and settings.output_form == "sequencer"
     props.selector = "reference"
     props.references.add().filepath = "/tmp/reference.png"
     settings = Settings.from_dict(addon.jobs.engine_settings(project))

@@ -94,13 +94,25 @@ def test_panels_draw_in_every_state(bpy, addon, project, clip):
 
     calls = draw(bpy, main)
     assert {"template_list", "operator", "prop", "column", "row"} <= {name for name, _ in calls}
-    assert texts(draw(bpy, strip_panel)) == ["No active movie strip"]
+    assert texts(draw(bpy, strip_panel)) == ["Click a movie strip or a face swap group"]
     assert any(text.startswith("Size ") for text in texts(draw(bpy, cache)))
 
     strip = add_movie(project, clip)
     strip.frame_offset_end = 20
     select_only(project, strip)
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    group = strip.parent_meta()
+    assert editor.active_strip == group and group.select  # the swapped shot, as the timeline shows it
+    editor.active_strip = None  # a project just opened: the panel describes the group under the playhead
+    text = texts(draw(bpy, strip_panel))
+    assert text[0] == f"{group.name} (under the playhead)" and text[-1] == "Swapped strip up to date"
+    # the 320x240 clip in the 1920x1080 scene shows a border: the panel says so and offers to match the scene
+    calls = draw(bpy, strip_panel)
+    assert "Clip 320 x 240, scene 1920 x 1080" in texts(calls)
+    assert ("operator", {"operator": "faceswap.match_scene_size"}) in calls
+    assert bpy.ops.faceswap.match_scene_size(strip=strip.name) == {"FINISHED"}
+    assert (project.render.resolution_x, project.render.resolution_y) == (320, 240)
+    assert not any(t.startswith("Clip ") for t in texts(draw(bpy, strip_panel)))
     editor.active_strip = strip
     assert texts(draw(bpy, strip_panel))[-1] == "Swapped strip up to date"
     editor.active_strip = addon.timeline.swapped_strips(project)[0]
@@ -115,7 +127,8 @@ def test_panels_draw_in_every_state(bpy, addon, project, clip):
     finally:
         addon.runtime.STATE.job = addon.runtime.JobStatus()
     assert ("progress", {"factor": 0.5, "text": "swap: 2/4"}) in calls
-    assert ("operator", {"operator": "faceswap.cancel", "icon": "CANCEL"}) in calls
+    assert ("operator", {"operator": "faceswap.cancel", "text": "", "icon": "CANCEL"}) in calls
+    assert not any(bound.get("operator") == "faceswap.swap" for _, bound in calls)  # the bar stands in its place
 
 
 def test_unsaved_file_and_preferences_draw(bpy, addon):

@@ -28,7 +28,7 @@ def test_a_full_cache_serves_its_hits_and_computes_the_rest(small_disk, models_d
 
     full = analyze(cache, models_dir, fault_media["clip"], "0-7")
     assert full.code == 0, full.err
-    summary = json.loads(full.out)
+    summary = full.summary
     assert summary["frames"] == 8 and summary["hits"] == 4 and summary["inferences"]["detect"] == 4
     assert full.err.count("no space left on the device") == 1  # one warning, not one per write
     assert "new ones are computed but not stored" in full.err and "Traceback" not in full.err
@@ -36,8 +36,8 @@ def test_a_full_cache_serves_its_hits_and_computes_the_rest(small_disk, models_d
 
     filler.unlink()
     again = analyze(cache, models_dir, fault_media["clip"], "0-7")
-    assert json.loads(again.out)["inferences"]["detect"] == 4  # the 4 not stored before, stored now
-    assert json.loads(analyze(cache, models_dir, fault_media["clip"], "0-7").out)["inferences"]["detect"] == 0
+    assert again.summary["inferences"]["detect"] == 4  # the 4 not stored before, stored now
+    assert analyze(cache, models_dir, fault_media["clip"], "0-7").summary["inferences"]["detect"] == 0
 
 
 def test_a_full_output_disk_stops_cleanly_and_keeps_everything(small_disk, shared_dir, models_dir, fault_media):

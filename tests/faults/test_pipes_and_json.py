@@ -1,5 +1,5 @@
-"""Pipes closed early end quietly, and the stdout of a `--json` command is exactly one JSON document,
-whatever ONNX Runtime prints (its TensorRT error banner goes through Python's print and C's stdout)."""
+"""Pipes closed early end quietly, and the stdout of a `--json` command is JSON only (`analyze --json`: JSON
+Lines, a line a frame and the summary; `--pretty`: one document), whatever ONNX Runtime prints (its TensorRT error banner goes through Python's print and C's stdout)."""
 
 import json
 import subprocess
@@ -28,11 +28,15 @@ def test_closed_pipes_end_quietly(tmp_path):
         assert (code, err) == (141, ""), (command, err)  # like a process stopped by SIGPIPE, nothing said
 
 
-def test_json_stdout_is_one_document_whatever_onnx_runtime_prints(tmp_path, models_dir, fault_media):
+def test_json_stdout_is_json_only_whatever_onnx_runtime_prints(tmp_path, models_dir, fault_media):
     result = cli("analyze", fault_media["portrait"], "--providers", "tensorrt", "--cache-dir", tmp_path / "c",
                  "--models-dir", models_dir, "--json")
     assert result.code == 0, result.err
-    assert json.loads(result.out)["faces"] == 1  # the whole of stdout parses as one document
+    frame, summary = map(json.loads, result.out.splitlines())  # every line of stdout parses
+    assert (frame["type"], frame["face_count"], summary["type"], summary["faces"]) == ("frame", 1, "summary", 1)
+    pretty = cli("analyze", fault_media["portrait"], "--providers", "tensorrt", "--cache-dir", tmp_path / "c",
+                 "--models-dir", models_dir, "--pretty")
+    assert pretty.code == 0 and json.loads(pretty.out)["faces"] == 1  # the whole of stdout is one document
     failed = cli("analyze", tmp_path / "missing.mp4", "--cache-dir", tmp_path / "c", "--models-dir", models_dir,
                  "--json")
     assert failed.code == 2 and json.loads(failed.out)["exit_code"] == 2  # an error is one document too

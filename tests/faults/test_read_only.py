@@ -22,7 +22,7 @@ def test_a_read_only_cache_serves_hits_computes_misses_and_says_what_it_cannot_d
 
     run = cli("analyze", fault_media["clip"], "--cache-dir", view, "--models-dir", models_dir, "--json")
     assert run.code == 0, run.err
-    summary = json.loads(run.out)
+    summary = run.summary
     assert (summary["frames"], summary["hits"], summary["inferences"]["detect"]) == (8, 4, 4)
     assert run.err.count("read-only file system") == 1 and "Traceback" not in run.err
     assert tree_modes(cache) == before  # nothing written, nothing removed

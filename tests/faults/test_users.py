@@ -118,7 +118,7 @@ def test_a_cache_bob_may_read_but_not_write_still_serves_him(shared_dir, models_
     run = cli("analyze", fault_media["clip"], "--cache-dir", cache, "--models-dir", models_dir, "--json",
               uid=BOB, gid=TEAM_GID, groups=(TEAM_GID,))
     assert run.code == 0, run.err
-    summary = json.loads(run.out)
+    summary = run.summary
     assert (summary["hits"], summary["inferences"]["detect"]) == (4, 4)
     assert run.err.count("permission denied") == 1 and "computed but not stored" in run.err
     for action in ("prune", "clear"):

@@ -51,7 +51,7 @@ def test_each_set_has_its_onnxruntime_for_blenders_pythons_and_one_copy_of_each_
 
 
 def test_download_sizes_are_the_index_figures():
-    """The totals the README and the preferences show (bytes from the index's JSON pages, 2026-12)."""
+    """The totals docs/gpu.md, the README and the preferences show (bytes from the index's JSON pages, 2026-12)."""
     libraries = {key: sum(w.size for w in pins.runtime_set(*key).libraries) for key in SETS}
     assert round(libraries[("12", "linux_x86_64")] / 1e9, 2) == 1.70
     assert round(libraries[("12", "win_amd64")] / 1e9, 2) == 1.63

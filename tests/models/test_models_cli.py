@@ -73,10 +73,31 @@ def test_import_json(tmp_path, capsys):
     assert {m["name"]: m for m in listing["models"]}["scrfd_2.5g"]["installed"]
 
 
-def test_list_text_mentions_the_install_command(tmp_path, capsys):
+def test_list_text_is_a_table_with_headers_and_mentions_the_install_command(tmp_path, capsys):
     assert main(["models", "list", "--models-dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "facecache models install NAME" in out and "default=mtcnn" in out
+    folder, header, *rows, hint = capsys.readouterr().out.splitlines()
+    assert folder == f"models folder  {tmp_path}"
+    assert header.split() == ["MODEL", "KIND", "INSTALLED", "LICENCE", "PACKS"]
+    starts = [header.index(name) for name in header.split()]
+    cells = {row.split()[0]: row.split() for row in rows}
+    assert list(cells) == DEFAULT_CATALOG.names()  # no model has a file installed: a row each, nothing between
+    for row in rows:  # one word a column, each under its header
+        assert len(row.split()) == 5 and all(row[start] != " " and row[start - 1] == " " for start in starts[1:])
+    assert cells["mtcnn"] == ["mtcnn", "detector", "no", "MIT", "default"]
+    assert cells["yoloface_8n"][2:] == ["no", "GPL-3.0", "-"]
+    assert "facecache models install NAME" in hint and "default=mtcnn" in hint
+
+
+def test_list_text_shows_an_installed_model_with_its_files_under_it(tmp_path, capsys, asset_server, monkeypatch):
+    asset_server.add_release_file("models-3.0.0", "yoloface_8n.onnx", b"fake yolo" * 5000)
+    monkeypatch.setenv("FACECACHE_MODELS_URL", asset_server.base_url)
+    assert main(["models", "install", "yoloface_8n", "--models-dir", str(tmp_path / "m")]) == 0
+    capsys.readouterr()
+    assert main(["models", "list", "--models-dir", str(tmp_path / "m")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("yoloface_8n "))
+    assert lines[row].split()[2] == "yes"
+    assert lines[row + 1] == f"      {tmp_path / 'm' / 'yoloface_8n.onnx'}"  # indented: not a row of the table
 
 
 def test_progress_bar_draws_on_one_line():

@@ -110,7 +110,7 @@ def test_different_faces_and_a_render_node_analyse_each_frame_once(nas, scene):
     reports = [_finish(process, report) for process, report in swaps]
     node_out, node_err = node.communicate(timeout=240)
     assert node.returncode == 0, node_err[-3000:]
-    analysed = json.loads(node_out)
+    analysed = json.loads(node_out.splitlines()[-1])  # JSON Lines: the summary last
     assert analysed["frames"] == FRAMES
 
     detects = sum(r["detect"] for r in reports) + analysed["inferences"]["detect"]

@@ -152,6 +152,30 @@ def test_video_target_writes_overlays_by_media_frame_index(tmp_path, models_dir,
     assert report.skipped == 12 and report.written == 0 and again.inferences.total == 0
 
 
+def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(tmp_path, models_dir, portrait_paths,
+                                                                             portraits):
+    """The extension's form: frames with faces are the overlay's pixels at the clip's size, a frame
+    without one is 1x1 and transparent (it costs Blender's playback nothing); the overlay form keeps one
+    size per clip for other tools."""
+    clip = tmp_path / "clip.mp4"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 25, (512, 512))
+    for i in range(4):
+        writer.write(portraits["astronaut"] if i != 2 else np.zeros((512, 512, 3), np.uint8))
+    writer.release()
+    source = [portrait_paths["grace_hopper"]]
+    run_job(tmp_path, models_dir, source, clip, out="overlay", output_form="overlay")
+    _, report = run_job(tmp_path, models_dir, source, clip, out="sequencer", output_form="sequencer")
+    assert report.written == 4
+    for index in range(4):
+        overlay, sequencer = (cv2.imread(str(tmp_path / form / "clip" / f"{index:06d}.png"), cv2.IMREAD_UNCHANGED)
+                              for form in ("overlay", "sequencer"))
+        assert overlay.shape == (512, 512, 4)
+        if index == 2:
+            assert overlay[..., 3].max() == 0 and sequencer.shape == (1, 1, 4) and sequencer.max() == 0
+        else:
+            assert np.array_equal(sequencer, overlay) and overlay[..., 3].max() == 255
+
+
 def test_a_blend_change_composes_cached_faces_without_decoding(tmp_path, models_dir, portrait_paths, portraits,
                                                               monkeypatch):
     """Overlays made from cached swaps need no pixels of the frame: a blend change decodes nothing, and

@@ -81,6 +81,31 @@ PAIRS = (
 # onto the target with glasses, and a rolled close-up.
 IDENTITY_PAIRS = (Pair("obama", "biden"), Pair("biden", "obama2"), Pair("obama", "grace_hopper"),
                   Pair("biden", "obama", roll=30))
+# Held out (`--held-out`): other pairs of the same samples, never looked at while the swap is tuned,
+# to check that what the bench's pairs show holds beyond them: sources onto other targets, other
+# sizes and rolls.
+HELD_OUT_PAIRS = (
+    Pair("obama3", "group"),
+    Pair("obama3", "grace_hopper", roll=-30),
+    Pair("biden", "group", 720),
+    Pair("obama2", "astronaut"),
+    Pair("portrait_112", "astronaut"),
+    Pair("grace_hopper", "obama3"),
+    Pair("astronaut", "biden", roll=20),
+    Pair("obama", "group", 1080, roll=15),
+)
+# A second check (`--second-check`): eight more pairs of the same samples, first run only on the
+# code the held-out pairs had checked (docs/quality.md), then kept to check each change again.
+SECOND_CHECK_PAIRS = (
+    Pair("biden", "grace_hopper", roll=-20),
+    Pair("astronaut", "obama2"),
+    Pair("portrait_112", "obama3"),
+    Pair("obama2", "group", 720, roll=-15),
+    Pair("grace_hopper", "biden"),
+    Pair("obama3", "astronaut", roll=30),
+    Pair("biden", "group", 1080, roll=-10),
+    Pair("astronaut", "obama3", roll=-15),
+)
 
 GOALS = {
     "identity_closer_share": (">=", 0.9),
@@ -105,7 +130,19 @@ _PANEL_HEIGHT = 256
 
 
 def default_pairs() -> tuple[Pair, ...]:
-    return PAIRS + tuple(p for p in IDENTITY_PAIRS if p.source in SAMPLES and p.target in SAMPLES)
+    return PAIRS + _available(IDENTITY_PAIRS)
+
+
+def held_out_pairs() -> tuple[Pair, ...]:
+    return _available(HELD_OUT_PAIRS)
+
+
+def second_check_pairs() -> tuple[Pair, ...]:
+    return _available(SECOND_CHECK_PAIRS)
+
+
+def _available(pairs: tuple[Pair, ...]) -> tuple[Pair, ...]:
+    return tuple(p for p in pairs if p.source in SAMPLES and p.target in SAMPLES)
 
 
 def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", swapper: str = "classic",
@@ -278,13 +315,15 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 def _measure_face(frame, output, face, result, params, source, sources, analyzer, ms, again: Face | None) -> dict:
     alpha = overlay(frame, [result], params)[..., 3].astype(np.float32) / 255.0
     region = alpha > 0
-    resampled = qm.source_in_frame(source.image, source.face.kps5, face.kps5, frame.shape)
+    # the source as the swap read it: mirrored when it is turned the other way from the target
+    mirror = qm.read_mirrored(source.face.kps5, source.face.landmarks68, face.kps5, face.landmarks68)
+    resampled = qm.source_in_frame(source.image, source.face.kps5, face.kps5, frame.shape, mirror)
     clipped, pixels = qm.newly_clipped(output, resampled, frame, region)
     eyes = qm.face_axes(face.kps5)[3]
     seams = qm.seam_ratios_by_part(output, frame, alpha, face.kps5)
     entry = {"box": [round(float(v)) for v in face.box], "ms": round(ms, 2),
              "yaw": None if face.pose is None else round(float(face.pose[1]), 1),
-             "roll": None if face.pose is None else round(float(face.pose[2]), 1),
+             "roll": None if face.pose is None else round(float(face.pose[2]), 1), "source_mirrored": mirror,
              "clipped_pixels": clipped, "face_pixels": pixels,
              "sharpness_ratio": _rounded(qm.sharpness_ratio(output, resampled, alpha)),
              "seam_ratio": _rounded(qm.seam_ratio(output, frame, alpha)),

@@ -21,8 +21,11 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from facecache.analysis.align import estimate_similarity
+from facecache.analysis.align import alignment_matrix, estimate_similarity, transform_points
+from facecache.swap.far_side import flip_amount
 
+# The five key points of a face flipped left to right: the eyes and the mouth's corners swap.
+_MIRRORED_KPS5 = [1, 0, 2, 4, 3]
 # The face's inside for sharpness: fully swapped pixels, this far (px) from the mask's fade.
 _INNER_MARGIN_PX = 3
 # A target whose ring is flat (one skin tone) still has this much step (Lab units), so a seam
@@ -44,9 +47,14 @@ _MIN_EDGE_SHARE = 0.01
 
 
 def source_in_frame(source: np.ndarray, source_kps5: np.ndarray, target_kps5: np.ndarray,
-                    frame_shape: tuple[int, ...]) -> np.ndarray:
+                    frame_shape: tuple[int, ...], mirror: bool = False) -> np.ndarray:
     """The source image moved onto the target face (similarity of the five key points), resampled
-    the way that keeps the most detail: area-averaged when it shrinks, bicubic when it grows."""
+    the way that keeps the most detail: area-averaged when it shrinks, bicubic when it grows.
+    ``mirror``: the source flipped left to right first, as the swap reads a source turned the
+    other way from the target (``read_mirrored``)."""
+    if mirror:
+        source = source[:, ::-1]
+        source_kps5 = np.asarray(source_kps5, np.float64)[_MIRRORED_KPS5] * [-1.0, 1.0] + [source.shape[1] - 1.0, 0.0]
     matrix = estimate_similarity(np.asarray(source_kps5, np.float64), np.asarray(target_kps5, np.float64))
     scale = float(np.sqrt(abs(np.linalg.det(matrix[:, :2]))))
     image = source
@@ -56,6 +64,18 @@ def source_in_frame(source: np.ndarray, source_kps5: np.ndarray, target_kps5: np
         matrix = matrix @ np.vstack([cv2.invertAffineTransform(shrink), [0.0, 0.0, 1.0]])
     height, width = frame_shape[:2]
     return cv2.warpAffine(image, matrix, (width, height), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REFLECT)
+
+
+def read_mirrored(source_kps5: np.ndarray, source68: np.ndarray | None, target_kps5: np.ndarray,
+                  target68: np.ndarray | None) -> bool:
+    """Whether the classic swap reads the source mirrored onto the target (``swap.far_side``): both
+    faces' 68 landmarks laid out in the aligned crop as the swap lays them out (a face the swap
+    untangles may decide otherwise; the bench's faces fold nothing there)."""
+    if source68 is None or target68 is None:
+        return False
+    source, target = ((transform_points(points, alignment_matrix(kps5, "arcface_128", 128)))
+                      for kps5, points in ((source_kps5, source68), (target_kps5, target68)))
+    return flip_amount(source, target) >= 0.5
 
 
 def newly_clipped(output: np.ndarray, source: np.ndarray, target: np.ndarray,

@@ -2,8 +2,9 @@
 `register(subparsers)` function that adds its parser and sets `run`.
 
 Every failure ends in one line on stderr and a documented exit code (`facecache.errors`), never a
-traceback. With `--json`, stdout carries exactly one JSON document (`stdout_guard`: whatever ONNX
-Runtime or OpenCV print goes to stderr). A closed pipe (`| head`) ends the command quietly."""
+traceback. With `--json` (or `analyze --pretty`), stdout carries JSON only: one document, or for `analyze
+--json` JSON Lines (`stdout_guard`: whatever ONNX Runtime or OpenCV print goes to stderr); an error is a JSON
+object too, `{"error", "exit_code"}`. A closed pipe (`| head`) ends the command quietly."""
 
 from __future__ import annotations
 
@@ -37,14 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     use_runtime()  # the NVIDIA GPU runtime's onnxruntime first on the path, when installed
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="facecache: %(levelname)s: %(message)s")
-    json_mode = bool(getattr(args, "json", False))
+    json_mode = bool(getattr(args, "json", False) or getattr(args, "pretty", False))
     try:
         with stdout_reserved() if json_mode else contextlib.nullcontext(sys.stdout) as out:
             args.json_out = out
             code, error = _run(args)
             if error:
                 print(f"facecache: error: {error}", file=sys.stderr)
-                if json_mode:  # still exactly one document on stdout
+                if json_mode:  # stdout still JSON only: the error as one object
                     print_json(args, {"error": error, "exit_code": code})
             sys.stdout.flush()
         return code

@@ -1,4 +1,8 @@
-"""`facecache analyze MEDIA... [--frames A-B] [--faces] [--json]`."""
+"""`facecache analyze MEDIA... [--frames A-B] [--faces] [--json | --pretty]`.
+
+`--json` prints JSON Lines, so a long clip can be read line by line: one object a frame
+(`"type": "frame"`), then one summary (`"type": "summary"`, the last line). `--pretty` prints the same
+as one indented document: the summary, each media's frames in its `per_frame`."""
 
 from __future__ import annotations
 
@@ -24,7 +28,10 @@ def register(commands) -> None:
                              "embedding is cached")
     add_cache_options(parser)
     add_model_options(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON Lines: one object a frame, then the summary as the last line")
+    parser.add_argument("--pretty", action="store_true",
+                        help="print one indented JSON document instead: the summary, each media's frames in it")
     parser.set_defaults(run=run_analyze)
 
 
@@ -41,6 +48,14 @@ def face_json(face: Face) -> dict:
             "embedding_cached": face.embedding is not None}
 
 
+def frame_json(index: int, faces: list[Face], details: bool) -> dict:
+    """One analysed frame: its media frame index, how many faces, and (`details`) each face."""
+    frame = {"frame": index, "face_count": len(faces)}
+    if details:
+        frame["faces"] = [face_json(face) for face in faces]
+    return frame
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     settings = Settings.from_args(args)
@@ -50,12 +65,12 @@ def run_analyze(args: argparse.Namespace) -> int:
     per_media = []
     for path in args.media:
         frames = analyzer.analyze_media(path, args.frames, progress=ProgressLine(path.name))
-        entry = {"media": str(path), "frames": len(frames), "faces": sum(len(f.record.faces) for f in frames),
-                 "faces_per_frame": [len(f.record.faces) for f in frames][:1000]}
-        if args.faces:
-            entry["per_frame"] = [{"frame": f.index, "faces": [face_json(face) for face in f.record.faces]}
-                                  for f in frames]
-        per_media.append(entry)
+        per_frame = [frame_json(f.index, f.record.faces, args.faces) for f in frames]
+        if args.json and not args.pretty:  # each media's frames as soon as they are known
+            for frame in per_frame:
+                print_json(args, {"type": "frame", "media": str(path), **frame})
+        per_media.append({"media": str(path), "frames": len(frames),
+                          "faces": sum(frame["face_count"] for frame in per_frame), "per_frame": per_frame})
     summary = {
         "frames": sum(m["frames"] for m in per_media),
         "faces": sum(m["faces"] for m in per_media),
@@ -65,13 +80,17 @@ def run_analyze(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - start, 3),
         "media": per_media,
     }
+    if args.pretty:
+        print_json(args, summary, indent=2)
+        return 0
     if args.json:
-        print_json(args, summary)
+        media = [{key: value for key, value in m.items() if key != "per_frame"} for m in per_media]
+        print_json(args, {"type": "summary", **summary, "media": media})
         return 0
     for m in per_media:
         print(f"{m['media']}: {m['frames']} frames, {m['faces']} faces")
-        for frame in m.get("per_frame", []):
-            for number, face in enumerate(frame["faces"]):
+        for frame in m["per_frame"]:
+            for number, face in enumerate(frame.get("faces", ())):
                 print("  " + _face_line(frame["frame"], number, face))
     print(describe_run(summary))
     return 0

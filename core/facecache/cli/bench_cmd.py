@@ -1,4 +1,4 @@
-"""`facecache bench [SUITE] [--json]`: measured figures for the README.
+"""`facecache bench [SUITE] [--json]`: measured figures for docs/benchmarks.md.
 
 Suites: `pipeline` (the default: what the cache saves on the main job, real
 models and photographs), `cache` (what the cache itself costs) and `quality`
@@ -31,7 +31,10 @@ def _run_cache(args: argparse.Namespace) -> dict:
 
 def _run_quality(args: argparse.Namespace) -> dict:
     say = (lambda message: print(f"bench quality: {message}", file=sys.stderr, flush=True))
-    return quality_bench.run(out_dir=args.out, models_dir=args.models_dir, providers=args.providers, say=say)
+    pairs = (quality_bench.held_out_pairs() if args.held_out else
+             quality_bench.second_check_pairs() if args.second_check else None)
+    return quality_bench.run(out_dir=args.out, models_dir=args.models_dir, providers=args.providers, pairs=pairs,
+                             say=say)
 
 
 SUITES = {"pipeline": _run_pipeline, "cache": _run_cache, "quality": _run_quality}
@@ -61,6 +64,12 @@ def register(commands) -> None:
                              "(default 1)")
     parser.add_argument("--out", type=Path, default=Path("bench-quality"),
                         help="quality suite: folder for the side-by-side pictures (default ./bench-quality)")
+    picture_set = parser.add_mutually_exclusive_group()
+    picture_set.add_argument("--held-out", action="store_true",
+                             help="quality suite: the held-out pairs instead of the bench's own (a check that what "
+                                  "the bench shows holds on pictures it was not tuned on)")
+    picture_set.add_argument("--second-check", action="store_true",
+                             help="quality suite: a second set of eight other pairs instead of the bench's own")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run_bench)
 

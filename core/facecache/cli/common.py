@@ -66,10 +66,11 @@ def parse_duration(text: str) -> float:
     return value * _DURATION_UNITS[unit]
 
 
-def print_json(args: argparse.Namespace, obj) -> None:
-    """The one JSON document of a `--json` command, on the stdout kept for it (`cli.main`, `stdout_guard`)."""
+def print_json(args: argparse.Namespace, obj, indent: int | None = None) -> None:
+    """A JSON document (or one line of JSON Lines) of a `--json` command, on the stdout kept for it
+    (`cli.main`, `stdout_guard`)."""
     out = getattr(args, "json_out", None) or sys.stdout
-    json.dump(obj, out, sort_keys=True)
+    json.dump(obj, out, sort_keys=True, indent=indent)
     out.write("\n")
 
 

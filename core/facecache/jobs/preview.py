@@ -17,7 +17,7 @@ from pathlib import Path
 
 from facecache.analysis.analyzer import checked_range
 from facecache import output_layout
-from facecache.jobs.swap_job import SwapJob, blank_frame, open_outputs
+from facecache.jobs.swap_job import SwapJob, blank_frame, open_outputs, resolved_form
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.models.runtime import usable_cores
@@ -32,7 +32,7 @@ class PreviewSession:
         self.target = Path(target)
         self.reader = MediaReader(self.target)
         info = self.reader.info
-        self.form = job.output_form if job.output_form != "auto" else ("full" if info.is_still else "overlay")
+        self.form = resolved_form(job.output_form, info.is_still)
         self.media_id = media_identity(self.target, job.analyzer.cache)
         self.folder, self.manifest = open_outputs(self.target, Path(out_dir), info.is_still, self.media_id,
                                                   job.analyzer.cache)

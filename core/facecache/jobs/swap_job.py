@@ -10,7 +10,11 @@ Outputs (`facecache.output_layout`): a still target gives `<stem>_swapped.png`, 
 whole picture; a video gives `<stem>/<index>.png` RGBA overlays that hold only the
 swapped faces (transparent elsewhere), for the sequencer to lay over the untouched
 strip. The output place says which clip it belongs to; another clip of the same
-name is refused there.
+name is refused there. The "sequencer" form (the Blender extension's) writes a
+frame without a face as one transparent pixel instead: a full-frame transparent
+overlay cost Blender 7-14 ms a frame of playback for nothing, a 1x1 one nothing
+measurable, and it is transparent under any transform or crop. Other tools get
+one size per clip.
 Measured on a 1080p frame: a full-frame PNG costs about 85 ms to encode; an
 overlay through OpenCV about 26 ms and a tenth of the bytes; through the sparse
 encoder (only the rows crossing the faces are compressed) about half that.
@@ -58,6 +62,12 @@ from facecache.swap.swap_records import SWAP_CODEC, SwapRecord, quantise_mask
 SWAP_FORMAT_VERSION = 3  # 2: crops of several sizes and fitted colour transfers in a pack;
 #                           3: the transfers hold the light's direction
 OUTPUT_FORMS = choices.names(choices.OUTPUT_FORMS)
+FACELESS_SIZE = (1, 1)  # (width, height) of a "sequencer" output without a face
+
+
+def resolved_form(output_form: str, still: bool) -> str:
+    """The output form a target gets: "auto" is the whole picture for a still, an overlay for a video."""
+    return output_form if output_form != "auto" else ("full" if still else "overlay")
 
 
 @dataclass
@@ -147,7 +157,7 @@ class SwapJob:
         with MediaReader(target) as reader, ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
-            form = self.output_form if self.output_form != "auto" else ("full" if still else "overlay")
+            form = resolved_form(self.output_form, still)
             media_id = media_identity(target, self.analyzer.cache)
             folder, manifest = open_outputs(target, out_dir, still, media_id, self.analyzer.cache)
 
@@ -263,8 +273,9 @@ class SwapJob:
             data = _encode_png(paste_back(frame, results, self.composite))
         else:
             encoder = encoder or self._encoder
-            height, width = frame.shape[:2]
-            data = encoder.encode(width, height, overlay_patches(frame, results, self.composite, pool))
+            patches = overlay_patches(frame, results, self.composite, pool)
+            width, height = FACELESS_SIZE if form == "sequencer" and not patches else frame.shape[1::-1]
+            data = encoder.encode(width, height, patches)
         write_atomic(path, stamp_png(data, key), mode=mode, durable=durable)
 
     def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> BaseException | None:
@@ -288,7 +299,7 @@ class SwapJob:
         it (a 4K frame's decode was a third of a blend change's time). None when the frame must be
         decoded. Reads the cache without counting it."""
         fingerprint = analysis.fingerprint_at(index)
-        record = analysis.content.records.get(fingerprint) if form == "overlay" and fingerprint else None
+        record = analysis.content.records.get(fingerprint) if form != "full" and fingerprint else None
         if record is None or not record.has(self.needed):
             return None
         cached = swaps.content.records.get(record.fingerprint)

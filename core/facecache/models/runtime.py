@@ -25,7 +25,7 @@
   when the caller gives the digest the model was checked with (the one its cache namespace is named
   after), compared with it. A file changed in place (even with its size and mtime restored) raises
   `ModelChanged` before anything is computed with it. XXH3-128 over bytes in memory costs about
-  0.1 s for a 500 MB model (README, "Models").
+  0.1 s for a 500 MB model (docs/models.md).
 - Threads: intra-op = the cores this process may use; inter-op 1 with sequential execution.
 """
 

@@ -13,8 +13,9 @@ temples and a margin below the jaw, less an open mouth. Otherwise the mask is th
 (a key-point outline of brows, eyes, nose, mouth, cheeks and chin). The swap
 result is that crop (optionally Poisson-blended into the target), the target's
 frame-to-crop matrix and the feathered mask, which never reaches past what the
-source picture shows. Colour is left to the composite stage (``swap.color``), so
-the blend setting ``color_match`` is the one colour setting.
+source picture shows. Colour is applied by the composite stage (``swap.color``), so
+the blend setting ``color_match`` is the one colour setting; with 68 landmarks the
+swap fits the transfer itself, from the jaw to the brows (where both are faces).
 
 Detail: each crop is as large as the target face is in the frame (so the
 composite places it about one to one), but no larger than the source face
@@ -38,15 +39,18 @@ import numpy as np
 
 from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, linear_det, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
-from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, with_forehead
+from facecache.swap.color import ColorTransfer
+from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, skin_patch, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 3  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 4  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
-#                        shows, the mask beyond the landmarks, a source turned the other way mirrored
+#                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
+#                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
+#                        transfer fitted from the jaw to the brows
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -153,22 +157,35 @@ class ClassicSwapper:
             crop, coverage = _warped_source(source, source_matrix, source_mesh, target_mesh, size)
             jaw_to_brows = face_mask(target_points, size, feather)
             # Beyond the landmarks (forehead, temples, below the jaw) the swapped face goes where both
-            # faces show skin: not the source's hair, cap, collar or background, nor the target's
-            # hair or background; thin dark lines on the target's skin (glasses' arms) are covered.
+            # faces show skin (like their own cheeks): not the source's hair, cap, collar or
+            # background, nor the target's hair or background; thin dark lines on the target's skin
+            # (glasses' arms) are covered. The source's hair is cut firmly: half taken, a fringe
+            # over a bare forehead is a grey band. The target's fades: it is the target's own picture.
             beyond = face_mask(beyond_landmarks(target_outline), size, feather)
-            beyond *= skin_likeness(crop, jaw_to_brows) * _skin_under_lines(frame, matrix, size, jaw_to_brows)
-            mask = np.maximum(jaw_to_brows, beyond)
-            mask *= 1.0 - _open_mouth(target_points, size)
+            source_skin = skin_likeness(crop, skin_patch(target_mesh[:68], size), firm=True)
+            beyond *= source_skin * _skin_under_lines(frame, matrix, size, target_points)
+            closed_mouth = 1.0 - _open_mouth(target_points, size)
+            mask = np.maximum(jaw_to_brows, beyond) * closed_mouth
+            # The colour transfer is fitted from the jaw to the brows, where both are faces: never on
+            # a target's hair that the mask's soft edge half takes beyond them.
+            fit_weights = jaw_to_brows * closed_mouth
         else:
+            fit_weights = None
             crop, coverage = _resample(source.pyramid, source_matrix, size)
             # The region both faces cover: the source's skin, over the target's.
             mask = np.minimum(face_mask(transform_points(source.outline, source_matrix), size, feather),
                               face_mask(target_outline, size, feather))
         if coverage is not None:  # only what the source picture shows (its edge repeated is a smear)
-            mask = mask * _faded(coverage, feather)
+            shown = _faded(coverage, feather)
+            mask = mask * shown
+            fit_weights = None if fit_weights is None else fit_weights * shown
         if s.seamless:
             crop = _poisson_blend(crop, warp(frame, matrix, size), mask)
-        return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
+        if fit_weights is None:  # the composite fits the colour transfer under the mask
+            return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
+        transfer = ColorTransfer.fit(crop, warp(frame, matrix, size), fit_weights)
+        return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask,
+                          color=None if transfer is None else transfer.as_array())
 
     def _side_of(self, kps5: np.ndarray) -> float:
         """The crop side at which a face with these key points is one to one (pixel for pixel)."""
@@ -228,14 +245,14 @@ def _warped_source(source: ClassicSource, source_matrix: np.ndarray, source_poin
     return crop, inside
 
 
-def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, skin: np.ndarray) -> np.ndarray:
-    """``skin_likeness`` of the target (``frame`` in the crop of ``matrix``) with thin lines across
-    the skin closed over (a glasses' arm or rim, a wrinkle): skin on both sides of a line makes
-    the line skin too; hair and background, wider than a line, stay what they are. Worked out on
-    a quarter-size crop (it is smooth anyway)."""
+def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, landmarks68: np.ndarray) -> np.ndarray:
+    """``skin_likeness`` of the target (``frame`` in the crop of ``matrix``; ``landmarks68`` in
+    crop pixels) with thin lines across the skin closed over (a glasses' arm or rim, a wrinkle):
+    skin on both sides of a line makes the line skin too; hair and background, wider than a line,
+    stay what they are. Worked out on a quarter-size crop (it is smooth anyway)."""
     small = max(16, size // 4)
     image = warp(frame, np.asarray(matrix, np.float64) * (small / size), small)  # the same crop, smaller
-    likeness = skin_likeness(image, cv2.resize(skin, (small, small), interpolation=cv2.INTER_AREA))
+    likeness = skin_likeness(image, skin_patch(landmarks68 * (small / size), small))
     width = max(3, int(round(_LINE_WIDTH * small)) | 1)
     closed = cv2.morphologyEx(likeness, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width)))
     return cv2.resize(closed, (size, size), interpolation=cv2.INTER_LINEAR)

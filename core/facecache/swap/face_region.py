@@ -43,6 +43,12 @@ FOREHEAD_LIFT = 0.8
 JAW_MARGIN = 0.2
 # How many of the skin's own spreads (L*, a*, b*) a pixel may be from its mean and still count as skin.
 _SKIN_SPREADS = np.array([3.0, 2.5, 2.5], np.float32)
+# The skin patch (``skin_patch``): each cheek from the jaw's top to the mouth's corner, the nostril
+# and the eye's lower lid; the nose from its bridge to its tip (iBUG 68 numbers). The eyes are cut
+# out grown by this factor about their middle.
+_SKIN_PATCHES = ((1, 2, 3, 4, 48, 31, 39, 40, 41, 36), (15, 14, 13, 12, 54, 35, 42, 47, 46, 45),
+                 (27, 31, 32, 33, 34, 35))
+_EYE_GROWTH = 1.6
 
 
 def outline_from_kps5(kps5: np.ndarray) -> np.ndarray:
@@ -112,10 +118,28 @@ def beyond_landmarks(outline78: np.ndarray) -> np.ndarray:
     return np.vstack([points, temples, jaw + JAW_MARGIN * distance * outward])
 
 
-def skin_likeness(image: np.ndarray, skin: np.ndarray) -> np.ndarray:
+def skin_patch(landmarks68: np.ndarray, size: int) -> np.ndarray:
+    """(size, size) float32 mask of the cheeks and the nose (``landmarks68`` in crop pixels): skin
+    on every face, with no eye, brow, lip or hair in it, so its colours are the skin's own (the
+    hull of the landmarks holds brows, eyes and lips, which widen the skin's spread until a
+    fringe of brown hair passes for skin)."""
+    points = np.asarray(landmarks68, dtype=np.float64).reshape(68, 2)
+    patch = np.zeros((int(size), int(size)), np.uint8)
+    polygons = [points[list(part)] for part in _SKIN_PATCHES]
+    cv2.fillPoly(patch, [np.round(p * 4).astype(np.int32) for p in polygons], 1, lineType=cv2.LINE_8, shift=2)
+    for eye in (points[36:42], points[42:48]):  # not the eyes, whose lower lids bound the cheeks
+        grown = eye.mean(axis=0) + _EYE_GROWTH * (eye - eye.mean(axis=0))
+        cv2.fillPoly(patch, [np.round(grown * 4).astype(np.int32)], 0, lineType=cv2.LINE_8, shift=2)
+    return patch.astype(np.float32)
+
+
+def skin_likeness(image: np.ndarray, skin: np.ndarray, firm: bool = False) -> np.ndarray:
     """(H, W) float32 0..1: how much each pixel of ``image`` (BGR) looks like the skin that
-    ``skin`` (float mask) marks: its chroma and lightness within a few spreads of the skin's
-    (hair, a cap or the background beside a forehead fall to 0), softened by a blur."""
+    ``skin`` (float mask, e.g. ``skin_patch``) marks: its chroma and lightness within a few
+    spreads of the skin's (hair, a cap or the background beside a forehead fall to 0), softened by
+    a blur. Soft, it fades with the distance (a bell curve); ``firm``, a pixel within one such
+    distance is skin and one beyond twice it is not (a smoothstep between): what is half like the
+    skin is not taken half."""
     lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
     inside = skin > 0.5
     if int(inside.sum()) < 16:
@@ -126,8 +150,13 @@ def skin_likeness(image: np.ndarray, skin: np.ndarray) -> np.ndarray:
     scaled = (lab - mean) / spread
     np.square(scaled, out=scaled)
     distance = scaled[..., 0] + scaled[..., 1] + scaled[..., 2]  # numpy's sum over a 3-long axis is slow
-    likeness = np.exp(np.float32(-0.5) * distance).astype(np.float32, copy=False)
-    return cv2.GaussianBlur(likeness, (0, 0), max(1.0, image.shape[0] / 96.0))
+    if firm:
+        t = np.clip(np.sqrt(distance) - 1.0, 0.0, 1.0)
+        likeness = 1.0 - t * t * (3.0 - 2.0 * t)
+    else:
+        likeness = np.exp(np.float32(-0.5) * distance)
+    blurred = cv2.GaussianBlur(likeness.astype(np.float32, copy=False), (0, 0), max(1.0, image.shape[0] / 96.0))
+    return np.clip(blurred, 0.0, 1.0, out=blurred)  # a blur of ones may round a hair above 1
 
 
 def outline(kps5: np.ndarray, landmarks68: np.ndarray | None = None) -> np.ndarray:
