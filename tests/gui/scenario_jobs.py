@@ -37,7 +37,7 @@ def job_by_click(ctx, label: str, name: str):
     it runs, and the gaps between the sidebar's redraws while it runs (the gap that holds the screenshot,
     which stops Blender's loop, is left out and said)."""
     win, status = ctx.window, ctx.addon.runtime.STATE.job
-    rect = button(ctx, label, f"{name}_button")
+    rect = yield from button(ctx, label, f"{name}_button")
     draws = win.draws("sidebar")
     yield from win.click(*rect.center)
     yield from wait_until(lambda: status.running, f"the {label} job to start", poll=0.01)
@@ -112,7 +112,7 @@ def dead_engine(ctx):
     """Click Swap, kill the engine process once frames are coming, read the panel; click Update."""
     yield from shot_selected(ctx, "dead")
     win, status, session = ctx.window, ctx.addon.runtime.STATE.job, ctx.addon.engine_client.SESSION
-    rect = button(ctx, "Swap", "swap_button")
+    rect = yield from button(ctx, "Swap", "swap_button")
     yield from win.click(*rect.center)
     yield from wait_until(lambda: status.running and status.progress >= 0.2, "the swap's first frames", poll=0.01)
     ctx.result["killed_at"] = status.progress

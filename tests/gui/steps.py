@@ -120,18 +120,21 @@ def read_sidebar(ctx, name: str, pages: int = 2):
     yield from settle(ctx, 0.5)
 
 
-def button(ctx, label: str, name: str):
-    """The screen rectangle of the button `label` on the row of Analyze, Swap and Update, read from a fresh
-    screenshot of the sidebar."""
-    win = ctx.window
-    shot_path = win.screenshot(name)
-    words = win.ocr(shot_path, win.rect(win.region(win.area("SEQUENCER"), "UI")), name)
-    row = find(words, "Analyze")
-    found = next((w for w in words if row is not None and abs(w.rect.y - row.rect.y) <= 6
-                  and w.text.strip(".,:;|").lower() == label.lower()), None)
-    if found is None:
-        raise AssertionError(f"no {label} button read in the sidebar: {[w.text for w in words]}")
-    return found.rect
+def button(ctx, label: str, name: str, pages: int = 2):
+    """The screen rectangle of the button `label` on the row of Analyze, Swap and Update, looked for from the
+    sidebar's top a page at a time (the sidebar stays scrolled there, for a click)."""
+    found, seen = [], []
+
+    def look(words) -> bool:
+        seen.extend(w.text for w in words)
+        row = find(words, "Analyze")
+        found.append(next((w for w in words if row is not None and abs(w.rect.y - row.rect.y) <= 6
+                           and w.text.strip(".,:;|").lower() == label.lower()), None))
+        return found[-1] is not None
+
+    if not (yield from sidebar_pages(ctx, name, pages, look)):
+        raise AssertionError(f"no {label} button read in the sidebar: {seen}")
+    return found[-1].rect
 
 
 def select_shot(ctx):
