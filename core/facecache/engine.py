@@ -16,6 +16,9 @@ documented one (`facecache.errors`: 2 bad input, 3 permission denied, 4 read-onl
 left, ...); an operating-system fault is one line naming the path, what happened and what to do, never a
 traceback.
 
+Each kind is one line of `JOB_KINDS`: its handler, its items' fields, whether the engine session answers
+it ahead of a running job ("quick"), and whether it runs models. A new kind is a handler and that line.
+
 `update` is `swap` over the items the caller gathered from its timeline; `preview` makes the items'
 frames one by one through preview sessions (a blend change recomposites from the cached swap).
 Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,

@@ -10,9 +10,9 @@ string, unique among the requests queued or running):
 Every answer carries its request's id: progress lines, then one "result" or "error" (and a request
 that never started, cancelled, answers an error of kind "Cancelled"). A cancel is answered by the
 request it cancels; a cancel of no queued or running request answers an error with its own id. Jobs
-run one at a time, in order. Quick requests (preview, coverage, cache_stats) go ahead of queued jobs
-and also run between the frames of a running swap (between the segments of an analysis), so the
-frame under the playhead never waits for a long job.
+run one at a time, in order. Quick requests (the kinds `engine.JOB_KINDS` marks quick: preview,
+coverage, cache_stats) go ahead of queued jobs and also run between the frames of a running swap
+(between the segments of an analysis), so the frame under the playhead never waits for a long job.
 
 Any line is answered and the session goes on: a line that is not a request (not UTF-8, not JSON,
 nested too deeply, longer than MAX_REQUEST_BYTES, an id or a cancel target that is not a whole
