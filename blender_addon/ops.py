@@ -9,7 +9,7 @@ import os
 import bpy
 from bpy.props import IntProperty, StringProperty
 
-from . import compat, frame_mapping, jobs, paths, preview, runtime, shot_group, timeline
+from . import frame_mapping, jobs, paths, preview, runtime, shot_group, timeline
 from .compat import sequencer_scene
 from .engine_client import engine_module
 
