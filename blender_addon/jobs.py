@@ -7,13 +7,31 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
+from typing import Callable
 
 import bpy
 from bpy.app.handlers import persistent
 
 from . import engine_client, paths, progress_lines, runtime
 
-_state = {"job": None, "scene": None, "on_done": None, "items": []}
+
+
+@dataclass
+class JobInFlight:
+    """The one job this Blender session runs: its request to the engine session, the scene that asked,
+    what to call when it ends, and the items it covers (the frames its answer speaks for)."""
+    job: "engine_client.Request | None" = None
+    scene: str = ""
+    on_done: Callable | None = None
+    items: list[dict] = field(default_factory=list)
+
+    def ended(self) -> None:
+        """The job ended (its scene stays: the answer is applied to it)."""
+        self.job, self.on_done, self.items = None, None, []
+
+
+_state = JobInFlight()
 # How often a running job's progress is taken from the engine and the sidebar redrawn: the UI shows it moving
 # at least every 100 ms (the GUI suite measures the gaps between redraws while a job runs).
 PROGRESS_SECONDS = 0.05
@@ -35,7 +53,7 @@ def synchronous() -> bool:
 
 
 def running() -> bool:
-    job = _state["job"]
+    job = _state.job
     return job is not None and not job.finished
 
 
@@ -85,11 +103,11 @@ def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None 
         raise RuntimeError("a face swap job is already running: wait for it or press Cancel")
     status = runtime.STATE.job
     status.running, status.kind, status.progress, status.text = True, kind, 0.0, f"{kind}: starting"
-    _state.update(scene=scene.name, on_done=on_done, items=items)
+    _state.scene, _state.on_done, _state.items = scene.name, on_done, items
     engine_client.SESSION.configure(engine_environment())
     job = engine_client.SESSION.request({"kind": kind, "settings": engine_settings(scene), "items": items,
                                          **(extra or {})})
-    _state["job"] = job
+    _state.job = job
     if synchronous():
         lines = progress_lines.ProgressLines(kind)
         job.wait(lines, heartbeat=progress_lines.HEARTBEAT_SECONDS)
@@ -102,11 +120,11 @@ def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None 
 
 
 def _scene():
-    return bpy.data.scenes.get(_state["scene"] or "")
+    return bpy.data.scenes.get(_state.scene or "")
 
 
 def _tick():
-    job = _state["job"]
+    job = _state.job
     if job is None:
         return None
     finished = job.poll()
@@ -122,8 +140,8 @@ def _tick():
 
 def _finish(job) -> None:
     scene = _scene()
-    on_done, items = _state["on_done"], _state["items"]
-    _state.update(job=None, on_done=None, items=[])
+    on_done, items = _state.on_done, _state.items
+    _state.ended()
     status = runtime.STATE.job
     status.running, status.progress = False, 1.0 if job.result is not None else 0.0
     if job.result is not None:
@@ -152,7 +170,7 @@ def describe(summary: dict) -> str:
 
 
 def cancel() -> bool:
-    job = _state["job"]
+    job = _state.job
     if job is None or job.finished:
         return False
     job.cancel()
@@ -175,10 +193,11 @@ def _redraw(regions: tuple[str, ...] | None = None) -> None:
 
 def reset() -> None:
     """Forget the job of this session (a new file was opened, or the add-on is turned off)."""
-    job = _state["job"]
+    job = _state.job
     if job is not None:
         job.cancel()
-    _state.update(job=None, scene=None, on_done=None, items=[])
+    _state.ended()
+    _state.scene = ""
     runtime.STATE.job = runtime.JobStatus()
 
 

@@ -9,8 +9,11 @@ import os
 import bpy
 from bpy.props import IntProperty, StringProperty
 
-from . import compat, frame_mapping, jobs, paths, preview, runtime, shot_group, timeline
+from . import frame_mapping, jobs, paths, preview, runtime, shot_group, timeline
 from .compat import sequencer_scene
+from .engine_client import engine_module
+
+run_summary = engine_module("jobs.run_summary")  # the engine's summary of a job: the empty one too
 
 
 def selected_movies(scene) -> list:
@@ -117,8 +120,7 @@ class _FrameRange:
         items = timeline.work_items(scene, strips, self.timeline_frames())
         if items:
             return self.launch(scene, kind, items, on_done)
-        scene.faceswap.last_report = json.dumps({"kind": kind, "frames": 0, "written": 0, "skipped": 0,
-                                                 "inferences": {}, **sync_summary(synced)})
+        scene.faceswap.last_report = json.dumps(run_summary.empty_summary(kind=kind, **sync_summary(synced)))
         if self.timeline_frames() is None:
             self.report({"INFO"}, f"{kind}: no frame to compute")
         else:
@@ -229,8 +231,7 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
         synced = timeline.sync_all(scene)
         report_not_followed(self, synced)
         if not strips:
-            scene.faceswap.last_report = json.dumps({"kind": "update", "frames": 0, "written": 0, "skipped": 0,
-                                                     "inferences": {}, "removed": synced["removed"]})
+            scene.faceswap.last_report = json.dumps(run_summary.empty_summary(kind="update", removed=synced["removed"]))
             if bpy.app.background:  # blender -b, a render farm: a job that can do nothing is a failed job
                 self.report({"ERROR"}, "nothing to update: this file has no swapped strips (select movie strips, "
                                        "press Swap, save the .blend, then submit it)")

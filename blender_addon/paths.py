@@ -113,7 +113,7 @@ def check_location() -> str | None:
 def check_writable(folder: str) -> str | None:
     """None when the folder can be created and written, else the engine's one-line message (what
     happened, what to do). A folder created here is private; the engine makes it a team folder's
-    group-shared one where that is the rule (`facecache.store.permissions`)."""
+    group-shared one where that is the rule (`facecache.permissions`)."""
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".probe", delete=True)

@@ -11,18 +11,37 @@ previewed; `ACTIVE` lets the bpy module's tests and benchmark act as the interac
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import bpy
 from bpy.app.handlers import persistent
 
 from . import engine_client, frame_mapping, jobs, paths, runtime, timeline
 
 POLL_SECONDS = 0.01
-_flight = {"request": None, "scene": None, "pending": None}  # the request in flight; the scene asked next
-ACTIVE = {"ui": None}  # None: previews follow `not bpy.app.background`; tests set True
+
+
+@dataclass
+class Flight:
+    """The preview request in flight (at most one), the scene it is for and its swapped strips' names,
+    and the scene whose playhead moved meanwhile (asked for when the answer comes)."""
+    request: "engine_client.Request | None" = None
+    scene: str = ""
+    names: list[str] = field(default_factory=list)
+    pending: str = ""
+
+
+@dataclass
+class Mode:
+    ui: bool | None = None  # None: previews follow `not bpy.app.background`; tests set True
+
+
+_flight = Flight()
+ACTIVE = Mode()
 
 
 def active() -> bool:
-    return ACTIVE["ui"] if ACTIVE["ui"] is not None else not bpy.app.background
+    return ACTIVE.ui if ACTIVE.ui is not None else not bpy.app.background
 
 
 def items_under_playhead(scene) -> tuple[list[dict], list]:
@@ -50,8 +69,8 @@ def request(scene, force: bool = False) -> None:
     `force`: even where live previews are off (the Preview Frame operator)."""
     if scene is None or not scene.faceswap.sources or not (force or active() and scene.faceswap.live_preview):
         return
-    if _flight["request"] is not None:
-        _flight["pending"] = scene.name
+    if _flight.request is not None:
+        _flight.pending = scene.name
         return
     _send(scene)
 
@@ -61,29 +80,30 @@ def _send(scene) -> None:
     if not items:
         return
     job = {"kind": "preview", "settings": jobs.engine_settings(scene), "items": items}
-    _flight.update(request=engine_client.SESSION.request(job), scene=scene.name, names=[s.name for s in strips])
+    _flight.request = engine_client.SESSION.request(job)
+    _flight.scene, _flight.names = scene.name, [s.name for s in strips]
     if jobs.synchronous():
-        _flight["request"].wait()
+        _flight.request.wait()
         _answered()
     elif not bpy.app.timers.is_registered(_poll):
         bpy.app.timers.register(_poll, first_interval=POLL_SECONDS)
 
 
 def _poll():
-    request_ = _flight["request"]
+    request_ = _flight.request
     if request_ is None:
         return None
     if not request_.poll():
         return POLL_SECONDS
     _answered()
-    return POLL_SECONDS if _flight["request"] is not None else None
+    return POLL_SECONDS if _flight.request is not None else None
 
 
 def _answered() -> None:
     """Apply the answer in flight: refresh the strips whose frame was written; send what waits."""
-    request_ = _flight["request"]
-    scene = bpy.data.scenes.get(_flight["scene"] or "")
-    _flight.update(request=None, scene=None)
+    request_ = _flight.request
+    scene = bpy.data.scenes.get(_flight.scene)
+    _flight.request, _flight.scene = None, ""
     if request_.result is not None:
         runtime.STATE.last_preview = request_.result
         asked = runtime.asked_frames(request_.job["items"])
@@ -92,9 +112,9 @@ def _answered() -> None:
         if scene is not None and request_.result.get("written"):
             if first_time:
                 timeline.point_elements(scene)  # a frame made for the first time stands in no more
-            refresh_strips(scene, _flight.get("names", ()))
-    pending, _flight["pending"] = _flight["pending"], None
-    scene = bpy.data.scenes.get(pending or "")
+            refresh_strips(scene, _flight.names)
+    pending, _flight.pending = _flight.pending, ""
+    scene = bpy.data.scenes.get(pending)
     if scene is not None:
         _send(scene)
 
@@ -116,7 +136,7 @@ def on_frame_change(scene, *_args):
 
 @persistent
 def on_load_post(*_args):
-    _flight.update(request=None, scene=None, pending=None)
+    _flight.request, _flight.scene, _flight.pending = None, "", ""
 
 
 def register():

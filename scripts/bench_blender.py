@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     addon["engine_client"].restart()
     first_click_ms = click_to_first_progress(bpy, jobs)  # a fresh session: the engine starts, models load
     wait_for_job(jobs)
-    addon["preview"].ACTIVE["ui"] = True  # previews follow the playhead and the sliders, as in the UI
+    addon["preview"].ACTIVE.ui = True  # previews follow the playhead and the sliders, as in the UI
     checked, engine_ms = [], []
 
     def measured(action) -> float:
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"a preview did not write exactly one overlay without a model run: {bad[:5]}")
 
     say("second Swap click in the warm session")
-    addon["preview"].ACTIVE["ui"] = None
+    addon["preview"].ACTIVE.ui = None
     starts = session.starts
     scene.faceswap.opacity = 0.9
     second_click_ms = click_to_first_progress(bpy, jobs)
@@ -164,7 +164,7 @@ def click_to_first_progress(bpy, jobs) -> float:
         assert bpy.ops.faceswap.swap() == {"FINISHED"}
     finally:
         jobs.synchronous = synchronous
-    job = jobs._state["job"]
+    job = jobs._state.job
     while True:
         message = job.messages.get(timeout=600)
         job._apply(message)

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from facecache.worker import main, run_job
+from facecache.engine import run_job
+from facecache.worker import main
 
 pytestmark = pytest.mark.index
 

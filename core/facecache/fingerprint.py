@@ -13,8 +13,9 @@ import os
 import numpy as np
 import xxhash
 
+from facecache.files import hash_file
+
 FINGERPRINT_HEX_LEN = 32  # 128 bits
-_FILE_CHUNK = 4 * 1024 * 1024
 
 
 def frame_fingerprint(frame: np.ndarray) -> str:
@@ -33,11 +34,7 @@ def bytes_digest(data: bytes | memoryview) -> str:
 
 def file_digest(path: str | os.PathLike) -> str:
     """128-bit digest (32 hex digits) of a whole file, read in chunks."""
-    hasher = xxhash.xxh3_128()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_FILE_CHUNK):
-            hasher.update(chunk)
-    return hasher.hexdigest()
+    return hash_file(path).digest
 
 
 def is_digest(text: str) -> bool:

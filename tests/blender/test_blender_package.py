@@ -39,7 +39,7 @@ def test_zip_holds_manifest_wheels_and_engine(addon_zip):
     assert not any("onnxruntime_gpu" in w for w in wheels), "ONNX Runtime for the CPU; the GPU's is a download"
     for python in ("cp311", "cp313"):  # Blender 4.2-5.0 and 5.1+: each unpacks the wheels for its own Python
         assert any(w.split("/")[-1].startswith("onnxruntime-") and f"-{python}-" in w for w in wheels), python
-    assert "facecache/worker.py" in names and "facecache/coverage.py" in names
+    assert "facecache/worker.py" in names and "facecache/analysis/coverage.py" in names
     assert "bl_info" not in init
 
 

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.blender, pytest.mark.index]
 def drain(addon, until=lambda job: False, seconds=300):
     """Run the job timer by hand (timers never fire in the bpy module) until `until(job)` or the end."""
     deadline = time.monotonic() + seconds
-    job = addon.jobs._state["job"]
+    job = addon.jobs._state.job
     while addon.jobs._tick() is not None and not until(job):
         assert time.monotonic() < deadline, "the job did not finish"
         time.sleep(0.02)
@@ -40,7 +40,7 @@ def mtimes(folder):
 def test_a_blend_change_writes_exactly_the_current_frames_overlay_and_runs_no_model(bpy, addon, project,
                                                                                       swapped, monkeypatch):
     strip, _swapped_strip, folder = swapped
-    monkeypatch.setitem(addon.preview.ACTIVE, "ui", True)  # previews as in the interactive UI
+    monkeypatch.setattr(addon.preview.ACTIVE, "ui", True)  # previews as in the interactive UI
     project.frame_set(3)  # media frame 2: the playhead rests on a frame already made
     assert addon.runtime.STATE.last_preview["written"] == 0
     before = mtimes(folder)

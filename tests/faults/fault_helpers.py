@@ -1,16 +1,15 @@
 """Helpers for the fault-injection tests (imported by name: pytest puts this folder on sys.path).
 
-`cli` runs `facecache` in a new process, or as another user in a forked child, which drops root the way
-`setpriv --reuid --regid --groups` does (setgroups, setgid, setuid, then the umask), then calls the
-command line's `main`. A fork rather than `setpriv python ...`: here the interpreter lives under
-/root (mode 0700), which another user cannot execute; the modules are loaded before the fork.
-The child's stdout and stderr are files, so what C libraries print is seen too.
+`cli` runs `facecache` in a new process; as another user, that process starts as root, loads the engine,
+then drops root the way `setpriv --reuid --regid --groups` does (setgroups, setgid, setuid, then the
+umask) and calls the command line's `main`. Not `setpriv python ...`: here the interpreter lives under
+/root (mode 0700), which another user cannot execute. Not a fork of the test process either: it may hold
+ONNX Runtime's threads and locks, and a forked child hung on them.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -20,11 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-import facecache.cli
-import facecache.jobs.swap_job  # noqa: F401 - loaded before a fork: the child may not read the interpreter's files
-import facecache.pipeline  # noqa: F401
-from facecache.cli import main
 
 ROOT_ONLY = "needs root: it mounts file systems or switches to other users"
 TEAM_GID = 61000
@@ -43,47 +37,32 @@ class Result:
         return json.loads(self.out.splitlines()[-1])
 
 
+# The child as another user: a new interpreter, started as root, loads the engine, then drops root the way
+# `setpriv --reuid --regid --groups` does (setgroups, setgid, setuid, then the umask) and runs `main`.
+_AS_USER = """
+import json, os, sys
+import facecache.cli, facecache.jobs.swap_job, facecache.pipeline
+uid, gid, groups, umask, args = json.loads(sys.argv[1])
+os.setgroups(groups)
+os.setgid(gid)
+os.setuid(uid)
+if umask is not None:
+    os.umask(umask)
+sys.exit(facecache.cli.main(args))
+"""
+
+
 def cli(*args, uid: int | None = None, gid: int | None = None, groups: tuple[int, ...] = (),
         umask: int | None = None, timeout: float = 600) -> Result:
-    """`facecache ARGS` as `uid`/`gid` with supplementary `groups` in a forked child; as this user, in a new
-    process (a fork of this process, which may hold ONNX Runtime's threads and locks, can hang on them)."""
+    """`facecache ARGS` in a new process, as `uid`/`gid` with supplementary `groups` when given."""
+    args = [str(a) for a in args]
     if uid is None and gid is None and not groups:
-        done = subprocess.run([sys.executable, "-m", "facecache", *map(str, args)], capture_output=True,
-                              umask=-1 if umask is None else umask, timeout=timeout)
-        return Result(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            code = 1
-            try:
-                os.dup2(out.fileno(), 1)
-                os.dup2(err.fileno(), 2)
-                sys.stdout = open(1, "w", closefd=False)  # not pytest's capture: the files above
-                sys.stderr = open(2, "w", closefd=False)
-                logging.root.handlers.clear()  # pytest's log capture: main() sets up its own stderr handler
-                if uid is not None:
-                    os.setgroups(list(groups))
-                    os.setgid(gid if gid is not None else uid)
-                    os.setuid(uid)
-                if umask is not None:
-                    os.umask(umask)
-                code = main([str(a) for a in args])
-            except SystemExit as exc:  # argparse's usage errors
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException as exc:  # noqa: BLE001 - reported through the exit code and stderr
-                os.write(2, f"child failed: {type(exc).__name__}: {exc}\n".encode())
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    try:
-                        stream.flush()
-                    except (OSError, ValueError):
-                        pass
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        out.seek(0)
-        err.seek(0)
-        return Result(os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"),
-                      err.read().decode(errors="replace"))
+        command = [sys.executable, "-m", "facecache", *args]
+    else:
+        switch = [uid if uid is not None else os.getuid(), gid if gid is not None else uid, list(groups), umask, args]
+        command, umask = [sys.executable, "-c", _AS_USER, json.dumps(switch)], None
+    done = subprocess.run(command, capture_output=True, umask=-1 if umask is None else umask, timeout=timeout)
+    return Result(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
 
 
 def require_root() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from fault_helpers import cli
-from facecache.models.files import write_atomic
+from facecache.files import write_atomic
 from facecache.models.pypi_fetch import remove_leftover_folders
 from facecache.models.store import ModelStore
 

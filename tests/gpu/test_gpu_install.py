@@ -15,9 +15,9 @@ from facecache.gpu import pins
 from facecache.gpu.install import GpuRuntimeError, GpuRuntimeInstaller, _still_held, unpack_wheel
 from facecache.gpu.layout import MANIFEST, RuntimeFolder, this_python
 from facecache.models.pypi_fetch import PackageFetcher
+from facecache.permissions import PRIVATE
 from facecache.store.claims import HeldClaim
 from facecache.store.lease import Lease
-from facecache.store.permissions import PRIVATE
 
 
 def installer(standin, **kwargs) -> GpuRuntimeInstaller:
@@ -168,7 +168,7 @@ def test_not_enough_space_is_said_before_downloading(standin_set, monkeypatch, a
 
 
 HOLDER = ("import sys, time; from pathlib import Path; from facecache.store.lease import Lease; "
-          "from facecache.store.permissions import PRIVATE; "
+          "from facecache.permissions import PRIVATE; "
           "lease = Lease.acquire(Path(sys.argv[1]), 600, PRIVATE); print('held' if lease else 'refused', flush=True); "
           "time.sleep(600)")
 

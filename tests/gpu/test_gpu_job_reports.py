@@ -3,7 +3,7 @@ jobs with real MTCNN sessions) on these machines, where CUDA never runs (no GPU,
 
 import pytest
 
-from facecache.worker import Engine, run_job
+from facecache.engine import Engine, run_job
 
 pytestmark = pytest.mark.index
 

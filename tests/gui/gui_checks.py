@@ -24,7 +24,7 @@ def has_colour(pixels_bgr: np.ndarray, rgba, tolerance: int = 4) -> bool:
 def cache_coverage(request: dict, media: str) -> tuple[set[int], set[int]]:
     """(analysed, swapped) media frames of `media` as the engine reads them from the cache now (the engine's
     coverage request, run on the host)."""
-    from facecache.worker import run_job
+    from facecache.engine import run_job
 
     summary = run_job(request, lambda message: None)
     return ({int(f) for f in summary["analysed"].get(media, ())}, {int(f) for f in summary["swapped"].get(media, ())})

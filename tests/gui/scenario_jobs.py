@@ -102,7 +102,7 @@ def swap_and_update(ctx):
     yield from type_into(ctx, "Opacity", "0.6", "opacity_field")
     ctx.result["opacity"] = scene().faceswap.opacity
     preview = ctx.addon.preview
-    yield from wait_until(lambda: preview._flight["request"] is None, "the live preview of the new opacity")
+    yield from wait_until(lambda: preview._flight.request is None, "the live preview of the new opacity")
     ctx.result["update"] = yield from job_by_click(ctx, "Update", "update")
     yield from settle(ctx)
     yield from read_sidebar(ctx, "after_update")

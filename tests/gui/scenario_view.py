@@ -55,7 +55,7 @@ def preview(ctx):
     yield from win.drag((label.rect.center[0] + 60, label.rect.center[1]), -int(0.4 * sidebar.width), steps=20)
     released = time.perf_counter()
     ctx.result["opacity"] = round(scene().faceswap.opacity, 3)
-    yield from wait_until(lambda: flight["request"] is None and flight["pending"] is None
+    yield from wait_until(lambda: flight.request is None and not flight.pending
                           and id(runtime.STATE.last_preview) != answers_before, "the last preview's answer")
     final = id(runtime.STATE.last_preview)
     yield from settle(ctx, 0.5)

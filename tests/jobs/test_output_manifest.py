@@ -10,10 +10,10 @@ import cv2
 import numpy as np
 import pytest
 
+from facecache.files import remove_leftover_temp_files, write_atomic
 from facecache.jobs import manifest as manifest_module
 from facecache.jobs.manifest import JOURNAL_FOLDER, OutputManifest
 from facecache.jobs.output_stamp import read_stamp, stamp_png
-from facecache.models.files import remove_leftover_temp_files, write_atomic
 from facecache.processes import host_tag
 
 

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-import facecache.models.store as store_module
+import facecache.models.installed as store_module
 from facecache.errors import ModelCorrupt, ModelMissing
 from facecache.models.store import ModelStore
 

@@ -98,7 +98,7 @@ def test_another_spelling_of_the_archive_name_is_found(packages, no_index, tmp_p
 
 def test_the_add_ons_install_job_takes_the_folder_too(packages, no_index, tmp_path, monkeypatch):
     """*Install Default Models* sends an install_models job: its "from", else $FACECACHE_MODELS_FROM."""
-    from facecache.worker import run_job
+    from facecache.engine import run_job
 
     job = {"kind": "install_models", "settings": {"models_dir": str(tmp_path / "a")}, "models": ["mtcnn"],
            "from": str(packages)}

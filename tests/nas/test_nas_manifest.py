@@ -10,8 +10,8 @@ save dropped every entry it had not made itself: a rerun remade outputs that wer
 import os
 import time
 
+from facecache.files import write_atomic
 from facecache.jobs.manifest import OutputManifest
-from facecache.models.files import write_atomic
 
 
 def _record(manifest: OutputManifest, folder, name: str) -> None:

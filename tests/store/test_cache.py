@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from facecache.errors import CacheError, FaceCacheError
+from facecache.permissions import PRIVATE, TEAM
 from facecache.store.cache import FaceCache
 from facecache.store.frame_store import FrameStore, group_key
 from facecache.store.lease import Lease
 from facecache.store.namespace import Namespace
-from facecache.store.permissions import PRIVATE, TEAM
 from facecache.store.records import Face, FrameRecord, Stage
 
 NS = Namespace("analysis", {"detector": "1" * 32}, {"size": 640, "threshold": 0.5})

@@ -16,7 +16,7 @@ import traceback
 
 import msgpack
 
-from facecache.store import cache as cache_module
+from facecache.store import eviction as cache_module
 from facecache.store.cache import FaceCache
 from facecache.store.frame_store import FrameStore
 from facecache.store.lease import Lease
@@ -238,7 +238,7 @@ def _held_pruner(out, name, root, barrier, hold):
             hold.wait(TIMEOUT)
         return real_delete(path)
 
-    cache_module.delete_file = delete  # the name cache.py calls
+    cache_module.delete_file = delete  # the name eviction.py calls
     cache = FaceCache(root)
     barrier.wait(TIMEOUT)
     out.put((name, "report", cache.prune(max_bytes=0, grace_seconds=0).as_dict()))

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-import facecache.store.cache as cache_module
+import facecache.store.layout as cache_module
 from facecache.store.cache import FaceCache
 from facecache.store.frame_store import FrameStore, group_key
 from facecache.store.namespace import Namespace

@@ -14,7 +14,7 @@ import pytest
 
 from facecache.cli import main
 from facecache.errors import FaceCacheError
-from facecache.worker import run_job
+from facecache.engine import run_job
 
 pytestmark = pytest.mark.index  # models and photographs come from the package index
 

@@ -1,4 +1,5 @@
-"""The analysis stage: face detectors, landmarker, recognizer, alignment and head pose.
+"""The analysis stage: face detectors, landmarker, recognizer, alignment, head pose, the cached analyzer and
+which frames it has analysed (`coverage`).
 
 Every adapter takes ONNX Runtime sessions that already exist (anything with
 ``get_inputs()``, ``get_outputs()`` and ``run(names, feeds)``), so the

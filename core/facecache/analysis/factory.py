@@ -21,7 +21,8 @@ from facecache.analysis.scrfd import ScrfdDetector
 from facecache.analysis.yoloface import YoloFaceDetector
 from facecache.errors import FaceCacheError, ModelRefused
 from facecache.models.runtime import SessionFactory
-from facecache.models.store import InstalledModel, ModelStore
+from facecache.models.installed import InstalledModel
+from facecache.models.store import ModelStore
 
 DETECTORS = choices.names(choices.DETECTORS)
 # The adapter of each model, in the order of facecache.choices: the order "auto" prefers them.

@@ -26,16 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from facecache.errors import EXIT_NO_SPACE, FaceCacheError, os_fault
+from facecache.files import folder_bytes
 from facecache.gpu import pins
 from facecache.gpu.driver import choose_cuda, read_driver
 from facecache.gpu.layout import Installed, RuntimeFolder, this_platform, this_python, write_manifest
 from facecache.gpu.wheels import FETCHING_PREFIX, fetch_wheels
 from facecache.models.download import Progress, ProgressCallback
-from facecache.models.files import folder_bytes
 from facecache.models.pypi_fetch import PackageFetcher
+from facecache.permissions import permissions_for
 from facecache.store.claims import HeldClaim
 from facecache.store.lease import Lease
-from facecache.store.permissions import permissions_for
 
 LOCK_TTL = 600.0  # seconds; renewed while an install works, so only a holder that died lets it lapse
 _DATA_SCHEMES = ("purelib", "platlib")  # a wheel's <name>.data/ parts that belong in the site folder

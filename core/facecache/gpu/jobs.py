@@ -1,4 +1,4 @@
-"""The worker's GPU jobs (the add-on's preferences ask through the engine session, like every request):
+"""The engine's GPU jobs (the add-on's preferences ask through the engine session, like every request):
 
     {"kind": "gpu_status", "sessions": true}        facecache.gpu.status.gpu_status
     {"kind": "gpu_install", "cuda": "12"}           download and unpack; progress in bytes
@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from facecache.gpu.install import GpuRuntimeInstaller
+from facecache.jobs.run_summary import empty_summary
 from facecache.models.download import Progress
 
 
 def gpu_job(kind: str, job: dict, settings, emit: Callable[[dict], None]) -> dict:
-    summary: dict = {"frames": 0, "written": 0, "skipped": 0, "inferences": {}}
+    summary = empty_summary()
     if kind == "gpu_status":
         from facecache.gpu.status import gpu_status
 

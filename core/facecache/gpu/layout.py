@@ -21,8 +21,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from facecache.files import write_atomic
 from facecache.locations import resolve_gpu_runtime_dir
-from facecache.models.files import write_atomic
 
 MANIFEST = "installed.json"
 FORMAT = 1

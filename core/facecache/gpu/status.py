@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 from facecache.errors import FaceCacheError
+from facecache.files import folder_bytes
 from facecache.gpu.activate import load_cuda_libraries, use_runtime
 from facecache.gpu.driver import choose_cuda, driver_problem, read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
 from facecache.gpu.layout import RuntimeFolder, this_platform, this_python
-from facecache.models.files import folder_bytes
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from facecache.errors import ModelCorrupt
+from facecache.files import hash_file
 from facecache.gpu import pins
 from facecache.models.download import Progress, ProgressCallback
-from facecache.models.files import hash_file
 from facecache.models.pypi_fetch import PackageFetcher, PinnedPackage
 
 FETCHING_PREFIX = ".fetching-"  # pip's working folder for one wheel, beside the kept wheels

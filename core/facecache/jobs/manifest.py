@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 
 from facecache.errors import cannot_write, os_fault
+from facecache.files import remove_leftover_temp_files, write_atomic
 from facecache.jobs.output_stamp import read_stamp
-from facecache.models.files import remove_leftover_temp_files, write_atomic
+from facecache.permissions import Permissions, make_dir, permissions_for
 from facecache.processes import host_tag
 from facecache.store.lease import Lease
-from facecache.store.permissions import Permissions, make_dir, permissions_for
 
 log = logging.getLogger("facecache.manifest")
 
@@ -53,7 +53,7 @@ Entry = tuple[str, int, int]  # (inputs key, file size, file mtime in whole seco
 class OutputManifest:
     def __init__(self, folder: Path, perms: Permissions | None = None):
         self.folder = Path(folder)
-        self.perms = perms or permissions_for(self.folder)  # as the outputs themselves (`store.permissions`)
+        self.perms = perms or permissions_for(self.folder)  # as the outputs themselves (`facecache.permissions`)
         self.journal = self.folder / JOURNAL_FOLDER
         self._read: dict[str, dict[str, Entry]] = {}  # journal file name -> its entries
         self._entries: dict[str, Entry] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 from facecache.analysis.analyzer import checked_range
 from facecache import output_layout
@@ -112,18 +113,16 @@ class PreviewSessions:
     other than the blend), the most recently used first; the oldest is closed beyond `limit`. A blend
     change reuses its session: the frame is recomposited from the cached swap."""
 
-    def __init__(self, parts, limit: int = 4):
-        self.parts = parts  # facecache.pipeline.Parts
+    def __init__(self, swap_job: Callable[[Any], SwapJob], limit: int = 4):
+        self.swap_job = swap_job  # settings (facecache.pipeline.Settings) -> their swap job (the engine's)
         self.limit = limit
         self._sessions: dict[tuple, PreviewSession] = {}
 
     def session(self, settings, target: str | Path, out_dir: str | Path) -> PreviewSession:
-        from facecache.pipeline import build_pipeline
-
         key = (str(target), str(out_dir), settings.without_composite().key())
         session = self._sessions.pop(key, None)
         if session is None:
-            session = PreviewSession(build_pipeline(settings, self.parts).swap_job(), target, out_dir)
+            session = PreviewSession(self.swap_job(settings), target, out_dir)
         self._sessions[key] = session  # now the most recent
         while len(self._sessions) > self.limit:
             self._sessions.pop(next(iter(self._sessions))).close()

@@ -14,6 +14,13 @@ another.
 from __future__ import annotations
 
 
+def empty_summary(**fields) -> dict:
+    """A job's summary before anything is counted (a job that makes no frame: the cache's, the models',
+    the GPU's, or a timeline range with nothing to do), with `fields` added. Standard library only: the
+    Blender add-on imports it too."""
+    return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, **fields}
+
+
 def describe_run(summary: dict) -> str:
     parts = [f"{summary.get('frames', 0)} frames"]
     if "written" in summary:

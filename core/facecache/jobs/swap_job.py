@@ -41,22 +41,22 @@ from facecache import choices, output_layout
 from facecache.analysis.analyzer import FaceAnalyzer, checked_range, segments
 from facecache.analysis.selection import Selector
 from facecache.errors import FaceCacheError, OSFault, os_fault
+from facecache.files import remove_leftover_temp_files, write_atomic
 from facecache.fingerprint import bytes_digest
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
 from facecache.media.identity import media_identity
 from facecache.media.reader import DECODER_ID, MediaReader
-from facecache.models.files import remove_leftover_temp_files, write_atomic
+from facecache.permissions import Permissions, make_dir, permissions_for
+from facecache.store.cache import FaceCache
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
-from facecache.store.cache import FaceCache
-from facecache.store.permissions import Permissions, make_dir, permissions_for
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
 from facecache.swap.factory import BoundSwapper
 from facecache.swap.result import SwapResult
-from facecache.swap.sparse_png import SparseOverlayEncoder
 from facecache.swap.sources import SourceSet
+from facecache.swap.sparse_png import SparseOverlayEncoder
 from facecache.swap.swap_records import SWAP_CODEC, SwapRecord, quantise_mask
 
 SWAP_FORMAT_VERSION = 3  # 2: crops of several sizes and fitted colour transfers in a pack;
@@ -399,7 +399,7 @@ def open_outputs(target: Path, out_dir: Path, still: bool, media_id: str,
 
 def prepare_output_folder(folder: Path) -> Permissions:
     """Create the output folder with the permission rule of everything that holds faces (team folder
-    or private, `store.permissions`; an existing folder keeps its own mode) and make sure a file can
+    or private, `facecache.permissions`; an existing folder keeps its own mode) and make sure a file can
     be written in it; returns the rule. Else an OSFault naming the folder, what is wrong and what to do."""
     perms = permissions_for(folder)
     try:

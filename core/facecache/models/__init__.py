@@ -10,7 +10,10 @@ runtime (ONNX Runtime sessions).
 from facecache.models.catalog import DEFAULT_CATALOG, Catalog, Contract, ModelFile, ModelSpec
 from facecache.models.download import Progress
 from facecache.models.runtime import SessionFactory
-from facecache.models.store import ImportReport, InstalledModel, InstallResult, ModelStatus, ModelStore
+from facecache.models.facefusion_import import ImportReport
+from facecache.models.install import InstallResult
+from facecache.models.installed import InstalledModel, ModelStatus
+from facecache.models.store import ModelStore
 
 __all__ = ["DEFAULT_CATALOG", "Catalog", "Contract", "ModelFile", "ModelSpec", "Progress", "SessionFactory",
            "ModelStore", "InstalledModel", "InstallResult", "ImportReport", "ModelStatus"]

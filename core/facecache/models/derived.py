@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from facecache.errors import CorruptPack, ModelCorrupt
-from facecache.models.files import write_atomic
+from facecache.files import write_atomic
 from facecache.models.onnx_tensors import last_initializer
 from facecache.store import packfile
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from facecache import __version__
 from facecache.errors import DownloadError
-from facecache.models.files import make_folders
+from facecache.files import make_folders
 
 CHUNK = 256 * 1024
 USER_AGENT = f"facecache/{__version__}"

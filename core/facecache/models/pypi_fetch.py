@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from facecache.errors import DownloadError, ModelCorrupt, ModelMissing
-from facecache.models.files import sha256_file, write_atomic
+from facecache.files import hash_file, write_atomic
 from facecache.processes import host_tag, local_process_is_gone
 
 MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB
@@ -236,7 +236,7 @@ class FolderFetcher(PackageFetcher):
         wrong = []
         for path in _named_archives(self.folder, package):
             copy = Path(shutil.copyfile(path, into / path.name))
-            digest = sha256_file(copy)
+            digest = hash_file(copy, sha256=True).sha256
             if digest == package.sha256:
                 return copy
             wrong.append(f"{path} is not the pinned {package.requirement} (its SHA-256 is {digest}, expected "
@@ -271,7 +271,8 @@ def _pinned_archive(folder: Path, package: PinnedPackage) -> Path | None:
     """The archive of `package` in `folder` whose SHA-256 is the pinned one, if any."""
     if not folder.is_dir():
         return None
-    return next((path for path in _named_archives(folder, package) if sha256_file(path) == package.sha256), None)
+    return next((path for path in _named_archives(folder, package)
+                 if hash_file(path, sha256=True).sha256 == package.sha256), None)
 
 
 _TEMP_PREFIX = "facecache-pip-"  # + host tag + pid: the download folders of an install killed (SIGKILL) are known

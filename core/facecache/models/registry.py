@@ -21,7 +21,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from facecache.models.files import set_aside, write_atomic
+from facecache.files import set_aside, write_atomic
 
 REGISTRY_NAME = "registry.json"
 _VERSION = 1

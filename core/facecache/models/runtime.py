@@ -44,7 +44,7 @@ from typing import Any
 from facecache import choices
 from facecache.errors import FaceCacheError, ModelChanged
 from facecache.fingerprint import bytes_digest
-from facecache.models.runtime_import import import_onnxruntime
+from facecache.models.runtime_import import RuntimeUnavailable, import_onnxruntime
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,6 @@ DIRECTML = "DmlExecutionProvider"
 _CHAINS = {"tensorrt": (TENSORRT, CUDA, CPU), "cuda": (CUDA, CPU), "coreml": (COREML, CPU),
            "directml": (DIRECTML, CPU), "cpu": (CPU,)}
 SETTINGS = choices.names(choices.PROVIDERS)  # "auto" and the keys of _CHAINS
-
-
-class RuntimeUnavailable(FaceCacheError):
-    """onnxruntime cannot be imported or cannot load a model."""
 
 
 def usable_cores() -> int:

@@ -12,14 +12,18 @@ import platform
 import re
 import sys
 
+from facecache.errors import FaceCacheError
+
+
+class RuntimeUnavailable(FaceCacheError):
+    """onnxruntime cannot be imported or cannot load a model."""
+
 
 def import_onnxruntime():
     """The onnxruntime module, or RuntimeUnavailable saying why it does not import and what to do."""
     try:
         import onnxruntime
     except ImportError as exc:
-        from facecache.models.runtime import RuntimeUnavailable
-
         raise RuntimeUnavailable(onnxruntime_import_problem(exc)) from None
     return onnxruntime
 

@@ -1,1 +1,1 @@
-"""The persistent cache: pack format, namespaces, groups, eviction, permissions."""
+"""The persistent cache: pack format, records, namespaces, groups, claims and leases, eviction."""

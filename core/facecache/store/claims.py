@@ -23,9 +23,9 @@ from typing import Callable, Iterable, TypeVar
 
 from facecache.errors import cannot_write
 from facecache.fingerprint import is_digest
+from facecache.permissions import make_dir
 from facecache.store.cache import FaceCache
 from facecache.store.lease import Lease
-from facecache.store.permissions import make_dir
 
 log = logging.getLogger("facecache.claims")
 

@@ -23,12 +23,11 @@ from pathlib import Path
 import msgpack
 import xxhash
 
-from facecache.models.files import LEFTOVER_TEMP_SECONDS, remove_leftover_temp_files
-from facecache.processes import host_tag, local_process_is_gone
 from facecache.errors import in_use
-from facecache.store.fileops import (DOOMED_PREFIX, OPEN_NEW, OPEN_READ, create_new, delete_file, replace_file,
-                                     set_mode, unlink_quietly)
-from facecache.store.permissions import Permissions
+from facecache.files import (DOOMED_PREFIX, LEFTOVER_TEMP_SECONDS, OPEN_READ, TEMP_MARK, create_new, delete_file,
+                             remove_leftover_temp_files, set_mode, unlink_quietly, write_atomic)
+from facecache.permissions import Permissions
+from facecache.processes import local_process_is_gone
 
 _MAX_CLAIM_BYTES = 4096
 _TAKEOVER_PREFIX = ".takeover-"
@@ -79,18 +78,8 @@ class Lease:
         disk, a lost share) leaves no temp file behind."""
         if not self.held():
             return False
-        tmp = self.path.with_name(f".{self.path.name}.tmp-{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}")
-        fd = os.open(tmp, OPEN_NEW, self._perms.file_mode)
-        try:
-            try:
-                set_mode(fd, tmp, self._perms.file_mode)
-                _write_all(fd, _claim_bytes(self.owner, self.ttl), tmp)
-            finally:
-                os.close(fd)
-            replace_file(tmp, self.path)  # a contender reading the claim holds it open for a moment (Windows)
-        except BaseException:
-            unlink_quietly(tmp)
-            raise
+        # a contender reading the claim holds it open for a moment (Windows): write_atomic waits for it
+        write_atomic(self.path, _claim_bytes(self.owner, self.ttl), mode=self._perms.file_mode, durable=False)
         return True
 
     def release(self) -> None:
@@ -237,7 +226,7 @@ def remove_stale(folder: Path, perms: Permissions) -> int:
         try:
             if entry.name.endswith(_LEASE_SUFFIXES) and not entry.name.startswith("."):
                 removed += _take_over_if_stale(Path(entry.path), perms)  # False while its holder lives
-            elif entry.name.startswith((DOOMED_PREFIX, ".tmp-")):  # .tmp-: renewals before temp names had a host
+            elif entry.name.startswith((DOOMED_PREFIX, TEMP_MARK)):  # renewals before temp names had a host
                 keep = _DOOMED_KEEP_SECONDS if entry.name.startswith(DOOMED_PREFIX) else LEFTOVER_TEMP_SECONDS
                 if entry.stat(follow_symlinks=False).st_mtime < now - keep:
                     os.unlink(entry.path)

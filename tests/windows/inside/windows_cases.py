@@ -22,10 +22,9 @@ import msgpack
 import numpy as np
 
 from facecache.errors import FaceCacheError, os_fault
-from facecache.models.files import write_atomic
+from facecache.files import DIR_FD, OPEN_READ, write_atomic
 from facecache.processes import local_process_is_gone
 from facecache.store import cache as cache_module
-from facecache.store import fileops
 from facecache.store.cache import FaceCache
 from facecache.store.claims import ClaimBook
 from facecache.store.lease import Lease
@@ -58,7 +57,7 @@ def case_no_dir_fd(work: Path) -> None:
     cache = FaceCache(work / "dirfd")
     written = write_some_packs(cache, 3)
     packs = cache.read_group(NS, GROUP)
-    say("no_dir_fd", dir_fd=fileops.DIR_FD, supports=os.open in os.supports_dir_fd, written=len(written),
+    say("no_dir_fd", dir_fd=DIR_FD, supports=os.open in os.supports_dir_fd, written=len(written),
         read=sorted(p.content.meta["n"] for p in packs))
 
 
@@ -68,7 +67,7 @@ def case_o_binary(work: Path) -> None:
     tricky = np.frombuffer(b"\r\n\x1a\n\r" * 40, dtype=np.uint8).copy()
     cache.write_pack(NS, GROUP, {"kind": "tricky"}, {"bytes": tricky}, 1)
     (pack,) = cache.read_group(NS, GROUP)
-    say("o_binary", o_binary=bool(fileops.OPEN_READ & getattr(os, "O_BINARY", 0)),
+    say("o_binary", o_binary=bool(OPEN_READ & getattr(os, "O_BINARY", 0)),
         same=bytes(pack.content.arrays["bytes"]) == bytes(tricky), quarantined=len(os.listdir(cache.root / "quarantine")))
 
 

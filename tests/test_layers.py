@@ -1,0 +1,51 @@
+"""The engine's layers hold: no module imports from a layer above its own, and no import cycle exists
+anywhere in the package. Function-level (lazy) imports count as much as the ones at the top.
+
+The layers are import-linter's contract in pyproject.toml ([tool.importlinter]); docs/architecture.md
+explains them. Cycles are found on the same import graph (grimp's, which import-linter builds on): a
+cycle is a direct import a -> b with a chain of imports from b back to a.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import grimp
+
+import facecache
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path(facecache.__file__).parent
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    # its own process: import-linter configures logging, which disables every logger made before it
+    done = subprocess.run([Path(sys.executable).with_name("lint-imports"), "--no-cache", "--no-logo",
+                           ROOT / "pyproject.toml"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_module_has_a_layer():
+    """A new module or package of the engine must be placed in a layer (the contract is not exhaustive
+    by itself: a module it does not name would escape it)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    named = {name.strip() for contract in config["contracts"] for layer in contract["layers"]
+             for name in layer.split(":")}
+    gpu = {f"facecache.gpu.{path.stem}" for path in (PACKAGE / "gpu").glob("*.py") if path.stem != "__init__"}
+    top = {f"facecache.{path.stem}" for path in PACKAGE.iterdir()
+           if path.suffix == ".py" and path.stem != "__init__" or (path / "__init__.py").is_file()}
+    assert sorted((top - {"facecache.gpu"} | gpu) - named) == []
+
+
+def test_no_import_cycles():
+    graph = grimp.build_graph("facecache", cache_dir=None)
+    cycles = set()
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back:
+                cycles.add(" -> ".join((module, *back)))
+    assert sorted(cycles) == []
