@@ -64,18 +64,16 @@ def test_a_moving_face_does_not_compress_the_empty_rows_again(monkeypatch):
     assert sum(compressed) - band_bytes < 2 * 256 * row_bytes
 
 
-def test_large_bands_go_in_pieces_the_same_with_or_without_a_thread_pool():
-    """A 4K face's band is deflated in pieces (sync-flushed segments, Adler-32 sums combined); a pool
-    spreads them over threads and the bytes stay the same."""
+def test_4k_bands_are_the_same_with_or_without_a_thread_pool():
+    """A 4K frame's bands (one of them the whole width, at the top edge) are built on a pool's
+    threads, and the bytes stay the same."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from facecache.swap import sparse_png
 
     rng = np.random.default_rng(4)
     width, height = 3840, 2160
     patches = [(1500, 500, rng.integers(0, 256, (700, 900, 4), dtype=np.uint8)),
-               (100, 1400, rng.integers(0, 256, (30, 60, 4), dtype=np.uint8))]
-    assert 700 * (1 + 4 * width) > 5 * sparse_png._PIECE_BYTES  # the first band makes several pieces
+               (100, 1400, rng.integers(0, 256, (30, 60, 4), dtype=np.uint8)),
+               (0, 0, rng.integers(0, 256, (20, width, 4), dtype=np.uint8))]
     alone = SparseOverlayEncoder().encode(width, height, patches)
     with ThreadPoolExecutor(2) as pool:
         pooled = SparseOverlayEncoder(pool=pool).encode(width, height, patches)
@@ -108,3 +106,18 @@ def test_one_encoder_shared_by_threads_gives_each_frame_its_own_bytes():
     shared = SparseOverlayEncoder()
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(lambda patches: shared.encode(640, 480, patches), frames)) == expected
+
+
+def test_face_bytes_are_stored_and_the_zeros_beside_them_copied():
+    """A face's non-zero bytes go into the file as they are (Blender inflates a stored block with one
+    copy) and its transparent surroundings cost a few bytes a row; a pixel with colour under alpha 0
+    at the edge of a face is kept."""
+    rng = np.random.default_rng(7)
+    patch = np.zeros((120, 100, 4), np.uint8)
+    patch[10:110, 10:90] = rng.integers(1, 256, (100, 80, 4), dtype=np.uint8)
+    patch[50, 95] = (9, 8, 7, 0)
+    data = SparseOverlayEncoder().encode(1920, 1080, [(700, 400, patch)])
+    full = np.zeros((1080, 1920, 4), np.uint8)
+    full[400:520, 700:800] = patch
+    assert np.array_equal(decode(data), full)
+    assert 100 * 80 * 4 < len(data) < 100 * 80 * 4 + 120 * 40 + 40_000  # the face, headers, the empty rows

@@ -5,8 +5,8 @@ open video (so the next frame is one decode), the media identity, the current
 segment's analysis and swap records, and the output manifest. Each `render`
 then costs a decode, a composite and an encode; models run only for frames
 never analysed or swapped before. An editor waits for each frame, so the
-session spreads an overlay's deflating over the cores (the encoder's pieces on a
-thread pool): a 4K face's band is 10 MB. Close the session (or use it as a context
+session spreads a frame's faces and its overlay's bands over the cores (a thread
+pool). Close the session (or use it as a context
 manager) to write the collected records and the manifest.
 """
 

@@ -7,24 +7,31 @@ be carried across a run of zero bytes arithmetically. So only the bands of rows
 that cross a face are compressed per frame; the runs of empty rows between them
 are compressed once per (width, row count) and reused. A 1080p overlay costs a
 fraction of encoding the whole frame, and the file decodes like any PNG (RGBA,
-8 bits). The rows crossing faces use PNG's Sub filter (each byte minus the same
-channel of the pixel to its left): measured on a 4K face band, 17.2 ms and 362 KB
-against 18.7 ms and 652 KB unfiltered (photographs barely compress unfiltered).
-zlib's run-length strategy would encode a little faster and smaller but inflates
-5x slower (distance-1 copies, byte by byte): 62 against 13 ms for a 4K overlay,
-paid by Blender on every frame of playback.
+8 bits).
 
-The face bands are deflated by zlib-ng at level 1 (its "quick" deflate, fixed Huffman
-codes): on a real 4K face band, 6.8 ms against zlib's 20.7 ms, 803 KB against
-548 KB, and the output inflates as fast (8.4 against 8.1 ms). zlib-ng's levels 2+
-and ISA-L compress smaller or faster still but find distance-1 matches in the zeros
-beside the face, which inflate 2-3x slower: 17-22 ms. Its Adler-32 is 20x zlib's.
+The rows crossing faces are unfiltered (PNG filter 0). In each of them the bytes from
+the first to the last non-zero pixel of each face, in that row or the row above, go in
+as stored blocks, and the zeros around them as fixed-Huffman blocks that copy the row
+above (`deflate_blocks`): no deflating at all.
 
-A band is filtered and deflated in pieces of about a megabyte (sync-flushed segments
-again, their Adler-32 sums combined), so an encoder given a thread pool spreads a
-large band over several cores (a 4K face's band is 10 MB: deflating it was a third
-of a 4K preview step). The pieces do not depend on the pool: the bytes are the same
-with or without one.
+Why (measured 2026-12-01, 2 cores, Blender 5.0.1's own decode, `imbuf.load`: OpenImageIO,
+libpng 1.6.50 and zlib 1.3.1, whose inflate decodes one Huffman symbol at a time; six
+faces, issue 27's masks): the face rows used to be Sub-filtered and deflated by zlib-ng's
+level 1 (its "quick" deflate: a 4K band in 6.8 ms against zlib's 20.7). Blender decoded
+those 1080p overlays in 9.1-9.7 ms against a fully transparent frame's 7.3-8.0, 4K ones
+in 38.2 against 30.5-32.5: inflating ~250,000 literals and 18,000 short matches a 1080p
+frame, and undoing Sub pixel by pixel. Unfiltered rows deflated the same way decoded in
+9.0-9.3 ms (4K 35.6-36.3); Up 10.2-10.3; zlib's levels 1-6 or zlib-ng's 6-9, 9.7-13.7.
+Stored face bytes decode in 7.6-7.9 ms, as a transparent frame does (4K 30.1-32.3 against
+31.1-32.5): a stored block is one copy, and copies from a row back run as fast as the
+zero rows. Deflate barely compressed the faces, so the files grow by 8 % at 1080p and 25 %
+at 4K (1080p: 443 KB a frame Sub-filtered and deflated, 473 unfiltered, 480 stored; 4K:
+1.52, 1.84 and 1.91 MB). Encoding takes 2.1 ms a 1080p frame and 5.5 at 4K (deflated, Sub: 2.6-2.7 and
+10.3). Copies from distance 1 (zlib's run-length strategy, or zlib-ng's levels 2+ in the
+zeros beside a face) decode 2.6x slower: a frame of zeros 20 against 7.8 ms.
+
+A band's blocks do not depend on a thread pool: an encoder given one builds the bands
+on its threads, and the bytes are the same with or without it.
 """
 
 from __future__ import annotations
@@ -40,20 +47,17 @@ import cv2
 import numpy as np
 from zlib_ng import zlib_ng
 
+from facecache.swap import deflate_blocks
+
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ADLER_MOD = 65521
 _LEVEL = 1  # the empty rows: compressed once, so zlib's output that inflates fastest
-_BAND_LEVEL = 1  # the face bands: zlib-ng's quick deflate (see the module's docstring)
-# Bytes of filtered rows deflated as one piece: large enough that the pieces barely cost any
-# compression (a new 32 KB window each), small enough to share a 4K band among cores.
-_PIECE_BYTES = 1 << 20
 
 
 class SparseOverlayEncoder:
     """Encodes (width, height, [(x, y, bgra patch), ...]) as a full-size RGBA PNG. Keeps a small
     cache of compressed empty-row runs, shared by the threads that encode through it. With `pool`,
-    the pieces of the face bands are filtered and deflated on its threads (zlib-ng and numpy
-    release the GIL)."""
+    the face bands are built on its threads."""
 
     def __init__(self, cache_entries: int = 64, pool: Executor | None = None):
         self._empty_runs: OrderedDict[tuple[int, int], bytes] = OrderedDict()
@@ -64,23 +68,16 @@ class SparseOverlayEncoder:
     def encode(self, width: int, height: int, patches: Sequence[tuple[int, int, np.ndarray]]) -> bytes:
         """The PNG of a width x height overlay, transparent but for `patches`: (x, y, bgra)
         rectangles at column x, row y, not overlapping (as `composite.overlay_patches` gives)."""
-        row_bytes = 1 + 4 * width  # filter byte (0: none) + RGBA
         for x, y, bgra in patches:
             if x < 0 or y < 0 or x + bgra.shape[1] > width or y + bgra.shape[0] > height:
                 raise ValueError("an overlay patch lies outside the frame")
         # The stream's parts in order, each (deflate segment, Adler-32 from 1, length) or a Future of one:
-        # the empty runs from the cache, the face bands in pieces.
+        # the empty runs from the cache, the face bands.
         parts, row = [], 0
-        piece_rows = max(1, _PIECE_BYTES // row_bytes)
         for top, bottom, crossing in _bands(patches):
             parts.append(self._empty_part(width, top - row))
-            rgba = np.zeros((bottom - top, width, 4), np.uint8)
-            for x, y, bgra in crossing:
-                cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA, dst=rgba[y - top:y - top + bgra.shape[0], x:x + bgra.shape[1]])
-            rows = rgba.reshape(bottom - top, 4 * width)
-            for start in range(0, bottom - top, piece_rows):
-                piece = rows[start:start + piece_rows]
-                parts.append(self._pool.submit(_deflated_piece, piece) if self._pool else _deflated_piece(piece))
+            parts.append(self._pool.submit(_band_part, top, bottom, crossing, width) if self._pool
+                         else _band_part(top, bottom, crossing, width))
             row = bottom
         parts.append(self._empty_part(width, height - row))
         segments, adler = [], 1
@@ -132,22 +129,50 @@ def _bands(patches: Sequence[tuple[int, int, np.ndarray]]) -> list[tuple[int, in
     return bands
 
 
-def _sub_filtered(rows: np.ndarray) -> np.ndarray:
-    """PNG scanlines (filter byte 1, then each byte minus the byte 4 before it, modulo 256) of
-    (rows, 4 * width) RGBA bytes."""
-    out = np.empty((rows.shape[0], rows.shape[1] + 1), np.uint8)
-    out[:, 0] = 1
-    out[:, 1:5] = rows[:, :4]
-    np.subtract(rows[:, 4:], rows[:, :-4], out=out[:, 5:])
-    return out
+def _band_part(top: int, bottom: int, crossing: list, width: int) -> tuple[bytes, int, int]:
+    """(deflate segment, Adler-32 from the start value 1, length) of the band's PNG scanlines: in
+    each row, the bytes from the first to the last non-zero pixel of each face, in that row or the
+    row above, as stored blocks; the rest as zeros copied from the row above (`deflate_blocks`).
+    Above the band lie empty rows, or nothing at the top of the frame, whose first row is then
+    stored whole."""
+    rows, row_bytes = bottom - top, 1 + 4 * width
+    scanlines = np.zeros((rows, row_bytes), np.uint8)  # filter byte 0 (none), then RGBA
+    rgba = scanlines[:, 1:].reshape(rows, width, 4)
+    visible: list[list[tuple[int, int]]] = [[] for _ in range(rows)]  # non-zero byte ranges of each row
+    for x, y, bgra in crossing:
+        cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA, dst=rgba[y - top:y - top + bgra.shape[0], x:x + bgra.shape[1]])
+        # Pixels with any byte set (alpha 0 with colour is kept too), four bytes read as one.
+        held = np.ascontiguousarray(bgra).view(np.uint32)[..., 0] != 0
+        firsts = held.argmax(axis=1)
+        lasts = held.shape[1] - held[:, ::-1].argmax(axis=1)
+        for index in np.flatnonzero(held[np.arange(held.shape[0]), firsts]).tolist():
+            visible[y - top + index].append((1 + 4 * (x + int(firsts[index])), 1 + 4 * (x + int(lasts[index]))))
+    flat = scanlines.reshape(-1)
+    writer = deflate_blocks.BandWriter(row_bytes)
+    end = 0  # bytes of the band written
+    for band_row in range(rows):
+        base = band_row * row_bytes
+        if band_row == 0 and top == 0:
+            runs = [(0, row_bytes)]
+        else:
+            runs = _merged(visible[band_row] + (visible[band_row - 1] if band_row else []))
+        for start, stop in runs:
+            writer.zeros(base + start - end)
+            writer.data(flat[base + start:base + stop])
+            end = base + stop
+    writer.zeros(flat.size - end)
+    return writer.finish(), zlib_ng.adler32(flat), flat.size
 
 
-def _deflated_piece(rows: np.ndarray) -> tuple[bytes, int, int]:
-    """(deflate segment, Adler-32 from the start value 1, length) of the PNG scanlines of `rows`."""
-    scanlines = _sub_filtered(rows)
-    compressor = zlib_ng.compressobj(_BAND_LEVEL, zlib_ng.DEFLATED, -15)
-    segment = compressor.compress(scanlines) + compressor.flush(zlib_ng.Z_SYNC_FLUSH)
-    return segment, zlib_ng.adler32(scanlines), scanlines.nbytes
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte ranges sorted and merged."""
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((start, stop))
+    return merged
 
 
 def _deflate(data, final: bool) -> bytes:
