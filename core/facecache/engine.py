@@ -106,7 +106,7 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
 
 
 def is_quick(kind) -> bool:
-    """Whether a job of `kind` only reads (a preview, coverage, the cache's figures): the engine session
+    """Whether a job of `kind` is quick (a preview, coverage, the cache's figures): the engine session
     answers it ahead of a running job's next frame."""
     spec = JOB_KINDS.get(kind) if isinstance(kind, str) else None
     return spec is not None and spec.quick
