@@ -282,10 +282,11 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
     for round_ in range(rounds):
         show(None)
         muted.append(one_pass(True))
-        # each round starts at another encoding, and every other round plays them backwards: a pass's
-        # page faults follow the pass before it (see the module's docstring), so no encoding should
-        # always come first or always after the same one
-        rotated = order[round_ % len(order):] + order[:round_ % len(order)]
+        # a pair of rounds plays a rotation of the encodings forwards, then backwards: a pass's page
+        # faults follow the pass before it (see the module's docstring), and each encoding comes first
+        # and after each of its neighbours as often as the others
+        start = round_ // 2 % len(order)
+        rotated = order[start:] + order[:start]
         for name in rotated[::-1] if round_ % 2 else rotated:
             show(name)
             passes[name]["first_pass"].append(one_pass(True))
