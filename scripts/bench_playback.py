@@ -39,19 +39,19 @@ same whatever the file): glibc serves it from a free region of its heap while on
 and otherwise maps it fresh (it is over glibc's largest dynamic mmap threshold, 32 MiB) and the
 frame faults its pages in. As a first pass fills Blender's raw cache with 8 MB images, that free
 region runs out, after a number of frames set by what the pass before it freed: the faults follow
-the order of the passes, not the file (docs/benchmarks.md, "Where the miss comes from").
-In one run (2026-12-01) they stuck to one encoding: the engine's overlay at 5138 faults a frame in each of six rounds (19-26 ms a frame), a
-transparent one at 842-5051 (15-27 ms), the same transparent PNG with 430 KB of ancillary bytes at
-930-1435 in five rounds and 4633 in one; in other runs the pass after the movie alone faulted most,
-whatever it played (each round then started at another encoding, but kept the same cyclic order:
-the engine's overlay always came after the faceless pixel, whose cache frees nothing, and faulted
-3125 pages a frame against the transparent one's 550; every other round now plays them backwards).
-So all figures are measured as the editor runs, and then the two overlays the faces goal compares are played again with the
-thresholds held (mmap 32 MiB, trim 1 GiB, through
-mallopt: the `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` a user can set): no pass faults
-its buffers in again, and the goal compares what the encodings cost. (Held from the start, they
-cost the faceless frames 1.3-2.4 ms, against 0.3-1.4 with glibc's own; held low, at 128 KB, every
-pass faults all its buffers: 12,000 a frame.)
+the order of the passes, not the file (docs/benchmarks.md, "Where the miss comes from"). In one run
+(2026-12-01) they stuck to one encoding: the engine's overlay at 5138 faults a frame in each of six
+rounds (19-26 ms a frame), a transparent one at 842-5051 (15-27 ms), the same transparent PNG with
+430 KB of ancillary bytes at 930-1435 in five rounds and 4633 in one; in other runs the pass after
+the movie alone faulted most, whatever it played (each round then started at another encoding, but
+kept the same cyclic order: the engine's overlay always came after the faceless pixel, whose cache
+frees nothing, and faulted 3125 pages a frame against the transparent one's 550; a pair of rounds
+now plays one rotation forwards, then backwards). So all figures are measured as the editor runs,
+and then the two overlays the faces goal compares are played again with the thresholds held (mmap 32
+MiB, trim 1 GiB, through mallopt: the `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` a user
+can set): no pass faults its buffers in again, and the goal compares what the encodings cost. (Held
+from the start, they cost the faceless frames 1.3-2.4 ms, against 0.3-1.4 with glibc's own; held
+low, at 128 KB, every pass faults all its buffers: 12,000 a frame.)
 """
 
 from __future__ import annotations
