@@ -33,21 +33,25 @@ the same run:
 Under load from other processes read the CPU figures too (`--one-core` makes them count work on one core).
 
 Each pass also counts the process's minor page faults a frame. With glibc's dynamic thresholds (an
-editor's default process), Blender's wall times move with them more than with any encoding: whether
-a freed full-frame buffer goes back to the OS (and the next frame faults its pages in again) follows
-the heap's layout, and the faults fall on buffers that do not depend on the overlay (the render
-result's copies, AlphaOver's output, OpenImageIO's buffers). In one run (2026-12-01) they stuck to one
-encoding: the engine's overlay at 5138 faults a frame in each of six rounds (19-26 ms a frame), a
-transparent one at 842-5051 (15-27 ms), the same transparent PNG with 430 KB of ancillary bytes at
-930-1435 in five rounds and 4633 in one; in other runs the pass after the movie alone faulted most,
-whatever it played (each round now starts at another encoding; with that, the engine's overlay
-still faulted 3125 pages a frame against the transparent one's 550). So all figures are measured as
-the editor runs, and then the two overlays the faces goal compares are played again with the
-thresholds held (mmap 32 MiB, trim 1 GiB, through
-mallopt: the `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` a user can set): no pass faults
-its buffers in again, and the goal compares what the encodings cost. (Held from the start, they
-cost the faceless frames 1.3-2.4 ms, against 0.3-1.4 with glibc's own; held low, at 128 KB, every
-pass faults all its buffers: 12,000 a frame.)
+editor's default process), Blender's wall times move with them more than with any encoding. Each
+full-frame PNG makes OpenImageIO allocate and free a 64 MiB scanline buffer (67,338,240 bytes, the
+same whatever the file): glibc serves it from a free region of its heap while one is large enough,
+and otherwise maps it fresh (it is over glibc's largest dynamic mmap threshold, 32 MiB) and the
+frame faults its pages in. As a first pass fills Blender's raw cache with 8 MB images, that free
+region runs out, after a number of frames set by what the pass before it freed: the faults follow
+the order of the passes, not the file (docs/benchmarks.md, "Where the miss comes from"). In one run
+(2026-12-01) they stuck to one encoding: the engine's overlay at 5138 faults a frame in each of six
+rounds (19-26 ms a frame), a transparent one at 842-5051 (15-27 ms), the same transparent PNG with
+430 KB of ancillary bytes at 930-1435 in five rounds and 4633 in one; in other runs the pass after
+the movie alone faulted most, whatever it played (each round then started at another encoding, but
+kept the same cyclic order: the engine's overlay always came after the faceless pixel, whose cache
+frees nothing, and faulted 3125 pages a frame against the transparent one's 550; a pair of rounds
+now plays one rotation forwards, then backwards). So all figures are measured as the editor runs,
+and then the two overlays the faces goal compares are played again with the thresholds held (mmap 32
+MiB, trim 1 GiB, through mallopt: the `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` a user
+can set): no pass faults its buffers in again, and the goal compares what the encodings cost. (Held
+from the start, they cost the faceless frames 1.3-2.4 ms, against 0.3-1.4 with glibc's own; held
+low, at 128 KB, every pass faults all its buffers: 12,000 a frame.)
 """
 
 from __future__ import annotations
@@ -278,9 +282,12 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
     for round_ in range(rounds):
         show(None)
         muted.append(one_pass(True))
-        # each round starts at another encoding: the pass right after the movie alone tends to fault its
-        # buffers in again (see the module's docstring), and no encoding should always be that pass
-        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
+        # a pair of rounds plays a rotation of the encodings forwards, then backwards: a pass's page
+        # faults follow the pass before it (see the module's docstring), and each encoding comes first
+        # and after each of its neighbours as often as the others
+        start = round_ // 2 % len(order)
+        rotated = order[start:] + order[:start]
+        for name in rotated[::-1] if round_ % 2 else rotated:
             show(name)
             passes[name]["first_pass"].append(one_pass(True))
             passes[name]["cached"].append(one_pass(False))
