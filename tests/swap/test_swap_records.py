@@ -52,3 +52,16 @@ def test_a_singular_matrix_in_a_pack_is_refused_on_reading(tmp_path):
     arrays["matrix"][5] = 0.0
     with pytest.raises(CorruptPack):
         swap_records.SWAP_CODEC.decode(meta, arrays)
+
+
+def test_a_segment_without_a_face_to_swap_is_read_back(tmp_path):
+    """Frames with no face to swap are records too: their pack reads back, and is not set aside as corrupt."""
+    store = FrameStore(FaceCache(tmp_path / "cache"), Namespace(stage="swap", models={}, settings={}, format_version=1),
+                       codec=SWAP_CODEC)
+    group = store.open_group("cd" * 16)
+    for index in range(4):
+        group.put(SwapRecord(f"{index:032x}", [], 0), index)
+    group.flush()
+    reread = store.open_group("cd" * 16)
+    assert [list(reread.lookup(reread.fingerprint_at(i)).results) for i in range(4)] == [[], [], [], []]
+    assert not list((tmp_path / "cache" / "quarantine").glob("*"))

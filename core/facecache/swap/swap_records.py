@@ -85,7 +85,7 @@ class SwapCodec:
             "size": np.array([r.size for r in results], dtype=np.int32),
             "crop": _flat([r.crop for r in results]),
             "matrix": np.stack([r.matrix for r in results]).astype(np.float32) if results
-            else np.zeros((0, 3, 3), np.float32),
+            else np.zeros((0, 2, 3), np.float32),
             "has_mask": np.array([r.mask is not None for r in results], dtype=np.uint8),
             "mask": _flat([np.round(r.mask * 255).astype(np.uint8) for r in results if r.mask is not None]),
             "has_color": np.array([r.color is not None for r in results], dtype=np.uint8),
