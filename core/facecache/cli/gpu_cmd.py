@@ -10,7 +10,9 @@ from facecache import choices
 from facecache.cli.common import add_command, human_bytes, print_json
 from facecache.cli.models_cmd import ProgressBar
 from facecache.gpu import pins
+from facecache.gpu.driver import read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
+from facecache.gpu.layout import this_platform
 from facecache.locations import GPU_RUNTIME_DIR_ENV, MODELS_DIR_ENV
 from facecache.progress import still_working
 
@@ -51,7 +53,9 @@ def register(commands) -> None:
 
 def run_install(args: argparse.Namespace) -> int:
     installer = GpuRuntimeInstaller(args.runtime_dir, platform=args.platform)
-    plan = installer.plan(args.cuda, args.pythons)
+    # the driver read once (nvidia-smi) for the plan shown and the install, which then says why its CUDA
+    driver = read_driver() if installer.location.platform == this_platform() else None
+    plan = installer.plan(args.cuda, args.pythons, driver)
     if args.dry_run:
         if args.json:
             print_json(args, {"folder": str(installer.location.folder), **plan.as_dict()})
@@ -65,11 +69,11 @@ def run_install(args: argparse.Namespace) -> int:
               f"{installer.location.folder}", file=sys.stderr)
     if sys.stderr.isatty() and not args.json:
         bar = ProgressBar(sys.stderr)
-        report = installer.install(plan.cuda, args.pythons, progress=bar)
+        report = installer.install(args.cuda, args.pythons, progress=bar, driver=driver)
         bar.finish()
     else:
         with still_working("installing the NVIDIA GPU runtime"):
-            report = installer.install(plan.cuda, args.pythons)
+            report = installer.install(args.cuda, args.pythons, driver=driver)
     if args.json:
         print_json(args, report.as_dict())
         return 0

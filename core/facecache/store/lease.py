@@ -173,7 +173,7 @@ def _take_over_if_stale(path: Path, perms: Permissions) -> bool:
         os.close(create_new(path.with_name(_TAKEOVER_PREFIX + key), perms.file_mode))
     except FileExistsError:
         return False
-    doomed = path.with_name(f".del-{secrets.token_hex(8)}")
+    doomed = path.with_name(f"{DOOMED_PREFIX}{secrets.token_hex(8)}")
     try:
         os.rename(path, doomed)
     except FileNotFoundError:
