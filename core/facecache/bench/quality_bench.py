@@ -54,6 +54,7 @@ import cv2
 import numpy as np
 
 from facecache.analysis.analyzer import FaceAnalyzer
+from facecache.analysis.boxes import overlaps
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_sheet as sheet
 from facecache.bench.quality_pictures import Pair, source_path, target_picture
@@ -297,19 +298,11 @@ def _found_again(analyzer: FaceAnalyzer, output: np.ndarray, faces: list[Face]) 
     detections = analyzer.models.get("detector").detect(output)
     found = []
     for face in faces:
-        overlaps = [_iou(face.box, d.box) for d in detections]
-        best = int(np.argmax(overlaps)) if overlaps else -1
+        ious = overlaps(face.box, [d.box for d in detections])
+        best = int(np.argmax(ious)) if len(ious) else -1
         found.append(Face(box=detections[best].box, score=detections[best].score, kps5=detections[best].kps5)
-                     if best >= 0 and overlaps[best] >= _FOUND_IOU else None)
+                     if best >= 0 and ious[best] >= _FOUND_IOU else None)
     return found
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    x1, y1 = max(a[0], b[0]), max(a[1], b[1])
-    x2, y2 = min(a[2], b[2]), min(a[3], b[3])
-    common = max(0.0, float(x2 - x1)) * max(0.0, float(y2 - y1))
-    area = lambda box: float((box[2] - box[0]) * (box[3] - box[1]))  # noqa: E731
-    return common / max(area(a) + area(b) - common, 1e-6)
 
 
 def _measure_face(frame, output, face, result, params, source, sources, analyzer, ms, again: Face | None) -> dict:
@@ -320,13 +313,13 @@ def _measure_face(frame, output, face, result, params, source, sources, analyzer
     resampled = qm.source_in_frame(source.image, source.face.kps5, face.kps5, frame.shape, mirror)
     clipped, pixels = qm.newly_clipped(output, resampled, frame, region)
     eyes = qm.face_axes(face.kps5)[3]
-    seams = qm.seam_ratios_by_part(output, frame, alpha, face.kps5)
+    seam_whole, seams = qm.seam_ratios(output, frame, alpha, face.kps5)
     entry = {"box": [round(float(v)) for v in face.box], "ms": round(ms, 2),
              "yaw": None if face.pose is None else round(float(face.pose[1]), 1),
              "roll": None if face.pose is None else round(float(face.pose[2]), 1), "source_mirrored": mirror,
              "clipped_pixels": clipped, "face_pixels": pixels,
              "sharpness_ratio": _rounded(qm.sharpness_ratio(output, resampled, alpha)),
-             "seam_ratio": _rounded(qm.seam_ratio(output, frame, alpha)),
+             "seam_ratio": _rounded(seam_whole),
              "seams": {part: _rounded(value) for part, value in seams.items()},
              "seam_worst": _rounded(max(seams.values())) if seams else None,
              "leftover_ratio": _rounded(qm.leftover_ratio(output, resampled, alpha, eyes))}

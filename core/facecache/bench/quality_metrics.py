@@ -201,9 +201,16 @@ def seam_ratios_by_part(output: np.ndarray, target: np.ndarray, alpha: np.ndarra
                         kps5: np.ndarray) -> dict[str, float]:
     """``seam_ratio`` for each part of the outline (``outline_part``) that the mask's edge crosses:
     the step in the swapped frame over the original's step along the same pixels."""
+    return seam_ratios(output, target, alpha, kps5)[1]
+
+
+def seam_ratios(output: np.ndarray, target: np.ndarray, alpha: np.ndarray,
+                kps5: np.ndarray) -> tuple[float | None, dict[str, float]]:
+    """(``seam_ratio``, ``seam_ratios_by_part``), the steps across the edge measured once."""
     swapped, original = _edge_steps(output, alpha), _edge_steps(target, alpha)
     if swapped is None or original is None:
-        return {}
+        return None, {}
+    whole = float(swapped[0].mean()) / max(float(original[0].mean()), _MIN_RING_STEP)
     ys, xs = np.nonzero(swapped[1])  # the measured pixels, in the order of the steps
     parts = outline_part(np.stack([xs, ys], axis=1), kps5)
     ratios = {}
@@ -211,7 +218,7 @@ def seam_ratios_by_part(output: np.ndarray, target: np.ndarray, alpha: np.ndarra
         chosen = parts == number
         if int(chosen.sum()) >= _MIN_PART_PIXELS:
             ratios[name] = float(swapped[0][chosen].mean() / max(original[0][chosen].mean(), _MIN_RING_STEP))
-    return ratios
+    return whole, ratios
 
 
 def ring_outside(alpha: np.ndarray, width: float) -> np.ndarray:
@@ -253,8 +260,7 @@ def eye_distance(landmarks68: np.ndarray) -> float:
 
 def landmark_error(found: np.ndarray, reference: np.ndarray) -> float:
     """Mean distance between two sets of 68 landmarks, in the reference's eye distances."""
-    found, reference = np.asarray(found, np.float64), np.asarray(reference, np.float64)
-    return float(np.linalg.norm(found - reference, axis=1).mean() / max(eye_distance(reference), 1e-6))
+    return point_shift(found, reference, eye_distance(reference))
 
 
 def mouth_opening(landmarks68: np.ndarray) -> float:
