@@ -5,9 +5,6 @@ its path when it starts. What the engine answered is kept in `runtime.STATE.gpu`
 
 from __future__ import annotations
 
-import platform
-import sys
-
 import bpy
 
 from . import engine_client, jobs, runtime
@@ -20,11 +17,10 @@ def download_bytes() -> int | None:
     plan = runtime.STATE.gpu.get("install_plan", {})
     if "download_bytes" in plan:
         return plan["download_bytes"]
-    machine = platform.machine().lower() in ("x86_64", "amd64")
-    name = {"linux": "linux_x86_64", "win32": "win_amd64"}.get(sys.platform) if machine else None
+    name = pins.this_platform()
     if name is None:
         return None
-    python = f"cp{sys.version_info.major}{sys.version_info.minor}"  # the engine runs on Blender's Python
+    python = pins.this_python()  # the engine runs on Blender's Python
     wanted = pins.runtime_set(pins.DEFAULT_CUDA, name)
     return wanted.download_bytes(python) if python in wanted.onnxruntime else None
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))  # mo
 
 from facecache.gpu import pins  # noqa: E402
 from facecache.gpu.activate import cuda_libraries  # noqa: E402
-from facecache.gpu.layout import this_platform, this_python  # noqa: E402
+from facecache.gpu.pins import this_platform, this_python  # noqa: E402
 from model_helpers import AssetServer, asset_server  # noqa: E402,F401 - the local HTTP server fixture
 
 # A stand-in onnxruntime package: what the engine reads of the module, with ONNX Runtime's names.

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 from facecache.gpu.activate import use_runtime
 from facecache.gpu.install import GpuRuntimeInstaller
-from facecache.gpu.layout import Installed, RuntimeFolder, this_python, write_manifest
+from facecache.gpu.layout import Installed, RuntimeFolder, write_manifest
+from facecache.gpu.pins import this_python
 
 PROBE = ("from facecache.gpu.activate import use_runtime; setup = use_runtime(); import onnxruntime; "
          "print(onnxruntime.__file__); print(setup.site)")

@@ -12,7 +12,7 @@ from facecache.cli.models_cmd import ProgressBar
 from facecache.gpu import pins
 from facecache.gpu.driver import read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
-from facecache.gpu.layout import this_platform
+from facecache.gpu.pins import this_platform
 from facecache.locations import GPU_RUNTIME_DIR_ENV, MODELS_DIR_ENV
 from facecache.progress import still_working
 

@@ -29,7 +29,8 @@ from facecache.errors import EXIT_NO_SPACE, FaceCacheError, os_fault
 from facecache.files import folder_bytes
 from facecache.gpu import pins
 from facecache.gpu.driver import Driver, choose_cuda, read_driver
-from facecache.gpu.layout import Installed, RuntimeFolder, this_platform, this_python, write_manifest
+from facecache.gpu.layout import Installed, RuntimeFolder, write_manifest
+from facecache.gpu.pins import this_platform, this_python
 from facecache.gpu.wheels import FETCHING_PREFIX, fetch_wheels
 from facecache.models.download import Progress, ProgressCallback
 from facecache.models.pypi_fetch import PackageFetcher

@@ -16,30 +16,15 @@ from __future__ import annotations
 
 import json
 import os
-import platform as _platform
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from facecache.files import write_atomic
+from facecache.gpu.pins import this_platform, this_python
 from facecache.locations import resolve_gpu_runtime_dir
 
 MANIFEST = "installed.json"
 FORMAT = 1
-
-
-def this_platform() -> str | None:
-    """The pins' platform name of this machine, or None where no NVIDIA runtime exists (macOS, ARM)."""
-    machine = _platform.machine().lower()
-    if sys.platform.startswith("linux") and machine in ("x86_64", "amd64"):
-        return "linux_x86_64"
-    if sys.platform == "win32" and machine in ("amd64", "x86_64"):
-        return "win_amd64"
-    return None
-
-
-def this_python() -> str:
-    return f"cp{sys.version_info.major}{sys.version_info.minor}"
 
 
 @dataclass

@@ -17,6 +17,8 @@ Standard library only: the add-on reads the sizes from here to show them before 
 
 from __future__ import annotations
 
+import platform as _platform
+import sys
 from dataclasses import dataclass
 
 CUDA_MAJORS = ("12", "13")
@@ -220,3 +222,17 @@ WHEELS = (
           "onnxruntime_gpu-1.31.1-cp314-cp314-win_amd64.whl",
           "f7ab9c9c6189b8bc477797148af699fc24f0dc550020c64099e1db7400b44621", 168776491),
 )
+
+
+def this_platform() -> str | None:
+    """The pins' platform name of this machine, or None where no NVIDIA runtime exists (macOS, ARM)."""
+    machine = _platform.machine().lower()
+    if sys.platform.startswith("linux") and machine in ("x86_64", "amd64"):
+        return "linux_x86_64"
+    if sys.platform == "win32" and machine in ("amd64", "x86_64"):
+        return "win_amd64"
+    return None
+
+
+def this_python() -> str:
+    return f"cp{sys.version_info.major}{sys.version_info.minor}"

@@ -18,7 +18,8 @@ from facecache.files import folder_bytes
 from facecache.gpu.activate import load_cuda_libraries, use_runtime
 from facecache.gpu.driver import choose_cuda, driver_problem, read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
-from facecache.gpu.layout import RuntimeFolder, this_platform, this_python
+from facecache.gpu.layout import RuntimeFolder
+from facecache.gpu.pins import this_platform, this_python
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
