@@ -158,7 +158,8 @@ def _apply(job, items, scene) -> dict:
     runtime.STATE.cache_bytes = job.result.get("cache_bytes")
     asked = runtime.asked_frames(items)
     runtime.STATE.replace("analysed", analysed, asked)
-    runtime.STATE.replace("swapped", job.result.get("swapped", {}) or {}, asked)
+    for kind in ("swapped", "faceless"):
+        runtime.STATE.replace(kind, job.result.get(kind, {}) or {}, asked)
     if scene is not None:
         timeline.point_elements(scene)  # frames a teammate or a farm made, or that went missing
     SESSION.last_error = None

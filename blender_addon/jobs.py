@@ -147,7 +147,7 @@ def _finish(job) -> None:
     if job.result is not None:
         summary = dict(job.result)
         asked = runtime.asked_frames(items)
-        for kind in ("analysed", "swapped"):
+        for kind in ("analysed", "swapped", "faceless"):
             if kind in summary:
                 runtime.STATE.replace(kind, summary.pop(kind) or {}, asked)
         runtime.STATE.add("turned_away", summary.pop("turned_away", {}) or {})

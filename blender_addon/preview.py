@@ -107,11 +107,12 @@ def _answered() -> None:
     if request_.result is not None:
         runtime.STATE.last_preview = request_.result
         asked = runtime.asked_frames(request_.job["items"])
-        first_time = any(not frames <= runtime.STATE.swapped.get(media, set()) for media, frames in asked.items())
-        runtime.STATE.add("swapped", asked)
+        # a frame made for the first time stands in no more; a frame that gained or lost its face is keyed anew
+        first_time = runtime.STATE.replace("swapped", asked, asked)
+        faceless_changed = runtime.STATE.replace("faceless", request_.result.get("faceless", {}) or {}, asked)
         if scene is not None and request_.result.get("written"):
-            if first_time:
-                timeline.point_elements(scene)  # a frame made for the first time stands in no more
+            if first_time or faceless_changed:
+                timeline.point_elements(scene)
             refresh_strips(scene, _flight.names)
     pending, _flight.pending = _flight.pending, ""
     scene = bpy.data.scenes.get(pending)

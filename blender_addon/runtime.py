@@ -23,20 +23,25 @@ class Runtime:
     job: JobStatus = field(default_factory=JobStatus)
     analysed: dict[str, set[int]] = field(default_factory=dict)  # media path -> media frames in the cache
     swapped: dict[str, set[int]] = field(default_factory=dict)  # media path -> frames with an output file
+    faceless: dict[str, set[int]] = field(default_factory=dict)  # those of them written without a face
     turned_away: dict[str, set[int]] = field(default_factory=dict)  # frames with a face left as it was (yaw limit)
     cache_bytes: int | None = None  # measured by the engine on each coverage refresh
     last_preview: dict = field(default_factory=dict)  # the last preview's summary (frames, written, model runs)
     gpu: dict = field(default_factory=dict)  # the engine's last GPU status (facecache.gpu.status), for the preferences
     gpu_notice: str = ""  # a GPU fallback a job reported, shown in the panel until the engine starts afresh
 
-    def replace(self, kind: str, answered: dict, asked: dict[str, set[int]]) -> None:
+    def replace(self, kind: str, answered: dict, asked: dict[str, set[int]]) -> bool:
         """The engine answered `answered` ({media: [frames]}) for the media frames `asked`: frames it
-        no longer reports drop out, the others are added (kind: "analysed" or "swapped")."""
-        known = getattr(self, kind)
+        no longer reports drop out, the others are added (kind: "analysed", "swapped" or "faceless").
+        Returns whether that changed what was known."""
+        known, changed = getattr(self, kind), False
         for media, frames in asked.items():
             mine = known.setdefault(media, set())
+            now = {int(f) for f in answered.get(media, ())}
+            changed = changed or mine & frames != now
             mine.difference_update(frames)
-            mine.update(int(f) for f in answered.get(media, ()))
+            mine.update(now)
+        return changed
 
     def add(self, kind: str, answered: dict) -> None:
         for media, frames in answered.items():
@@ -46,6 +51,7 @@ class Runtime:
         """A new file or a cleared cache: nothing is known until the engine answers again."""
         self.analysed.clear()
         self.swapped.clear()
+        self.faceless.clear()
         self.turned_away.clear()
         self.cache_bytes = None
         self.last_preview = {}

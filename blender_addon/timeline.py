@@ -6,7 +6,8 @@ the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06
 reads for nothing), alpha-over, one channel above it inside a face swap group (`shot_group`: a meta strip
 that carries the shot's opacity, blend mode, modifiers and transitions). The swapped strip holds one
 element per timeline frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
-strobed and retimed strips line up - and mirrors the original's transform, crop and flip.
+strobed and retimed strips line up - and mirrors the original's transform, crop and flip. Its own opacity is keyed
+to 0 over the frames without a face, which playback then skips (`faceless_keys`).
 Everything here is plain data work on the main thread: no engine, no decoding.
 """
 
@@ -17,7 +18,8 @@ import uuid
 
 import bpy
 
-from . import compat, frame_mapping, paths, pending_frame, runtime, shot_group, strip_copy, strip_elements
+from . import (compat, faceless_keys, frame_mapping, paths, pending_frame, runtime, shot_group, strip_copy,
+               strip_elements)
 
 SUFFIX = ".swap"
 # What places the picture, per image: mirrored from the original onto its swapped strip (the two
@@ -156,7 +158,19 @@ def point_elements(scene) -> int:
                 element.filename = name
             swapped.directory = swapped.directory  # drops the strip's cached images and missing-media flag
             changed += 1
+        key_faceless(scene, original, swapped, place)
     return changed
+
+
+def key_faceless(scene, original, swapped, place, unknown=None) -> None:
+    """Key the swapped strip's opacity to 0 over the frames the engine last said hold no face
+    (`faceless_keys`); where it has not said, `unknown` keys (None: the keys stay as they are)."""
+    faceless = runtime.STATE.faceless.get(paths.media_path(original))
+    layout = place["layout"]
+    if faceless is not None:
+        faceless_keys.key_opacity(scene, swapped, faceless_keys.opacity_keys(layout.first, layout.media, faceless))
+    elif unknown is not None:
+        faceless_keys.key_opacity(scene, swapped, unknown)
 
 
 def mirror_geometry(scene, original, swapped) -> list[str]:
@@ -187,6 +201,7 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
     if existing is not None and existing.parent_meta() == group and _matches(existing, place):
         existing.mute = original.mute
         existing.faceswap.link = original.faceswap.uid
+        key_faceless(scene, original, existing, place)
         return existing, problems + mirror_geometry(scene, original, existing)
     settings_key = existing.faceswap.settings_key if existing is not None else ""
     if existing is not None:
@@ -207,6 +222,7 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
     strip.faceswap.uid = new_uid()
     strip.faceswap.link = original.faceswap.uid
     strip.faceswap.settings_key = settings_key
+    key_faceless(scene, original, strip, place, unknown=[])  # no keys a strip of that name left behind
     return strip, problems + mirror_geometry(scene, original, strip)
 
 

@@ -99,6 +99,7 @@ def test_one_process_answers_many_requests_with_their_ids(engine, tmp_path, mode
                          "items": [item(clip, tmp_path, 0, 8)]})
     coverage = engine.final(again)["summary"]
     assert coverage["analysed"] == {str(clip): [0, 1, 2, 3]} and coverage["swapped"] == {str(clip): [0, 1, 2, 3]}
+    assert coverage["faceless"] == {str(clip): []}  # the overlay form: one size per clip, a face or not
     assert engine.close() == 0  # stdin closed: the session ends
 
 

@@ -23,7 +23,8 @@ it ahead of a running job ("quick"), and whether it runs models. A new kind is a
 frames one by one through preview sessions (a blend change recomposites from the cached swap).
 Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
-outputs exist ("analysed", "swapped": {media: [frames]}); jobs that run models say which provider each
+outputs exist ("analysed", "swapped": {media: [frames]}) and which of those hold no face ("faceless": the
+one-pixel outputs; a preview says it for its frames too); jobs that run models say which provider each
 model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning").
 """
 
@@ -199,7 +200,7 @@ def _swap(job: Job) -> dict:
         done += len(_range(item))
     targets = ", ".join(sorted({Path(item["media"]).name for item in job.items}))
     summary = {**pipeline.summary(swap_job.report, targets), "cancelled": job.cancel.is_set(),
-               "analysed": _analysed(pipeline.analyzer, job.items), "swapped": _swapped(job.items),
+               "analysed": _analysed(pipeline.analyzer, job.items), **_outputs(job.items),
                "turned_away": {media: sorted(set(frames)) for media, frames in turned_away.items() if frames}}
     del summary["turned_away_frames"]  # by media in "turned_away"
     return summary
@@ -221,7 +222,7 @@ def _preview(job: Job) -> dict:
         for stage, count in swap_job.analyzer.inferences.as_dict(STAGES).items():
             runs[stage] += count - before_runs[stage]
     return {"frames": frames, "written": written, "skipped": frames - written, "inferences": runs,
-            "outputs": outputs}
+            "outputs": outputs, "faceless": _outputs(job.items)["faceless"]}
 
 
 def _analysed(analyzer, items: list[dict]) -> dict:
@@ -234,21 +235,27 @@ def _analysed(analyzer, items: list[dict]) -> dict:
     return {path: sorted(frames) for path, frames in media.items()}
 
 
-def _swapped(items: list[dict]) -> dict:
-    """{media path: sorted media frames whose output file exists} over the items' ranges."""
-    from facecache.jobs.swap_job import existing_outputs
+def _outputs(items: list[dict]) -> dict:
+    """{"swapped": {media path: sorted media frames whose output file exists}, "faceless": {media path: those
+    of them written without a face (one transparent pixel)}} over the items' ranges."""
+    from facecache.jobs.swap_job import existing_outputs, faceless_outputs
 
-    media: dict[str, set] = {}
+    swapped: dict[str, set] = {}
+    faceless: dict[str, set] = {}
     for item in items:
-        media.setdefault(str(item["media"]), set()).update(existing_outputs(item["media"], item["out"], _range(item)))
-    return {path: sorted(frames) for path, frames in media.items()}
+        media = str(item["media"])
+        existing = existing_outputs(item["media"], item["out"], _range(item))
+        swapped.setdefault(media, set()).update(existing)
+        faceless.setdefault(media, set()).update(faceless_outputs(item["media"], item["out"], existing))
+    return {kind: {path: sorted(frames) for path, frames in found.items()}
+            for kind, found in (("swapped", swapped), ("faceless", faceless))}
 
 
 def _coverage(job: Job) -> dict:
     analyzer = build_analyzer(job.settings, job.engine.parts)
     analysed = _analysed(analyzer, job.items)
     return empty_summary(frames=sum(len(v) for v in analysed.values()), inferences=analyzer.inferences.as_dict(STAGES),
-                         analysed=analysed, swapped=_swapped(job.items), cache_bytes=analyzer.cache.total_bytes())
+                         analysed=analysed, **_outputs(job.items), cache_bytes=analyzer.cache.total_bytes())
 
 
 def _cache_stats(job: Job) -> dict:

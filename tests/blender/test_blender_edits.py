@@ -164,6 +164,7 @@ def assert_matches_reference(bpy, shot: Shot, frames, tmp_path: Path, label: str
     assert_faceless_frame_adds_nothing(bpy, shot, swapped, tmp_path, label)
     for frame in frames:
         got = render(bpy, shot.scene, frame, tmp_path / f"{label}_{frame}.png")
+        assert swapped.blend_alpha == 1.0, f"{label}, frame {frame}: a frame with a face is keyed out"
         want = render(bpy, shot.reference, frame, tmp_path / f"{label}_{frame}_ref.png")
         largest, off = differences(got, want)
         assert largest <= MAX_DIFF and off <= MAX_OFF, f"{label}, frame {frame}: max {largest}, {off} pixels off"
@@ -174,9 +175,10 @@ def assert_matches_reference(bpy, shot: Shot, frames, tmp_path: Path, label: str
 
 
 def assert_faceless_frame_adds_nothing(bpy, shot: Shot, swapped, tmp_path: Path, label: str) -> None:
-    """The clip's frame without a face is one transparent pixel in the swapped strip (what playback reads
-    for nothing); where the strip shows it, the render is the shot's picture without the swapped strip,
-    pixel for pixel, whatever the edit (transform, crop, flip, fit, opacity, blend, transitions)."""
+    """The clip's frame without a face is one transparent pixel in the swapped strip, and the strip's
+    opacity is keyed to 0 there (playback then skips the strip); where the strip shows it, the render is
+    the shot's picture without the swapped strip, pixel for pixel, whatever the edit (transform, crop,
+    flip, fit, opacity, blend, transitions)."""
     names = [element.filename for element in swapped.elements]
     if FACELESS not in names:
         return  # the edit does not show that frame
@@ -186,6 +188,7 @@ def assert_faceless_frame_adds_nothing(bpy, shot: Shot, swapped, tmp_path: Path,
     tiny = cv2.imread(str(Path(bpy.path.abspath(swapped.directory)) / FACELESS), cv2.IMREAD_UNCHANGED)
     assert tiny is not None and tiny.shape == (1, 1, 4) and tiny.max() == 0
     shown = render(bpy, shot.scene, frame, tmp_path / f"{label}_{frame}_faceless.png")
+    assert swapped.blend_alpha == 0.0, f"{label}, frame {frame}: the frame without a face is not keyed out"
     swapped.mute = True
     alone = render(bpy, shot.scene, frame, tmp_path / f"{label}_{frame}_faceless_alone.png")
     swapped.mute = False
@@ -222,8 +225,47 @@ def test_keyframed_transform_opacity_and_crop(bpy, make_shot, tmp_path):
                 owner.keyframe_insert(prop, frame=frame)
     assert_no_work(update(bpy, shot.scene))
     fade = {c.data_path for c in compat().animation_curves(shot.scene) if c.data_path.endswith("blend_alpha")}
-    assert fade == {shot.group.path_from_id("blend_alpha")}  # the fade moved to the group
+    # the fade moved to the group; the swapped strip's own opacity is keyed out over the frame without a face
+    assert fade == {shot.group.path_from_id("blend_alpha"), swapped_of(shot).path_from_id("blend_alpha")}
     assert_matches_reference(bpy, shot, (4, 10), tmp_path, "keyframes")
+
+
+def test_frames_without_a_face_are_keyed_out_and_the_keys_follow_the_shot(bpy, addon, make_shot, tmp_path):
+    """Playback skips the swapped strip over a frame without a face: the strip's own opacity is keyed to
+    0 there (constant), 1 elsewhere. The keys move with the group when the editor moves it (before any
+    Update); a swapped strip made anew gets them; a face that comes to that frame is shown again."""
+    shot = make_shot()
+    scene = shot.scene
+
+    def opacities(first: int) -> list[float]:
+        swapped = swapped_of(shot)
+        values = []
+        for frame in range(first, first + FRAMES):
+            scene.frame_set(frame)
+            values.append(swapped.blend_alpha)
+        return values
+
+    keyed_out = [1.0] * (FRAMES - 1) + [0.0]  # media frame 11 has no face
+    assert opacities(1) == keyed_out
+    shot.group.frame_start += 5
+    assert opacities(6) == keyed_out  # moved with the group, before Update
+    assert_no_work(update(bpy, scene))
+    assert opacities(6) == keyed_out
+    compat().meta_contents(shot.group).remove(swapped_of(shot))
+    assert update(bpy, scene)["written"] == 0
+    assert opacities(6) == keyed_out  # the strip made anew
+    assert_faceless_frame_adds_nothing(bpy, shot, swapped_of(shot), tmp_path, "moved")
+    overlays = Path(bpy.path.abspath(swapped_of(shot).directory))
+    kept = (overlays / FACELESS).read_bytes()
+    try:  # a teammate's swap gave the frame a face: the next coverage refresh shows it
+        shutil.copyfile(overlays / "000010.png", overlays / FACELESS)
+        assert addon.coverage_watch.refresh(scene, wait=True)["media"] == 1
+        assert opacities(6) == [1.0] * FRAMES
+        assert not [c for c in compat().animation_curves(scene) if c.data_path.endswith('swap"].blend_alpha')]
+    finally:
+        (overlays / FACELESS).write_bytes(kept)
+    assert addon.coverage_watch.refresh(scene, wait=True)["media"] == 1
+    assert opacities(6) == keyed_out
 
 
 def test_opacity_blend_mode_and_colour_modifiers(bpy, make_shot, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.factory import build_model_set
 from facecache.analysis.selection import Selector
-from facecache.jobs.swap_job import SwapJob
+from facecache.jobs.swap_job import SwapJob, faceless_outputs
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.store.cache import FaceCache
@@ -174,6 +174,12 @@ def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(t
             assert overlay[..., 3].max() == 0 and sequencer.shape == (1, 1, 4) and sequencer.max() == 0
         else:
             assert np.array_equal(sequencer, overlay) and overlay[..., 3].max() == 255
+    # which outputs hold no face, told from their size and header (the extension keys those frames out)
+    assert faceless_outputs(clip, tmp_path / "sequencer", [0, 1, 2, 3]) == [2]
+    assert faceless_outputs(clip, tmp_path / "overlay", [0, 1, 2, 3]) == []
+    (tmp_path / "sequencer" / "clip" / "000001.png").write_bytes(b"not a png")  # small, not an image
+    (tmp_path / "sequencer" / "clip" / "000003.png").unlink()  # gone since the listing
+    assert faceless_outputs(clip, tmp_path / "sequencer", [0, 1, 2, 3]) == [2]
 
 
 def test_a_blend_change_composes_cached_faces_without_decoding(tmp_path, models_dir, portrait_paths, portraits,

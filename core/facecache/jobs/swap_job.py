@@ -46,6 +46,7 @@ from facecache.fingerprint import bytes_digest
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
 from facecache.media.identity import media_identity
+from facecache.media.image_size import UnknownImage, image_size
 from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.permissions import Permissions, make_dir, permissions_for
 from facecache.store.cache import FaceCache
@@ -63,6 +64,7 @@ SWAP_FORMAT_VERSION = 3  # 2: crops of several sizes and fitted colour transfers
 #                           3: the transfers hold the light's direction
 OUTPUT_FORMS = choices.names(choices.OUTPUT_FORMS)
 FACELESS_SIZE = (1, 1)  # (width, height) of a "sequencer" output without a face
+FACELESS_MAX_BYTES = 4096  # such an output is a stamped one-pixel PNG, under 200 bytes: larger files are not opened
 
 
 def resolved_form(output_form: str, still: bool) -> str:
@@ -426,6 +428,25 @@ def existing_outputs(target: str | Path, out_dir: str | Path, frames: range) -> 
         return []
     return sorted(index for index in output_layout.frames_in(output_layout.output_folder(out_dir, target, False))
                   if index in frames)
+
+
+def faceless_outputs(target: str | Path, out_dir: str | Path, frames: list[int]) -> list[int]:
+    """Those of `frames` (existing outputs of a video target) written without a face in the "sequencer"
+    form (one transparent pixel), told by their size and header: only files of a few bytes are opened,
+    and of those only the header is read."""
+    folder = output_layout.output_folder(out_dir, target, False)
+    found = []
+    for index in frames:
+        path = os.path.join(folder, output_layout.frame_name(index))
+        try:
+            if os.stat(path).st_size > FACELESS_MAX_BYTES:
+                continue
+            with open(path, "rb") as handle:
+                if image_size(handle) == FACELESS_SIZE:
+                    found.append(index)
+        except (OSError, UnknownImage):
+            continue  # gone since the listing, or not a PNG: not a faceless output
+    return found
 
 
 def _encode_png(image: np.ndarray) -> bytes:
