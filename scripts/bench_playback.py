@@ -150,8 +150,8 @@ def hold_allocator_thresholds() -> bool:
 def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int, say) -> dict:
     overlays = make_overlays(work, frames, faces, size, say)
     encodings = write_encodings(work, overlays, say)
-    say(f"playback: {rounds} rounds of muted / first pass / cached over {len(encodings)} encodings")
     encodings[KEYED_OUT] = encodings["faceless_pixel"]  # the same files, the strip keyed out
+    say(f"playback: {rounds} rounds of muted / first pass / cached over {len(encodings)} encodings")
     played = measure_playback(work / "clip.mp4", {name: folder for name, (folder, _) in encodings.items()},
                               frames, size, rounds)
     results = {name: {**write, **added(played[name], played["muted"])} for name, (_, write) in encodings.items()}

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from blender_helpers import MODULE, add_movie, report, select_only, top_strips
+from blender_helpers import MODULE, add_movie, compat, report, select_only, top_strips
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -85,6 +85,29 @@ def test_a_frame_without_a_face_adds_nothing_under_every_geometry_edit(bpy, addo
         overlay.mute = False
         assert np.array_equal(shown, alone), f"the faceless overlay changed the picture under {name}"
         assert alone.max() > 0  # the movie is in the picture
+
+
+@pytest.mark.every_blender
+def test_frames_without_a_face_are_keyed_out_in_every_blender(bpy, addon, project, clip, tmp_path):
+    """The swapped strip's own opacity, keyed to 0 over frames without a face (constant between keys) and
+    1 elsewhere, in each Blender's action layout; keyed again only when the keys change; no keys: no curve."""
+    scene = project
+    overlay = top_strips(scene).new_image("shot.swap", str(tmp_path / "000000.png"), 2, 1)
+    for index in range(1, 8):
+        overlay.elements.append(f"{index:06d}.png")
+    keys_module = addon.faceless_keys
+    keys = keys_module.opacity_keys(1, [5, 6, 7, 8, 9, 10, 11, 12], {7, 8, 12})
+    assert keys == [(1, 1.0), (3, 0.0), (5, 1.0), (8, 0.0)]
+    assert keys_module.key_opacity(scene, overlay, keys) is True
+    shown = []
+    for frame in range(1, 9):
+        scene.frame_set(frame)
+        shown.append(overlay.blend_alpha)
+    assert shown == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    assert keys_module.key_opacity(scene, overlay, keys) is False  # already so: nothing touched
+    assert keys_module.key_opacity(scene, overlay, keys_module.opacity_keys(1, [5, 6], set())) is True
+    assert not [c for c in compat().animation_curves(scene) if c.data_path == overlay.path_from_id("blend_alpha")]
+    assert overlay.blend_alpha == 1.0
 
 
 @pytest.mark.every_blender
