@@ -2,7 +2,7 @@
 
 Modules: compat (the API differences of Blender 4.2-5.0), props (settings), prefs, paths (cache location),
 frame_mapping (strip <-> media frames), timeline (originals and swapped strips), pending_frame (the stand-in for
-frames not made yet), engine_client (the process boundary: one engine session), runtime (what the session knows,
+frames not made yet), faceless_keys (frames without a face keyed out of playback), engine_client (the process boundary: one engine session), runtime (what the session knows,
 never saved), jobs, ops, gpu_ops (the NVIDIA GPU runtime from the preferences), ui, preview (live
 preview under the playhead), coverage_overlay (bars under strips), coverage_watch (live refresh from the
 cache folder), scene_size (match the scene's frame to a clip).

@@ -15,7 +15,7 @@ from .paths import DEFAULT_CACHE_DIR
 
 choices = engine_module("choices")  # the engine's one list of choices: menus and ranges come from it
 # The add-on always lays RGBA face overlays over the original strip; a frame without a face is one
-# transparent pixel, which Blender's playback reads for nothing (a full-frame one cost it 7-14 ms).
+# transparent pixel (a full-frame one cost playback 7-14 ms), and keyed out of playback (faceless_keys).
 OUTPUT_FORM = "sequencer"
 # Options of `facecache swap` that this add-on does not offer, on purpose; every other one is a property
 # (tests/blender/test_blender_settings.py checks that each is reachable).

@@ -2,8 +2,7 @@
 
 An original is a movie strip the user swapped (role ORIGINAL). Its swapped strip is an image strip of
 the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06d>.png`, the engine's
-`output_layout`; its "sequencer" form: a frame without a face is one transparent pixel, which playback
-reads for nothing), alpha-over, one channel above it inside a face swap group (`shot_group`: a meta strip
+`output_layout`; its "sequencer" form: a frame without a face is one transparent pixel), alpha-over, one channel above it inside a face swap group (`shot_group`: a meta strip
 that carries the shot's opacity, blend mode, modifiers and transitions). The swapped strip holds one
 element per timeline frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
 strobed and retimed strips line up - and mirrors the original's transform, crop and flip. Its own opacity is keyed
