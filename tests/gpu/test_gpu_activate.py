@@ -9,7 +9,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from facecache.gpu.activate import use_runtime
+from facecache.gpu.activate import cuda_libraries, load_cuda_libraries, use_runtime
 from facecache.gpu.install import GpuRuntimeInstaller
 from facecache.gpu.layout import Installed, RuntimeFolder, write_manifest
 from facecache.gpu.pins import this_python
@@ -111,3 +111,47 @@ def test_a_runtime_without_this_pythons_wheel_says_so(runtime_dir):
     setup = use_runtime(path=path, modules={})
     assert setup.site is None and path == []
     assert f"no onnxruntime-gpu for this Python ({this_python()}; it has cp27)" in setup.problem
+
+
+def standin_libraries(base, platform="linux_x86_64") -> None:
+    """A file at each CUDA 12 library's path below `base` (nothing is loaded: the tests' loader only records)."""
+    for library in cuda_libraries("12", platform):
+        path = base.joinpath(*library.folder, library.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"stand-in")
+
+
+def standin_onnxruntime(site) -> SimpleNamespace:
+    """An onnxruntime package in `site`, and a stand-in of its module: what `load_cuda_libraries` reads of it."""
+    (site / "onnxruntime").mkdir(parents=True)
+    (site / "onnxruntime" / "__init__.py").write_text("")
+    return SimpleNamespace(__file__=str(site / "onnxruntime" / "__init__.py"), cuda_version="12.8")
+
+
+def standin_runtime(root, platform="linux_x86_64") -> SimpleNamespace:
+    """A runtime folder laid out by hand as facecache.gpu.layout says: the libraries, this Python's
+    onnxruntime and the manifest. Returns the stand-in of its onnxruntime module."""
+    folder = root / platform
+    standin_libraries(folder, platform)
+    write_manifest(folder, Installed("12", "1.26.0", {}, {this_python(): "onnxruntime_gpu.whl"}))
+    return standin_onnxruntime(folder / this_python())
+
+
+def test_the_libraries_load_from_the_runtime_onnxruntime_came_from_not_the_default_one(runtime_dir, tmp_path):
+    standin_runtime(runtime_dir)  # the default folder ($FACECACHE_GPU_RUNTIME) holds a runtime too
+    chosen = tmp_path / "chosen-runtime"  # as with --runtime-dir or the add-on's GPU Runtime Folder
+    ort = standin_runtime(chosen)
+    loaded = []
+    result = load_cuda_libraries(ort, loader=loaded.append, platform="linux_x86_64")
+    nvidia = chosen / "linux_x86_64" / "nvidia"
+    assert len(loaded) == len(cuda_libraries("12", "linux_x86_64")) + 1  # and the driver's, by its name
+    assert all(path.startswith(f"{nvidia}{os.sep}") for path in loaded[:-1]) and loaded[-1] == "libcuda.so.1"
+    assert not result.failures
+
+
+def test_onnxruntime_installed_with_pip_loads_the_libraries_beside_it(tmp_path):
+    site = tmp_path / "site-packages"  # no manifest: NVIDIA's wheels installed by pip beside onnxruntime-gpu
+    standin_libraries(site)
+    loaded = []
+    load_cuda_libraries(standin_onnxruntime(site), loader=loaded.append, platform="linux_x86_64")
+    assert all(path.startswith(f"{site / 'nvidia'}{os.sep}") for path in loaded[:-1])

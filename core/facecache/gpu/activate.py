@@ -5,12 +5,13 @@
    onnxruntime` finds onnxruntime-gpu instead of the CPU wheel the extension (or the venv) carries. Only
    the path changes here; nothing is loaded, so a runtime not asked for costs nothing.
 2. `load_cuda_libraries(ort)`, before the first CUDA session: NVIDIA's libraries are loaded by their full
-   paths in the runtime's `nvidia/` folder, in the order onnxruntime's own `preload_dlls()` uses (cuBLASLt
-   before cuBLAS, ...); then `preload_dlls()` itself runs: it finds them loaded by name (its own search
-   looks beside the onnxruntime package, where the shared libraries are not) and does the rest of its
-   work (Windows: the MSVC runtime check). On Windows every cuDNN DLL is loaded, including
-   `cudnn_engines_tensor_ir64_9.dll`, which 1.26.0's `preload_dlls()` leaves out. Each library that
-   fails is reported by name with the loader's reason, and so is the driver's own library.
+   paths in the `nvidia/` folder of the runtime `ort` was imported from (the folder step 1 was given), in
+   the order onnxruntime's own `preload_dlls()` uses (cuBLASLt before cuBLAS, ...); then `preload_dlls()`
+   itself runs: it finds them loaded by name (its own search looks beside the onnxruntime package, where
+   the shared libraries are not) and does the rest of its work (Windows: the MSVC runtime check). On
+   Windows every cuDNN DLL is loaded, including `cudnn_engines_tensor_ir64_9.dll`, which 1.26.0's
+   `preload_dlls()` leaves out. Each library that fails is reported by name with the loader's reason, and
+   so is the driver's own library.
 """
 
 from __future__ import annotations
@@ -139,15 +140,15 @@ class CudaLoad:
 Loader = Callable[[str], object]
 
 
-def load_cuda_libraries(ort, runtime_dir: str | os.PathLike | None = None, loader: Loader = ctypes.CDLL,
-                        platform: str | None = None) -> CudaLoad:
-    """Load the libraries `ort` (the onnxruntime module) needs for CUDA; never raises."""
+def load_cuda_libraries(ort, loader: Loader = ctypes.CDLL, platform: str | None = None) -> CudaLoad:
+    """Load the libraries `ort` (the onnxruntime module) needs for CUDA, from the folder `ort` came from;
+    never raises."""
     platform = platform or this_platform() or sys.platform
     cuda = str(getattr(ort, "cuda_version", "") or "").split(".")[0]
     result = CudaLoad(cuda)
     if not cuda:
         return result
-    base = _nvidia_base(ort, runtime_dir)
+    base = _nvidia_base(ort)
     if platform.startswith("win") and hasattr(os, "add_dll_directory"):
         # cuDNN loads its engine DLLs by name at run time: its folder must be on the DLL search path
         for folder in {lib.folder for lib in cuda_libraries(cuda, platform)}:
@@ -169,14 +170,13 @@ def load_cuda_libraries(ort, runtime_dir: str | os.PathLike | None = None, loade
     return result
 
 
-def _nvidia_base(ort, runtime_dir) -> Path:
-    """The folder holding `nvidia/`: the installed runtime's, or (onnxruntime-gpu installed with pip and
-    NVIDIA's wheels) the site-packages folder beside the onnxruntime package."""
+def _nvidia_base(ort) -> Path:
+    """The folder holding `nvidia/`: that of the runtime `ort` was imported from (the one `use_runtime` put
+    first, whichever folder its caller chose), or (onnxruntime-gpu installed with pip and NVIDIA's wheels)
+    the site-packages folder beside the onnxruntime package."""
     package = Path(getattr(ort, "__file__", "") or ".").parent
-    location = RuntimeFolder.resolve(runtime_dir)
-    if location.platform and location.folder in package.parents:
-        return location.folder
-    return package.parent
+    runtime = RuntimeFolder.holding(package)
+    return runtime.folder if runtime is not None else package.parent
 
 
 def _load(loader: Loader, target: str, library: Library) -> LibraryLoad:

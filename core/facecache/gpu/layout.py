@@ -50,6 +50,14 @@ class RuntimeFolder:
     def resolve(cls, explicit: str | os.PathLike | None = None, platform: str | None = None) -> "RuntimeFolder":
         return cls(resolve_gpu_runtime_dir(explicit).expanduser().absolute(), platform or this_platform() or "")
 
+    @classmethod
+    def holding(cls, package: Path) -> "RuntimeFolder | None":
+        """The installed runtime whose site folder holds `package` (an onnxruntime package folder:
+        <root>/<platform>/<python>/onnxruntime), or None when `package` is not in one."""
+        folder = Path(package).absolute().parent.parent
+        runtime = cls(folder.parent, folder.name)
+        return runtime if runtime.installed() is not None else None
+
     @property
     def folder(self) -> Path:
         return self.root / self.platform

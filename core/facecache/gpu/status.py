@@ -51,7 +51,7 @@ def gpu_status(runtime_dir: str | os.PathLike | None = None, models_dir: str | o
     report["onnxruntime"] = {"version": ort.__version__, "path": str(package), "cuda": getattr(ort, "cuda_version", ""),
                              "from_runtime": setup.site is not None and setup.site in package.parents,
                              "available_providers": offered}
-    libraries = load_cuda_libraries(ort, runtime_dir) if CUDA in offered else None
+    libraries = load_cuda_libraries(ort) if CUDA in offered else None
     if libraries is not None:
         report["libraries"] = libraries.as_dict()
     if sessions:
