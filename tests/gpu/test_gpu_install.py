@@ -137,6 +137,20 @@ def test_uninstall_removes_the_runtime_and_frees_its_bytes(standin_set, runtime_
     assert installer(standin).uninstall() == 0
 
 
+def test_the_installs_size_is_the_runtimes_own_bytes_not_a_dead_installs_leftovers(standin_set, runtime_dir):
+    standin, _ = standin_set
+    report = installer(standin).install("12")
+    folder = runtime_dir / standin.platform
+    assert report.disk_bytes == sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    leftover = folder / f".{this_python()}.partial-99999" / "onnxruntime"  # an install that died unpacking
+    leftover.mkdir(parents=True)
+    (leftover / "big.bin").write_bytes(bytes(1 << 20))
+    again = installer(standin).install("12")  # nothing to do: the leftover stays until the next download
+    assert not again.plan.wheels and leftover.is_dir()
+    assert again.disk_bytes == report.disk_bytes
+    assert RuntimeFolder.resolve().disk_bytes() == report.disk_bytes  # what `gpu status` says
+
+
 def test_a_member_leaving_its_folder_stops_the_unpacking(tmp_path):
     wheel = tmp_path / "evil-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:

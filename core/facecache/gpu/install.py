@@ -143,7 +143,7 @@ class GpuRuntimeInstaller:
                     path.unlink(missing_ok=True)
             installed = self.location.installed()
             return InstallReport(self.location.folder, plan, tuple(sorted(installed.pythons)) if installed else (),
-                                 folder_bytes(self.location.folder))
+                                 self.location.disk_bytes())
 
     @contextmanager
     def _exclusive(self) -> Iterator[HeldClaim]:

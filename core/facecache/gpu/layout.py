@@ -19,7 +19,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from facecache.files import write_atomic
+from facecache.files import folder_bytes, write_atomic
 from facecache.gpu.pins import this_platform, this_python
 from facecache.locations import resolve_gpu_runtime_dir
 
@@ -73,6 +73,14 @@ class RuntimeFolder:
     def site(self, python: str) -> Path:
         """The folder holding the `onnxruntime` package for Python tag `python`."""
         return self.folder / python
+
+    def disk_bytes(self) -> int:
+        """Bytes of the installed runtime itself: not the staging or set-aside folders (`.cp311.partial-…`)
+        an install or removal that died left in it."""
+        if not self.platform or not self.folder.is_dir():
+            return 0
+        return sum(folder_bytes(p) if p.is_dir() else p.stat().st_size
+                   for p in self.folder.iterdir() if not p.name.startswith("."))
 
     def installed(self) -> Installed | None:
         """The manifest, or None when nothing (complete) is installed; an unreadable manifest counts as none."""

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from facecache.errors import FaceCacheError
-from facecache.files import folder_bytes
 from facecache.gpu.activate import load_cuda_libraries, use_runtime
 from facecache.gpu.driver import choose_cuda, driver_problem, read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
@@ -66,7 +65,7 @@ def _runtime(location: RuntimeFolder, setup) -> dict:
             "installed": installed is not None, "used": setup.site is not None, "problem": setup.problem}
     if installed is not None:
         info.update(cuda=installed.cuda, onnxruntime=installed.onnxruntime, pythons=sorted(installed.pythons),
-                    disk_bytes=folder_bytes(location.folder))
+                    disk_bytes=location.disk_bytes())
     return info
 
 
