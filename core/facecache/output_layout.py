@@ -171,6 +171,19 @@ def claim(out_dir: str | os.PathLike, media: str | os.PathLike, still: bool, ide
     raise OutputTaken(f"could not mark {marker} as this clip's: run the command again")
 
 
+def own_frames(out_dir: str | os.PathLike, media: str | os.PathLike) -> set[int]:
+    """The media frames whose overlay exists in a video's folder in `out_dir` (one listing; nothing is
+    opened, so an overlay may still be stale); none when the folder's marker names another clip, as
+    `claim` tells it, or cannot be read."""
+    try:
+        found = owner(marker_path(out_dir, media, still=False))
+    except OutputTaken:
+        return set()
+    if found is not None and not same_clip(found, clip_record(media, out_dir, None)):
+        return set()
+    return frames_in(output_folder(out_dir, media, still=False))
+
+
 def _parent_name(media: str | os.PathLike) -> str:
     parent = os.path.basename(os.path.dirname(os.path.abspath(os.fspath(media))))
     return portable_name(parent) if parent else "other"

@@ -37,6 +37,27 @@ def test_every_place_of_the_layout_takes_the_portable_stem(tmp_path):
     assert output_layout.frames_in(output_layout.output_folder(out, clip, still=False)) == {0, 7}
 
 
+
+def test_a_clips_existing_outputs_are_those_in_a_folder_it_owns(tmp_path):
+    """`existing_outputs` lists the frames in range found in the clip's folder when the folder's marker names
+    this clip (as `claim` tells it: by path or content digest) or no clip; none when it names another clip or
+    cannot be read. Only names count: no file is opened."""
+    from facecache.jobs.swap_job import existing_outputs
+
+    out, clip = tmp_path / "out", tmp_path / "A" / "C0001.MP4"
+    folder = out / "C0001"
+    folder.mkdir(parents=True)
+    for index in (0, 2, 9):
+        (folder / output_layout.frame_name(index)).write_bytes(b"")
+    assert existing_outputs(clip, out, range(5)) == [0, 2]  # no marker yet
+    marker = folder / output_layout.CLIP_MARKER
+    for owner, found in ((str(clip), [0, 2]), (str(tmp_path / "B" / "C0001.MP4"), [])):
+        marker.write_text(json.dumps({"media": owner, "relative": None, "identity": None}))
+        assert existing_outputs(clip, out, range(5)) == found
+    marker.write_text("{damaged")  # read again for two seconds, then taken as another clip's
+    assert existing_outputs(clip, out, range(10)) == []
+
+
 @pytest.mark.index  # real weights and portraits come from the package index
 def test_a_clip_named_after_a_device_gets_its_own_folder_and_marker(tmp_path, portrait_paths, models_dir):
     """`CON.mp4`, made on a Mac or a render node, is swapped into `CON_/` (a folder Windows can open),

@@ -418,16 +418,9 @@ def prepare_output_folder(folder: Path) -> Permissions:
 
 
 def existing_outputs(target: str | Path, out_dir: str | Path, frames: range) -> list[int]:
-    """The frames of a video target whose output file exists in `out_dir` (one folder listing; the
-    files are not opened, so an output may still be stale); none when the folder is another clip's."""
-    try:
-        found = output_layout.owner(output_layout.marker_path(out_dir, target, still=False))
-    except output_layout.OutputTaken:
-        return []
-    if found is not None and not output_layout.same_clip(found, output_layout.clip_record(target, out_dir, None)):
-        return []
-    return sorted(index for index in output_layout.frames_in(output_layout.output_folder(out_dir, target, False))
-                  if index in frames)
+    """Those of `frames` whose output file exists in a video target's folder in `out_dir`
+    (`output_layout.own_frames`: none when the folder is another clip's)."""
+    return sorted(index for index in output_layout.own_frames(out_dir, target) if index in frames)
 
 
 def faceless_outputs(target: str | Path, out_dir: str | Path, frames: list[int]) -> list[int]:
