@@ -4,13 +4,13 @@ folder, install / remove, what runs where), cache location and cap."""
 from __future__ import annotations
 
 import sys
-import textwrap
 
 import bpy
 from bpy.props import FloatProperty, StringProperty
 
 from . import engine_client, gpu_ops, runtime
 from .props import choices, enum_property
+from .ui import wrapped_label
 
 
 def _gpu_folder_changed(_prefs, _context) -> None:
@@ -51,22 +51,22 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
         if not bpy.app.online_access:
             col.label(text="Online access is off: model downloads are disabled", icon="ERROR")
         layout.prop(self, "execution_provider")
-        _draw_gpu(layout.box(), self)
+        _draw_gpu(layout.box(), self, context)
         layout.prop(self, "cache_dir_override")
         layout.prop(self, "cache_max_gb")
 
 
-def _draw_gpu(box, prefs) -> None:
+def _draw_gpu(box, prefs, context) -> None:
     """What the engine last said about the GPU (runtime.STATE.gpu), and the runtime's buttons."""
     box.label(text="GPU", icon="MEMORY")
     if sys.platform == "darwin":
-        _wrapped(box, "Apple GPUs: choose CoreML as the execution provider. It has not been measured faster than "
-                      "the CPU for these models, so Automatic uses the CPU.")
+        wrapped_label(box.column(align=True), "Apple GPUs: choose CoreML as the execution provider. It has not "
+                      "been measured faster than the CPU for these models, so Automatic uses the CPU.", context)
         return
     box.prop(prefs, "gpu_runtime_dir")
     status = runtime.STATE.gpu
     for line in _status_lines(status):
-        _wrapped(box, line)
+        wrapped_label(box.column(align=True), line, context)
     if not status:
         box.label(text="Check GPU asks the engine what runs where")
     row = box.row()
@@ -101,12 +101,6 @@ def _status_lines(status: dict) -> list[str]:
             runs_on.setdefault(model["runs_on"][0].replace("ExecutionProvider", ""), []).append(file)
     lines += [f"Runs on {provider}: {', '.join(files)}" for provider, files in runs_on.items()]
     return lines
-
-
-def _wrapped(layout, text: str, width: int = 90) -> None:
-    column = layout.column(align=True)
-    for line in textwrap.wrap(text, width) or [""]:
-        column.label(text=line)
 
 
 def register():

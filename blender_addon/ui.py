@@ -80,8 +80,8 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
 
 
 def wrapped_label(layout, text: str, context, icon: str = "NONE") -> None:
-    """`text` on as many lines as the sidebar's width needs (a label cuts a long line off: the end of an
-    error, what to do, was lost)."""
+    """`text` on as many lines as the region's width needs (the sidebar's, the preferences'): a label cuts a
+    long line off, and the end of an error, what to do, was lost."""
     width = context.region.width if context.region is not None else 300
     chars = max(24, int(width / (7 * context.preferences.view.ui_scale)))
     for number, line in enumerate(textwrap.wrap(text, chars) or [""]):

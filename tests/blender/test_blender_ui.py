@@ -149,3 +149,26 @@ def test_unsaved_file_and_preferences_draw(bpy, addon):
         prefs.models_dir = saved
     assert any(text.startswith("Using ") for text in texts(calls))
     assert ("operator", {"operator": "faceswap.install_models", "icon": "IMPORT"}) in calls
+
+
+def test_the_preferences_wrap_the_gpu_status_to_their_width(bpy, addon):
+    """A long line of the GPU status (a reason, what to do) is wrapped to the preferences' width, as the
+    sidebar's lines are to the sidebar's, so its end is not cut off in a narrow window."""
+    problem = ("the NVIDIA runtime in /studio/gpu-runtime/linux_x86_64 has no onnxruntime-gpu for this Python "
+               "(cp313; it has cp311): run `facecache gpu install` with this Python, or press Install NVIDIA "
+               "GPU Runtime")
+    addon.runtime.STATE.gpu = {"driver": {"present": False, "problem": "nvidia-smi is not installed"},
+                               "runtime": {"installed": False, "folder": "/studio/gpu-runtime", "problem": problem}}
+    prefs = addon.prefs
+    narrow = SimpleNamespace(region=SimpleNamespace(width=350), preferences=bpy.context.preferences)
+    calls = []
+    try:
+        view = SimpleNamespace(layout=CheckedLayout(bpy, calls), bl_rna=prefs.bl_rna,
+                               **{name: getattr(prefs, name) for name in prefs.bl_rna.properties.keys()})
+        type(prefs).draw(view, narrow)
+    finally:
+        addon.runtime.STATE.gpu = {}
+    lines = texts(calls)
+    status = lines[lines.index("GPU") + 1:]
+    assert max(len(line) for line in status) <= 350 / (7 * bpy.context.preferences.view.ui_scale)
+    assert problem.replace(" ", "") in "".join(status).replace(" ", "")  # all of it (lines break after a "-" too)
