@@ -388,31 +388,8 @@ def _write_sheets(out_dir: Path, faces: list[dict], rows: list) -> dict:
 
 
 def _write_side_by_side(path: Path, frame: np.ndarray, output: np.ndarray, faces, source) -> None:
-    """target | swapped | source, around the swapped faces (or the whole picture when none)."""
+    """target | swapped | source, around the swapped faces (or the whole picture when none), smoothed."""
     boxes = [face.box for face in faces]
-    target_view, swapped_view = _around(frame, boxes), _around(output, boxes)
-    source_view = _around(source.image, [source.face.box])
-    panels = [_to_height(view, _PANEL_HEIGHT) for view in (target_view, swapped_view, source_view)]
-    gap = np.full((_PANEL_HEIGHT, 4, 3), 255, np.uint8)
-    picture = np.concatenate([panels[0], gap, panels[1], gap, panels[2]], axis=1)
-    if not cv2.imwrite(str(path), picture):
-        raise OSError(f"could not write {path}")
-
-
-def _around(image: np.ndarray, boxes, margin: float = 0.35) -> np.ndarray:
-    if not boxes:
-        return image
-    boxes = np.asarray(boxes, np.float64)
-    x1, y1 = boxes[:, :2].min(axis=0)
-    x2, y2 = boxes[:, 2:].max(axis=0)
-    pad = margin * max(x2 - x1, y2 - y1) if len(boxes) == 1 else margin * 0.5 * max(x2 - x1, y2 - y1) / len(boxes)
-    height, width = image.shape[:2]
-    x1, y1 = max(int(x1 - pad), 0), max(int(y1 - pad), 0)
-    x2, y2 = min(int(np.ceil(x2 + pad)), width), min(int(np.ceil(y2 + pad)), height)
-    return image[y1:y2, x1:x2]
-
-
-def _to_height(image: np.ndarray, height: int) -> np.ndarray:
-    scale = height / image.shape[0]
-    return cv2.resize(image, (max(1, round(image.shape[1] * scale)), height),
-                      interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
+    views = (sheet.around(frame, boxes), sheet.around(output, boxes), sheet.around(source.image, [source.face.box]))
+    sheet.write(path, sheet.beside([sheet.to_height(view, _PANEL_HEIGHT, cv2.INTER_CUBIC) for view in views],
+                                   gap=4, colour=255))

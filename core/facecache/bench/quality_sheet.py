@@ -2,7 +2,10 @@
 size in the picture (target | swapped | source), its figures written under it.
 
     views = face_views(frame, output, face_box, source_image, source_box)
-    write_sheet(path, [(views, lines), ...])
+    write(path, stack([row(views, lines), ...]))
+
+The bench's side-by-side pictures of a pair (all its swapped faces at once) are drawn with the same
+pieces: `around`, `to_height`, `beside`, `write`.
 """
 
 from __future__ import annotations
@@ -25,10 +28,16 @@ _FONT = cv2.FONT_HERSHEY_SIMPLEX
 _WHITE = (255, 255, 255)
 
 
-def around(image: np.ndarray, box, margin: float = _MARGIN) -> np.ndarray:
-    """The part of ``image`` around ``box`` (x1, y1, x2, y2), grown by ``margin`` of its size."""
-    x1, y1, x2, y2 = (float(v) for v in box)
-    pad = margin * max(x2 - x1, y2 - y1)
+def around(image: np.ndarray, boxes, margin: float = _MARGIN) -> np.ndarray:
+    """The part of ``image`` around ``boxes`` (each x1, y1, x2, y2), grown on every side by ``margin`` of
+    their extent (several faces: by half as much, divided by their number); the whole image when none."""
+    if len(boxes) == 0:
+        return image
+    boxes = np.asarray(boxes, np.float64)
+    x1, y1 = boxes[:, :2].min(axis=0)
+    x2, y2 = boxes[:, 2:].max(axis=0)
+    size = max(x2 - x1, y2 - y1)
+    pad = margin * size if len(boxes) == 1 else margin * 0.5 * size / len(boxes)
     height, width = image.shape[:2]
     x1, y1 = max(int(x1 - pad), 0), max(int(y1 - pad), 0)
     x2, y2 = min(int(np.ceil(x2 + pad)), width), min(int(np.ceil(y2 + pad)), height)
@@ -39,23 +48,29 @@ def face_views(frame: np.ndarray, output: np.ndarray, box, source_image: np.ndar
                source_box) -> list[np.ndarray]:
     """[target, swapped, source]: the face before and after at SCALE (at most MAX_PANEL_HEIGHT
     tall), and the source face at the same height."""
-    target, swapped = around(frame, box), around(output, box)
+    target, swapped = around(frame, [box]), around(output, [box])
     height = min(round(SCALE * target.shape[0]), MAX_PANEL_HEIGHT)
-    return [to_height(view, height) for view in (target, swapped, around(source_image, source_box))]
+    return [to_height(view, height) for view in (target, swapped, around(source_image, [source_box]))]
 
 
-def to_height(image: np.ndarray, height: int) -> np.ndarray:
+def to_height(image: np.ndarray, height: int, enlarge: int = cv2.INTER_NEAREST) -> np.ndarray:
+    """``image`` scaled to ``height``; enlarged with ``enlarge`` (by default nearest-neighbour: the
+    pixels are shown as they are, not smoothed)."""
     scale = height / image.shape[0]
-    # Nearest-neighbour when enlarging: the pixels are shown as they are, not smoothed.
     return cv2.resize(image, (max(1, round(image.shape[1] * scale)), height),
-                      interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_NEAREST)
+                      interpolation=cv2.INTER_AREA if scale < 1 else enlarge)
+
+
+def beside(views: list[np.ndarray], gap: int = _GAP, colour: int = 0) -> np.ndarray:
+    """Views of one height side by side, ``gap`` pixels of ``colour`` between them."""
+    between = np.full((views[0].shape[0], gap, 3), colour, np.uint8)
+    return np.concatenate([part for view in views for part in (view, between)][:-1], axis=1)
 
 
 def row(views: list[np.ndarray], lines: list[str]) -> np.ndarray:
     """The views side by side with ``lines`` of text under them, on black."""
     height = views[0].shape[0]
-    gap = np.zeros((height, _GAP, 3), np.uint8)
-    pictures = np.concatenate([part for view in views for part in (view, gap)][:-1], axis=1)
+    pictures = beside(views)
     text_width = max((cv2.getTextSize(line, _FONT, 0.5, 1)[0][0] for line in lines), default=0) + 2 * _GAP
     width = max(pictures.shape[1], text_width)
     canvas = np.zeros((height + _LINE_HEIGHT * len(lines) + _GAP, width, 3), np.uint8)
