@@ -27,12 +27,11 @@ from facecache import choices
 from facecache.analysis.align import warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
-from facecache.swap.edge_light import edge_lighting
 from facecache.swap.masks import box_mask, check_padding, combine_masks
 from facecache.swap.result import SwapResult
 
-COMPOSITE_FORMAT = "composite/4"  # 2: colour match by the fitted transfer, detail and range kept;
-#                                   3: and the light's direction; 4: the original's lighting at the top edge
+COMPOSITE_FORMAT = "composite/3"  # 2: colour match by the fitted transfer, detail and range kept;
+#                                   3: and the light's direction
 # Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
 FIT_MASK_BLUR = 0.3
 DEFAULT_COLOR_MATCH = next(number.default for number in choices.COMPOSITE if number.name == "color_match")
@@ -46,8 +45,7 @@ class CompositeParams:
     mask_padding: (top, right, bottom, left) cut from the box mask, in percent of the crop.
     color_match:  strength (0..1) of the transfer of the original face's colours onto the
                   swapped face (``swap.color``), for every swapper: 1 = the original's
-                  skin tone and lighting (and, at the mask's top edge, the original's
-                  own lighting there: ``swap.edge_light``), 0 = the swapper's own colours.
+                  skin tone and lighting, 0 = the swapper's own colours.
     opacity:      0..1, how much of the swapped face shows.
     """
 
@@ -231,7 +229,6 @@ def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[
         transfer = color_transfer(result, frame)
         if transfer is not None:  # only where the face shows
             crop = transfer.apply(crop, params.color_match, _mask_box(mask))
-        crop = edge_lighting(crop, frame, result.matrix, mask, params.color_match)
     bx0, by0, bx1, by1 = box
     # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
     to_crop = result.matrix.astype(np.float64).copy()

@@ -13,7 +13,9 @@ edge the swapped crop takes the original's low frequencies, the crop keeps its o
 - it is spread by a normalised blur (the weighted mean of the nearby differences) that fades out
   away from the edge, and bounded (``_MAX_CHANGE``), so a fringe half over the fade moves the
   forehead's colour a little, never to the hair's;
-- all of it is worked out on a quarter-size crop (it is smooth) and added to the crop's L*a*b*.
+- all of it is worked out on a quarter-size crop (it is smooth) and added to the crop's L*a*b*
+  in the swap stage (as ``seamless`` is), divided by the colour transfer's gains, so that the
+  composite's transfer makes it the difference again; the composite reads no pixel of the frame.
 
 Measured with `facecache bench quality` (docs/quality.md): the worst seam of the second check
 1.85 -> 1.41, the bench 1.44 -> 1.42, the held-out pairs 1.49 -> 1.46, no face's seam up by more
@@ -26,6 +28,7 @@ import cv2
 import numpy as np
 
 from facecache.analysis.align import warp
+from facecache.swap.color import ColorTransfer
 
 # The fields are worked out on a crop this many times smaller (at least _MIN_SIDE pixels).
 _SHRINK = 4
@@ -46,11 +49,13 @@ _DARKER = 8.0
 
 
 def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask: np.ndarray,
-                  strength: float = 1.0) -> np.ndarray:
-    """``crop`` (BGR uint8, the swapped face in the crop of ``matrix``, frame to crop) with the
-    original ``frame``'s low-frequency colour taken in at the top of ``mask``'s edge, at
-    ``strength`` (0..1); a new image, or ``crop`` itself when nothing changes. ``mask`` is the
-    blend mask in crop pixels (its fade tells where the swapped face meets the original)."""
+                  transfer: ColorTransfer) -> np.ndarray:
+    """``crop`` (BGR uint8, the swapped face in the crop of ``matrix``, frame to crop, before its
+    colour ``transfer``) changed so that, once the composite applies the transfer, it takes the
+    original ``frame``'s low-frequency colour at the top of ``mask``'s edge; a new image, or
+    ``crop`` itself when nothing changes. ``mask`` is the blend mask in crop pixels (its fade tells
+    where the swapped face meets the original). The change is made here, in the swap stage, so the
+    composite of a cached swap reads no pixel of the frame."""
     size = crop.shape[0]
     side = max(_MIN_SIDE, size // _SHRINK)
     small_mask = cv2.resize(mask, (side, side), interpolation=cv2.INTER_AREA)
@@ -63,7 +68,9 @@ def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask:
     weight = 4.0 * small_mask * (1.0 - small_mask) * top[:, None]
     if float(weight.max()) <= 0.0:
         return crop
-    swapped = cv2.cvtColor(cv2.resize(crop, (side, side), interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2LAB)
+    # the swapped face as the composite will show it (the transfer's fields are in fractions of the side)
+    swapped = cv2.cvtColor(transfer.apply(cv2.resize(crop, (side, side), interpolation=cv2.INTER_AREA)),
+                           cv2.COLOR_BGR2LAB)
     original = cv2.cvtColor(warp(frame, np.asarray(matrix, np.float64) * (side / size), side), cv2.COLOR_BGR2LAB)
     difference = original.astype(np.float32) - swapped.astype(np.float32)
     weight *= np.clip((difference[..., 0] + _DARKER) / _DARKER, 0.0, 1.0)
@@ -72,7 +79,7 @@ def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask:
     change = cv2.GaussianBlur(difference * weight[..., None], (0, 0), sigma)
     change /= (spread + _FLOOR * float(spread.max()) + 1e-6)[..., None]
     np.clip(change, -_MAX_CHANGE, _MAX_CHANGE, out=change)
-    change *= np.float32(strength)
+    change /= np.maximum(transfer.gain, 1e-3)  # the transfer scales what is added before it by its gains
     # Only the rows the change reaches are converted back and forth (the forehead's part of the crop).
     moved = np.nonzero(np.abs(change).max(axis=(1, 2)) >= 0.5)[0]
     if len(moved) == 0:
