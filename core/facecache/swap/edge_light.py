@@ -1,11 +1,12 @@
-"""The target's lighting faded in across the top of the mask's edge (the forehead's seam).
+"""The original's lighting faded in across the top of the mask's edge (the forehead's seam).
 
 The colour transfer (``swap.color``) matches the swapped face to the original face as a whole; where
 the original's forehead is lit otherwise than its cheeks (washed out almost to white by a flash, in
 a shadow under a fringe), the swapped forehead still meets it with a step. So near the mask's top
 edge the swapped crop takes the original's low frequencies, the crop keeps its own detail:
 
-- the difference original - swapped (CIE L*a*b*) is read where the mask fades (``4 m (1 - m)``),
+- the difference original - swapped (CIE L*a*b*, the swapped face as the colour transfer will
+  show it) is read where the mask fades (``4 m (1 - m)``),
   in the upper part of the aligned crop only (the forehead and the temples' top: lower down the
   fade crosses the original's brows, eyes and lips, which are no lighting), and only where the
   original is not darker than the swapped face (hair and brows are darker than the skin beside
@@ -14,12 +15,15 @@ edge the swapped crop takes the original's low frequencies, the crop keeps its o
   away from the edge, and bounded (``_MAX_CHANGE``), so a fringe half over the fade moves the
   forehead's colour a little, never to the hair's;
 - all of it is worked out on a quarter-size crop (it is smooth) and added to the crop's L*a*b*
-  in the swap stage (as ``seamless`` is), divided by the colour transfer's gains, so that the
-  composite's transfer makes it the difference again; the composite reads no pixel of the frame.
+  in the swap stage (as ``seamless`` is), divided by the colour transfer's gains at each pixel
+  (``ColorTransfer.local_gains``), so that the composite's transfer makes it the difference
+  again: the composite of a cached swap reads no pixel of the frame. (Chroma added to a pixel
+  the transfer will lighten much is partly lost to 8-bit rounding: made in the composite, the
+  change took the face below to 1.41.)
 
 Measured with `facecache bench quality` (docs/quality.md): the worst seam of the second check
-1.85 -> 1.41, the bench 1.44 -> 1.42, the held-out pairs 1.49 -> 1.46, no face's seam up by more
-than 0.1.
+1.85 -> 1.44 (a washed-out forehead between hair of the skin's hue), the bench 1.44 -> 1.42, the
+held-out pairs 1.49 -> 1.47, no face's seam up by more than 0.06; about +22 % CPU per face.
 """
 
 from __future__ import annotations
@@ -68,9 +72,11 @@ def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask:
     weight = 4.0 * small_mask * (1.0 - small_mask) * top[:, None]
     if float(weight.max()) <= 0.0:
         return crop
-    # the swapped face as the composite will show it (the transfer's fields are in fractions of the side)
-    swapped = cv2.cvtColor(transfer.apply(cv2.resize(crop, (side, side), interpolation=cv2.INTER_AREA)),
-                           cv2.COLOR_BGR2LAB)
+    # The swapped face as the composite will show it, where it is read (shrunk after the transfer,
+    # which is not linear: dark pixels keep their hue).
+    read_rows = min(size, int(np.ceil(_TOP_ROWS[1] * size)) + 2 * _SHRINK)
+    shown = transfer.apply(crop, 1.0, (0, 0, size, read_rows))
+    swapped = cv2.cvtColor(cv2.resize(shown, (side, side), interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2LAB)
     original = cv2.cvtColor(warp(frame, np.asarray(matrix, np.float64) * (side / size), side), cv2.COLOR_BGR2LAB)
     difference = original.astype(np.float32) - swapped.astype(np.float32)
     weight *= np.clip((difference[..., 0] + _DARKER) / _DARKER, 0.0, 1.0)
@@ -79,17 +85,19 @@ def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask:
     change = cv2.GaussianBlur(difference * weight[..., None], (0, 0), sigma)
     change /= (spread + _FLOOR * float(spread.max()) + 1e-6)[..., None]
     np.clip(change, -_MAX_CHANGE, _MAX_CHANGE, out=change)
-    change /= np.maximum(transfer.gain, 1e-3)  # the transfer scales what is added before it by its gains
     # Only the rows the change reaches are converted back and forth (the forehead's part of the crop).
-    moved = np.nonzero(np.abs(change).max(axis=(1, 2)) >= 0.5)[0]
+    reach = np.abs(change).max(axis=2)
+    moved = np.nonzero(reach.max(axis=1) >= 0.5)[0]
     if len(moved) == 0:
         return crop
     last = min(size, int(np.ceil((moved[-1] + 1) * size / side)) + 1)
     full = cv2.resize(change, (size, size), interpolation=cv2.INTER_LINEAR)[:last]
+    reached = cv2.resize(reach, (size, size), interpolation=cv2.INTER_LINEAR)[:last] >= 0.5
     out = crop.copy()
-    lab = cv2.cvtColor(crop[:last], cv2.COLOR_BGR2LAB).astype(np.float32) + full
+    lab8 = cv2.cvtColor(crop[:last], cv2.COLOR_BGR2LAB)
+    # added before the transfer, which scales it by its gains: divided by them first
+    lab = lab8.astype(np.float32) + full / np.maximum(transfer.local_gains(lab8[..., 0]), 1e-3)
     # Pixels the change does not reach keep their values exactly (the round trip through 8-bit
     # L*a*b* alone moves a level or two).
-    reached = np.abs(full).max(axis=2) >= 0.5
     out[:last][reached] = cv2.cvtColor(cv2.convertScaleAbs(lab), cv2.COLOR_LAB2BGR)[reached]
     return out
