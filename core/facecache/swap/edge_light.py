@@ -6,8 +6,7 @@ a shadow under a fringe), the swapped forehead still meets it with a step. So ne
 edge the swapped crop takes the original's low frequencies, the crop keeps its own detail:
 
 - the difference original - swapped (CIE L*a*b*, the swapped face as the colour transfer will
-  show it) is read where the mask fades (``4 m (1 - m)``),
-  in the upper part of the aligned crop only (the forehead and the temples' top: lower down the
+  show it) is read where the mask fades (``4 m (1 - m)``), in the upper part of the aligned crop only (the forehead and the temples' top: lower down the
   fade crosses the original's brows, eyes and lips, which are no lighting), and only where the
   original is not darker than the swapped face (hair and brows are darker than the skin beside
   them; a washed-out forehead is lighter);
@@ -45,7 +44,7 @@ _FLOOR = 0.05
 # The largest change, in 8-bit L*a*b* units (L* 0..255; 8 is 3 L* units).
 _MAX_CHANGE = 8.0
 # The edge is read above this row of the aligned crop (fraction of its side), fading out until the
-# second: the arcface template's brows lie at about 0.4.
+# second: in the arcface template's crop the eyes lie at 0.40 of the side, the brows at about 0.3.
 _TOP_ROWS = (0.30, 0.40)
 # Where the original is darker than the swapped face by this much (8-bit L*), the difference is
 # not read (half read at half of it).
