@@ -176,3 +176,11 @@ def test_the_face_takes_the_targets_light_direction_and_keeps_its_shading_detail
     difference = np.abs(boxed[inner].astype(int) - transfer.apply(source, 0.8)[inner])
     assert difference.max() <= 2 and difference.mean() < 0.2  # (a plane read at the wrong place: ~10)
     assert np.array_equal(boxed[:20], source[:20])
+
+
+def test_local_gains_are_the_lightness_gain_and_the_chroma_gains_faded_on_dark_pixels():
+    transfer = ColorTransfer(np.array([0.8, 1.4, 0.6], np.float32), np.zeros(3, np.float32))
+    gains = transfer.local_gains(np.array([[0, 60, 255]], np.uint8))  # black, dark, bright (8-bit L*)
+    assert np.allclose(gains[0, :, 0], 0.8)
+    assert np.allclose(gains[0, 0, 1:], 1.0) and np.allclose(gains[0, 2, 1:], [1.4, 0.6])
+    assert 1.0 < gains[0, 1, 1] < 1.4 and 0.6 < gains[0, 1, 2] < 1.0

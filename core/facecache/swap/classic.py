@@ -40,17 +40,19 @@ import numpy as np
 from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine, linear_det, transform_points, warp
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
+from facecache.swap.edge_light import edge_lighting
 from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, skin_patch, with_forehead
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 4  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 5  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
-#                        transfer fitted from the jaw to the brows
+#                        transfer fitted from the jaw to the brows; 5: the original's lighting faded in
+#                        at the mask's top edge (``swap.edge_light``)
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -184,6 +186,8 @@ class ClassicSwapper:
         if fit_weights is None:  # the composite fits the colour transfer under the mask
             return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
         transfer = ColorTransfer.fit(crop, warp(frame, matrix, size), fit_weights)
+        if transfer is not None:  # the original's lighting at the top of the mask's edge
+            crop = edge_lighting(crop, frame, matrix, mask, transfer)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask,
                           color=None if transfer is None else transfer.as_array())
 

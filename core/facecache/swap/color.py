@@ -132,6 +132,18 @@ class ColorTransfer:
         light = np.array([*slopes, -float(slopes @ middle)])  # no change on average over the mask
         return cls(gain.astype(np.float32), (mean_ref - gain * mean_src).astype(np.float32), light.astype(np.float32))
 
+    def local_gains(self, lightness8: np.ndarray) -> np.ndarray:
+        """(H, W, 3) float32: how much a smooth change of L*, a*, b* at pixels of 8-bit lightness
+        ``lightness8`` (H, W uint8, OpenCV's L* scale) is scaled when the transfer is applied at full
+        strength: the lightness gain (it scales the lighting, which a smooth change is part of), and
+        the chroma gains faded out on dark pixels as ``apply`` fades them."""
+        fade = cv2.LUT(lightness8, _DARK_FADE)
+        gains = np.empty((*lightness8.shape, 3), np.float32)
+        gains[..., 0] = self.gain[0]
+        for channel in (1, 2):
+            gains[..., channel] = 1.0 + (self.gain[channel] - 1.0) * fade
+        return gains
+
     def as_array(self) -> np.ndarray:
         return np.stack([self.gain, self.offset, self.light]).astype(np.float32)
 
