@@ -6,10 +6,10 @@ a shadow under a fringe), the swapped forehead still meets it with a step. So ne
 edge the swapped crop takes the original's low frequencies, the crop keeps its own detail:
 
 - the difference original - swapped (CIE L*a*b*, the swapped face as the colour transfer will
-  show it) is read where the mask fades (``4 m (1 - m)``), in the upper part of the aligned crop only (the forehead and the temples' top: lower down the
-  fade crosses the original's brows, eyes and lips, which are no lighting), and only where the
-  original is not darker than the swapped face (hair and brows are darker than the skin beside
-  them; a washed-out forehead is lighter);
+  show it) is read where the mask fades (``4 m (1 - m)``), in the upper part of the aligned crop
+  only (the forehead and the temples' top: lower down the fade crosses the original's brows, eyes
+  and lips, which are no lighting), and only where the original is not darker than the swapped
+  face (hair and brows are darker than the skin beside them; a washed-out forehead is lighter);
 - it is spread by a normalised blur (the weighted mean of the nearby differences) that fades out
   away from the edge, and bounded (``_MAX_CHANGE``), so a fringe half over the fade moves the
   forehead's colour a little, never to the hair's;
