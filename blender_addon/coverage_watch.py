@@ -48,7 +48,8 @@ class Session:
         self.changed = threading.Event()  # set by the watcher's thread; read by the timer on the main thread
         self.watcher = None
         self.root: str | None = None
-        self.mode = "stopped"  # "inotify" | "polling" | "manual" | "waiting" | "stopped"
+        self.mode = "stopped"  # "inotify" | "polling" | "manual" | "waiting" | "starting" | "stopped"
+        self._lock = threading.Lock()  # the hand-over of a watcher started on its own thread
         self.network = False
         self.problem: str | None = None
         self.query = None  # (engine_client.Request, scene name, items) of a coverage query in flight
@@ -57,8 +58,10 @@ class Session:
 
     # -- the watcher ---------------------------------------------------------------------------------
 
-    def watch(self, root: str | None) -> None:
-        """Watch `root` (restarting when it changed); None stops watching."""
+    def watch(self, root: str | None, wait: bool = True) -> None:
+        """Watch `root` (restarting when it changed); None stops watching. `wait=False` starts the watcher
+        on a thread of its own ("starting" until it runs): importing and starting it (watchdog, the mount
+        table, a watch per folder) held Blender's window 75-110 ms, a redraw gap while the first job ran."""
         if root == self.root and self.mode not in ("waiting", "stopped"):
             return
         self.stop()
@@ -68,18 +71,35 @@ class Session:
         if not os.path.isdir(root):  # created by the first job; never created just to watch it
             self.mode, self.problem = "waiting", None
             return
+        self.mode, self.problem = "starting", None
+        if wait:
+            self._start(root)
+        else:
+            threading.Thread(target=self._start, args=(root,), name="vse_faceswap coverage watcher",
+                             daemon=True).start()
+
+    def _start(self, root: str) -> None:
+        watcher, problem = None, None
         try:
             watch = _watch_module()
             watcher = watch.CacheWatcher(root, self.changed.set, observer_factory=lambda n, p: make_observer(n, p))
             watcher.start()
         except Exception as exc:  # noqa: BLE001 - degrade to manual refresh, never crash Blender
-            self.watcher, self.mode, self.problem = None, "manual", f"{type(exc).__name__}: {exc}"
-            log.warning("coverage watcher unavailable: %s", self.problem)
-            return
-        self.watcher = watcher
-        self.network = watcher.network
-        self._sync_mode()
-        self.changed.set()  # a refresh picks up whatever changed while nobody watched
+            watcher, problem = None, f"{type(exc).__name__}: {exc}"
+            log.warning("coverage watcher unavailable: %s", problem)
+        with self._lock:
+            superseded = self.root != root or self.mode != "starting"  # stopped or moved meanwhile
+            if not superseded:
+                self.watcher = watcher
+                if watcher is None:
+                    self.mode, self.problem = "manual", problem
+                else:
+                    self.network = watcher.network
+                    self._sync_mode()
+        if superseded and watcher is not None:
+            watcher.stop()
+        elif not superseded and watcher is not None:
+            self.changed.set()  # a refresh picks up whatever changed while nobody watched
 
     def _sync_mode(self) -> None:
         watcher = self.watcher
@@ -87,13 +107,14 @@ class Session:
             self.mode, self.problem = watcher.mode, watcher.problem
 
     def stop(self) -> None:
-        watcher, self.watcher = self.watcher, None
+        with self._lock:  # a watcher still starting sees this and stops itself
+            watcher, self.watcher = self.watcher, None
+            self.root, self.mode, self.problem = None, "stopped", None
         if watcher is not None:
             try:
                 watcher.stop()
             except Exception as exc:  # noqa: BLE001
                 log.debug("stopping the coverage watcher: %s", exc)
-        self.root, self.mode, self.problem = None, "stopped", None
 
     def describe(self) -> str:
         self._sync_mode()
@@ -105,6 +126,8 @@ class Session:
             return f"manual refresh: {self.problem or 'the watcher stopped'}"
         if self.mode == "waiting":
             return "watching once the cache folder exists"
+        if self.mode == "starting":
+            return "starting to watch"
         return "not watching"
 
 
@@ -189,7 +212,7 @@ def follow_scene(scene=None) -> None:
         root = paths.cache_dir(scene) if scene is not None and hasattr(scene, "faceswap") else None
     except Exception:  # noqa: BLE001
         root = None
-    SESSION.watch(root)
+    SESSION.watch(root, wait=jobs.synchronous())
 
 
 def tick():

@@ -4,6 +4,7 @@ A watcher that cannot start leaves manual refresh, and the refresh operator stil
 
 import importlib
 import os
+import threading
 import time
 
 import pytest
@@ -67,6 +68,41 @@ def test_teammate_analyses_show_after_the_watcher_fires(bpy, addon, project, cli
     watch.refresh(project)
     assert not wait_for(watch.SESSION.changed, 1.5), "a coverage refresh woke the watcher"
     assert watch.tick() == watch.TICK_SECONDS  # the timer body runs (and never raises) outside timers too
+
+
+def test_in_the_window_the_watcher_starts_on_its_own_thread(bpy, addon, project, watch, monkeypatch, tmp_path):
+    """In Blender's window the watcher starts off the main thread (its start held the window 75-110 ms):
+    "starting" until it runs, then watching; one that was stopped or moved while it started stops itself."""
+    started, observers = threading.Event(), []
+    real = watch.make_observer
+
+    def slow(network, poll_seconds):
+        started.wait(10)  # the main thread goes on meanwhile
+        observers.append(real(network, poll_seconds))
+        return observers[-1]
+
+    monkeypatch.setattr(watch, "make_observer", slow)
+    roots = [tmp_path / "first", tmp_path / "second"]
+    for root in roots:
+        root.mkdir()
+    watch.SESSION.stop()
+    watch.SESSION.watch(str(roots[0]), wait=False)
+    assert (watch.SESSION.mode, watch.SESSION.describe()) == ("starting", "starting to watch")
+    started.set()
+    deadline = time.monotonic() + 10
+    while watch.SESSION.mode == "starting" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert watch.SESSION.mode in ("inotify", "polling") and watch.SESSION.watcher is not None
+    started.clear()
+    watch.SESSION.watch(str(roots[1]), wait=False)  # the project moved: a new watcher starts...
+    starting = threading.enumerate()
+    watch.SESSION.stop()  # ...and the file is closed before it runs
+    started.set()
+    for thread in starting:
+        if thread.name == "vse_faceswap coverage watcher":
+            thread.join(10)
+    assert (watch.SESSION.mode, watch.SESSION.watcher) == ("stopped", None)
+    assert len(observers) == 2 and not observers[1].is_alive()  # the superseded watcher stopped itself
 
 
 def test_watcher_failure_degrades_to_manual_refresh(bpy, addon, project, clip, models_dir, watch, monkeypatch):
