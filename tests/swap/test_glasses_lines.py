@@ -22,21 +22,23 @@ def with_68(name: str) -> Face:
     return Face(box=face.box, score=face.score, kps5=face.kps5, landmarks68=synthetic_68(face.kps5))
 
 
-def skin_crop() -> np.ndarray:
-    return np.full((256, 256, 3), (150, 170, 210), np.uint8)  # a light skin tone (BGR)
+def skin_crop(size: int = 256) -> np.ndarray:
+    return np.full((size, size, 3), (150, 170, 210), np.uint8)  # a light skin tone (BGR)
 
 
-def test_a_thin_dark_line_above_the_brows_is_found_and_nothing_outside_the_band():
-    points = synthetic_68(KPS5)
-    brows_top = int(points[17:27, 1].min())
-    image = skin_crop()
-    image[brows_top - 6:brows_top - 2] = (40, 40, 50)    # a rim's top: 4 px across the forehead
-    image[int(points[8, 1]) - 8:int(points[8, 1]) - 4] = (40, 40, 50)  # the same line at the chin
+@pytest.mark.parametrize("size", [256, 512])  # 512: found on a smaller copy of the band
+def test_a_thin_dark_line_above_the_brows_is_found_and_nothing_outside_the_band(size):
+    scale = size // 256
+    points = synthetic_68(KPS5 * scale)
+    brows_top, chin = int(points[17:27, 1].min()), int(points[8, 1])
+    image = skin_crop(size)
+    image[brows_top - 6 * scale:brows_top - 2 * scale] = (40, 40, 50)  # a rim's top: 1.6 % of the side
+    image[chin - 8 * scale:chin - 4 * scale] = (40, 40, 50)            # the same line at the chin
     lines = thin_dark_lines(image, points)
-    assert lines.dtype == np.float32 and lines.shape == (256, 256)
-    assert lines[brows_top - 4, 40] > 0.75 and lines.max() <= 0.95 + 1e-6  # nearly skin, never quite
-    assert lines[int(points[8, 1]) - 6].max() == 0.0  # below the eyes' band: not a glasses' line
-    assert lines[brows_top - 40, 40] < 0.05  # it spreads a little, not across the forehead
+    assert lines.dtype == np.float32 and lines.shape == (size, size)
+    assert lines[brows_top - 4 * scale, 40 * scale] > 0.75 and lines.max() <= 0.95 + 1e-6  # nearly skin
+    assert lines[chin - 6 * scale].max() == 0.0  # below the eyes' band: not a glasses' line
+    assert lines[brows_top - 40 * scale, 40 * scale] < 0.05  # it spreads a little, not across the forehead
 
 
 def test_wide_or_faint_dark_structures_are_no_lines():
