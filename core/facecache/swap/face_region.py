@@ -182,8 +182,8 @@ def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
     ``landmarks68`` in its pixels) in the band from above the brows to below the eyes, where
     glasses' rims and arms sit: what is much darker than its surroundings across less than
     _LINE_WIDTH of the side (a morphological black-hat of L*), grown and softened. The swap takes
-    the target's lines in with its skin, so no rim or arm is left half blended at the mask's edge;
-    a fringe or a lock of hair, wider, stays out."""
+    the target's lines in with its skin, so a rim or an arm where the source shows skin is not left
+    half blended at the mask's edge; a fringe or a lock of hair, wider, stays out."""
     size = image.shape[0]
     points = np.asarray(landmarks68, np.float64).reshape(68, 2)
     eyes = float(np.linalg.norm(points[42:48].mean(axis=0) - points[36:42].mean(axis=0)))
