@@ -41,18 +41,20 @@ from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine,
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
 from facecache.swap.edge_light import edge_lighting
-from facecache.swap.face_region import beyond_landmarks, face_mask, outline, skin_likeness, skin_patch, with_forehead
+from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, skin_likeness, skin_patch,
+                                        thin_dark_lines, with_forehead)
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 5  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 6  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
 #                        transfer fitted from the jaw to the brows; 5: the original's lighting faded in
-#                        at the mask's top edge (``swap.edge_light``)
+#                        at the mask's top edge (``swap.edge_light``); 6: the target's thin dark lines
+#                        at the eyes' and brows' height (glasses' rims and arms) taken in with its skin
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -148,6 +150,7 @@ class ClassicSwapper:
         target_outline = transform_points(outline(kps5, target68), matrix)  # with 68 points: and the forehead
         source_matrix = alignment_matrix(source.kps5, s.template, size)
         feather = s.feather * size
+        original = warp(frame, matrix, size)  # the target face in the crop
         if source.landmarks68 is not None and target68 is not None:
             # The source takes the target's shape and expression; the mask is the target's face from
             # the jaw to the forehead, less an open mouth (the target's own mouth shows through it).
@@ -160,12 +163,16 @@ class ClassicSwapper:
             jaw_to_brows = face_mask(target_points, size, feather)
             # Beyond the landmarks (forehead, temples, below the jaw) the swapped face goes where both
             # faces show skin (like their own cheeks): not the source's hair, cap, collar or
-            # background, nor the target's hair or background; thin dark lines on the target's skin
-            # (glasses' arms) are covered. The source's hair is cut firmly: half taken, a fringe
-            # over a bare forehead is a grey band. The target's fades: it is the target's own picture.
+            # background, nor the target's hair or background; thin lines on the target's skin are
+            # covered, and at the eyes' and brows' height so are its thin dark lines (glasses' rims
+            # and arms: left half blended at the mask's edge, they show). The source's hair is cut
+            # firmly: half taken, a fringe over a bare forehead is a grey band. The target's fades:
+            # it is the target's own picture.
             beyond = face_mask(beyond_landmarks(target_outline), size, feather)
             source_skin = skin_likeness(crop, skin_patch(target_mesh[:68], size), firm=True)
-            beyond *= source_skin * _skin_under_lines(frame, matrix, size, target_points)
+            target_skin = np.maximum(_skin_under_lines(frame, matrix, size, target_points),
+                                     thin_dark_lines(original, target_points))
+            beyond *= source_skin * target_skin
             closed_mouth = 1.0 - _open_mouth(target_points, size)
             mask = np.maximum(jaw_to_brows, beyond) * closed_mouth
             # The colour transfer is fitted from the jaw to the brows, where both are faces: never on
@@ -182,10 +189,10 @@ class ClassicSwapper:
             mask = mask * shown
             fit_weights = None if fit_weights is None else fit_weights * shown
         if s.seamless:
-            crop = _poisson_blend(crop, warp(frame, matrix, size), mask)
+            crop = _poisson_blend(crop, original, mask)
         if fit_weights is None:  # the composite fits the colour transfer under the mask
             return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
-        transfer = ColorTransfer.fit(crop, warp(frame, matrix, size), fit_weights)
+        transfer = ColorTransfer.fit(crop, original, fit_weights)
         if transfer is not None:  # the original's lighting at the top of the mask's edge
             crop = edge_lighting(crop, frame, matrix, mask, transfer)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask,
