@@ -35,12 +35,7 @@ def teammate_analyses(cache_dir, models_dir, clip, frames: range) -> None:
 
 
 def wait_for(event, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if event.is_set():
-            return True
-        time.sleep(0.05)
-    return event.is_set()
+    return event.wait(seconds)
 
 
 def test_teammate_analyses_show_after_the_watcher_fires(bpy, addon, project, clip, models_dir, watch):
@@ -86,21 +81,23 @@ def test_in_the_window_the_watcher_starts_on_its_own_thread(bpy, addon, project,
     for root in roots:
         root.mkdir()
     watch.SESSION.stop()
+    def starting_threads() -> list:
+        return [t for t in threading.enumerate() if t.name == "vse_faceswap coverage watcher"]
+
     watch.SESSION.watch(str(roots[0]), wait=False)
     assert (watch.SESSION.mode, watch.SESSION.describe()) == ("starting", "starting to watch")
+    first = starting_threads()
     started.set()
-    deadline = time.monotonic() + 10
-    while watch.SESSION.mode == "starting" and time.monotonic() < deadline:
-        time.sleep(0.02)
+    for thread in first:
+        thread.join(10)
     assert watch.SESSION.mode in ("inotify", "polling") and watch.SESSION.watcher is not None
     started.clear()
     watch.SESSION.watch(str(roots[1]), wait=False)  # the project moved: a new watcher starts...
-    starting = threading.enumerate()
+    second = starting_threads()
     watch.SESSION.stop()  # ...and the file is closed before it runs
     started.set()
-    for thread in starting:
-        if thread.name == "vse_faceswap coverage watcher":
-            thread.join(10)
+    for thread in second:
+        thread.join(10)
     assert (watch.SESSION.mode, watch.SESSION.watcher) == ("stopped", None)
     assert len(observers) == 2 and not observers[1].is_alive()  # the superseded watcher stopped itself
 
