@@ -90,6 +90,7 @@ def test_one_process_answers_many_requests_with_their_ids(engine, tmp_path, mode
                            "items": [item(clip, tmp_path, 2, 3)]})
     answer = engine.final(preview)["summary"]
     assert answer["written"] == 1 and sum(answer["inferences"].values()) == 0
+    assert answer["faceless"] == {str(clip): []}  # its frame's header read, no folder listed
     after = {p.name: p.stat().st_mtime_ns for p in out.glob("*.png")}
     assert [name for name in after if after[name] != before[name]] == ["000002.png"]
     # a bad request is an answer too, and the session goes on

@@ -222,33 +222,45 @@ def _preview(job: Job) -> dict:
         for stage, count in swap_job.analyzer.inferences.as_dict(STAGES).items():
             runs[stage] += count - before_runs[stage]
     return {"frames": frames, "written": written, "skipped": frames - written, "inferences": runs,
-            "outputs": outputs, "faceless": _outputs(job.items)["faceless"]}
+            "outputs": outputs, "faceless": _faceless(job.items)}
+
+
+def _by_media(items: list[dict], frames_of: Callable[[dict], object]) -> dict:
+    """{media path: sorted frames} gathered over the items by `frames_of(item)`."""
+    media: dict[str, set] = {}
+    for item in items:
+        media.setdefault(str(item["media"]), set()).update(frames_of(item))
+    return {path: sorted(frames) for path, frames in media.items()}
 
 
 def _analysed(analyzer, items: list[dict]) -> dict:
     """{media path: sorted analysed media frames} over the items' ranges, from the cache alone."""
     from facecache.analysis.coverage import analysed_frames
 
-    media: dict[str, set] = {}
-    for item in items:
-        media.setdefault(str(item["media"]), set()).update(analysed_frames(analyzer, item["media"], _range(item)))
-    return {path: sorted(frames) for path, frames in media.items()}
+    return _by_media(items, lambda item: analysed_frames(analyzer, item["media"], _range(item)))
 
 
 def _outputs(items: list[dict]) -> dict:
     """{"swapped": {media path: sorted media frames whose output file exists}, "faceless": {media path: those
     of them written without a face (one transparent pixel)}} over the items' ranges."""
-    from facecache.jobs.swap_job import existing_outputs, faceless_outputs
+    from facecache.jobs.swap_job import existing_outputs
 
-    swapped: dict[str, set] = {}
-    faceless: dict[str, set] = {}
-    for item in items:
-        media = str(item["media"])
-        existing = existing_outputs(item["media"], item["out"], _range(item))
-        swapped.setdefault(media, set()).update(existing)
-        faceless.setdefault(media, set()).update(faceless_outputs(item["media"], item["out"], existing))
-    return {kind: {path: sorted(frames) for path, frames in found.items()}
-            for kind, found in (("swapped", swapped), ("faceless", faceless))}
+    swapped = _by_media(items, lambda item: existing_outputs(item["media"], item["out"], _range(item)))
+    return {"swapped": swapped, "faceless": _faceless(items, swapped)}
+
+
+def _faceless(items: list[dict], existing: dict | None = None) -> dict:
+    """{media path: sorted frames written without a face} over the items' ranges: of the `existing`
+    outputs ({media path: frames}), or, without them, of every frame asked (a preview's, just written:
+    no folder is listed on the slider's path)."""
+    from facecache.jobs.swap_job import faceless_outputs
+
+    def frames_of(item: dict) -> list[int]:
+        wanted = _range(item)
+        frames = wanted if existing is None else [i for i in existing.get(str(item["media"]), ()) if i in wanted]
+        return faceless_outputs(item["media"], item["out"], frames)
+
+    return _by_media(items, frames_of)
 
 
 def _coverage(job: Job) -> dict:

@@ -32,7 +32,7 @@ import time
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import cv2
 import numpy as np
@@ -423,10 +423,10 @@ def existing_outputs(target: str | Path, out_dir: str | Path, frames: range) -> 
     return sorted(index for index in output_layout.own_frames(out_dir, target) if index in frames)
 
 
-def faceless_outputs(target: str | Path, out_dir: str | Path, frames: list[int]) -> list[int]:
-    """Those of `frames` (existing outputs of a video target) written without a face in the "sequencer"
+def faceless_outputs(target: str | Path, out_dir: str | Path, frames: Iterable[int]) -> list[int]:
+    """Those of `frames` whose output of a video target was written without a face in the "sequencer"
     form (one transparent pixel), told by their size and header: only files of a few bytes are opened,
-    and of those only the header is read."""
+    and of those only the header is read; a frame without an output is not one."""
     folder = output_layout.output_folder(out_dir, target, False)
     found = []
     for index in frames:
