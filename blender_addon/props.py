@@ -141,7 +141,9 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
                 "detector": self.detector, "landmarker": self.landmarker, "recognizer": self.recognizer,
                 **{number.name: round(getattr(self, number.name), 6) for number in choices.COMPOSITE},
                 "output_form": OUTPUT_FORM, "limit_yaw": self.limit_yaw,
-                "max_yaw": round(self.max_yaw, 6) if self.limit_yaw else None}
+                "max_yaw": round(self.max_yaw, 6) if self.limit_yaw else None,
+                # the engine analyses the picture this Blender shows (rotation, colours, timing)
+                "picture_rules": choices.picture_rules_for(bpy.app.version)}
 
     def settings_key(self) -> str:
         return json.dumps(self.engine_settings(), sort_keys=True)

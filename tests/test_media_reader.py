@@ -1,48 +1,98 @@
-"""Media decoding details that need no models: variable frame rate, sequences, bad files."""
+"""Media decoding that needs no models: Blender's timing, rotation and colours, sequences, bad files.
 
-import struct
+Which picture is right is settled against Blender's own renders in tests/blender/test_blender_footage.py;
+these tests hold the engine's side of it on footage made here the way phones and recorders write it."""
+
+from fractions import Fraction
 
 import cv2
 import numpy as np
 import pytest
 
-from facecache.media.frame_rate import frame_durations, is_variable_frame_rate
-from facecache.media.reader import MediaError, MediaReader
+from facecache.media.picture_rules import RULES
+from facecache.media.reader import STILL_DECODER_ID, MediaError, MediaReader, decoder_id_for
+from footage import VFR_SHOWN, frame_number, pattern, write_clip, write_vfr_clip
 
 
-def box(kind: bytes, payload: bytes) -> bytes:
-    return struct.pack(">I4s", 8 + len(payload), kind) + payload
+@pytest.mark.parametrize("container", [("vfr.mp4", None, None), ("vfr.mkv", "matroska", None),
+                                       ("vfr.mov", "mov", None),
+                                       ("fragmented.mp4", None, {"movflags": "frag_keyframe+empty_moov"})])
+def test_a_variable_frame_rate_is_followed_by_the_clock_in_every_container(tmp_path, container):
+    name, container_format, options = container
+    clip = write_vfr_clip(tmp_path / name, container_format, options)
+    with MediaReader(clip) as reader:
+        assert reader.info.frame_count == len(VFR_SHOWN) and reader.info.fps == 25
+        shown = [frame_number(frame) for _, frame in reader.frames(range(reader.info.frame_count))]
+        jumped = [frame_number(frame) for _, frame in reader.frames([12, 13])]
+        back = [frame_number(frame) for _, frame in reader.frames([3, 9])]  # a seek backwards
+    assert shown == VFR_SHOWN and jumped == VFR_SHOWN[12:14] and back == [VFR_SHOWN[3], VFR_SHOWN[9]]
 
 
-def mp4_with_durations(path, durations, handler=b"vide"):
-    """A minimal MP4 box tree: moov/trak/mdia/{hdlr, minf/stbl/stts}."""
-    stts = struct.pack(">II", 0, len(durations)) + b"".join(struct.pack(">II", 10, d) for d in durations)
-    hdlr = struct.pack(">I", 0) + struct.pack(">I", 0) + handler + b"\0" * 12
-    mdia = box(b"mdia", box(b"hdlr", hdlr) + box(b"minf", box(b"stbl", box(b"stts", stts))))
-    path.write_bytes(box(b"ftyp", b"isom\0\0\0\0") + box(b"moov", box(b"trak", mdia)))
-    return path
+def test_a_first_timestamp_past_zero_and_b_frames_are_followed_by_presentation_time(tmp_path):
+    late = write_clip(tmp_path / "late.mp4", frames=12, pts=[1000 + 40 * i for i in range(12)],
+                      time_base=Fraction(1, 1000), codec_options={"bf": "3", "g": "5"})
+    ntsc = write_clip(tmp_path / "ntsc.mp4", frames=12, rate=Fraction(30000, 1001), codec_options={"bf": "2"})
+    for clip in (late, ntsc):
+        with MediaReader(clip) as reader:
+            assert reader.info.frame_count == 12
+            assert [frame_number(f) for _, f in reader.frames(range(12))] == list(range(12))
+            assert [frame_number(f) for _, f in reader.frames([7, 2, 11])] == [7, 2, 11]
+    with MediaReader(ntsc) as reader:
+        assert reader.info.fps == pytest.approx(29.97, abs=0.001)
 
 
-def test_variable_frame_rate_mp4_is_refused_with_the_fix(tmp_path):
-    vfr = mp4_with_durations(tmp_path / "phone.mp4", [512, 1024, 512])
-    assert frame_durations(vfr) == {512, 1024} and is_variable_frame_rate(vfr)
-    with pytest.raises(MediaError, match="variable frame rate.*-vsync cfr"):
-        MediaReader(vfr)
-    cfr = mp4_with_durations(tmp_path / "cfr.mp4", [512])
-    assert not is_variable_frame_rate(cfr)
-    audio_only = mp4_with_durations(tmp_path / "audio.mp4", [1024, 512], handler=b"soun")
-    assert frame_durations(audio_only) is None
+@pytest.mark.parametrize("rotation, turned", [(-90, cv2.ROTATE_90_CLOCKWISE), (90, cv2.ROTATE_90_COUNTERCLOCKWISE),
+                                              (180, cv2.ROTATE_180)])
+def test_a_phone_clip_is_upright_under_blender_5_rules_and_as_coded_under_4_2(tmp_path, rotation, turned):
+    clip = write_clip(tmp_path / "phone.mp4", frames=3, size=(96, 64), rotation=rotation, pix_fmt="yuv444p",
+                      codec_options={"qp": "0"})
+    coded = pattern(1, 96, 64)[..., ::-1]
+    with MediaReader(clip, RULES["blender-5"]) as reader:
+        ((_, upright),) = reader.frames([1])
+        assert (reader.info.width, reader.info.height) == upright.shape[1::-1]
+    assert np.abs(upright.astype(int) - cv2.rotate(coded, turned)).mean() < 3
+    with MediaReader(clip, RULES["blender-4.2"]) as reader:
+        ((_, sideways),) = reader.frames([1])
+        assert (reader.info.width, reader.info.height) == (96, 64)
+    assert np.abs(sideways.astype(int) - coded).mean() < 3
 
 
-def test_opencv_written_mp4_is_constant_rate(tmp_path):
+def test_the_colour_matrix_and_range_come_from_the_stream_tags(tmp_path):
+    """The same pixels written tagged BT.709, untagged (BT.601) and full range decode to the same picture
+    within the encoder's loss; decoding the BT.709 stream by BT.601, as OpenCV does, is far off."""
+    expected = pattern(0, 96, 96)[..., ::-1].astype(int)
+    for name, tags in (("hd.mp4", {"colorspace": 1, "color_range": 1}), ("sd.mp4", {}),
+                       ("full.mp4", {"pix_fmt": "yuvj444p"}), ("2020.mp4", {"colorspace": 9})):
+        clip = write_clip(tmp_path / name, frames=1, codec_options={"qp": "0"}, **{"pix_fmt": "yuv444p", **tags})
+        with MediaReader(clip) as reader:
+            ((_, frame),) = reader.frames([0])
+        error = np.abs(frame.astype(int) - expected)  # 8-bit YUV's own rounding only
+        assert error.mean() < 1 and error.max() <= 3, name
+    capture = cv2.VideoCapture(str(tmp_path / "hd.mp4"))
+    assert np.abs(capture.read()[1].astype(int) - expected).max() > 20
+
+
+def test_videos_are_keyed_by_their_rules_and_stills_by_opencv(tmp_path):
+    clip = write_clip(tmp_path / "clip.mp4", frames=2)
+    keys = {decoder_id_for(clip, rules) for rules in RULES.values()}
+    assert len(keys) == 2 and STILL_DECODER_ID not in keys
+    with MediaReader(clip, RULES["blender-4.2"]) as reader:
+        assert reader.decoder_id == decoder_id_for(clip, RULES["blender-4.2"])
+    cv2.imwrite(str(tmp_path / "still.png"), np.zeros((4, 4, 3), np.uint8))
+    assert decoder_id_for(tmp_path / "still.png", RULES["blender-5"]) == STILL_DECODER_ID == decoder_id_for(
+        tmp_path, RULES["blender-5"])
+
+
+def test_opencv_written_mp4_is_read(tmp_path):
     path = tmp_path / "clip.mp4"
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 25, (64, 48))
     for i in range(10):
         writer.write(np.full((48, 64, 3), i * 20, np.uint8))
     writer.release()
-    assert len(frame_durations(path)) == 1
     with MediaReader(path) as reader:
         assert reader.info.frame_count == 10 and reader.info.fps == 25
+        levels = [f.mean() for _, f in reader.frames([0, 5, 9])]
+    assert levels == pytest.approx([0, 100, 180], abs=3)  # Blender shows 98 for OpenCV's 100
 
 
 def test_bad_files_and_folders_are_clear_errors(tmp_path):
@@ -54,6 +104,23 @@ def test_bad_files_and_folders_are_clear_errors(tmp_path):
         MediaReader(tmp_path / "x.png")
     with pytest.raises(MediaError, match="check the path"):
         MediaReader(tmp_path / "missing.mov")
+    (tmp_path / "text.mp4").write_bytes(b"hello, not a movie" * 50)
+    with pytest.raises(MediaError, match="not a video or image that FFmpeg can read"):
+        MediaReader(tmp_path / "text.mp4")
     cv2.imwrite(str(tmp_path / "one.png"), np.zeros((4, 4, 3), np.uint8))
     with MediaReader(tmp_path / "one.png") as reader, pytest.raises(MediaError, match="outside"):
         list(reader.frames([1]))
+
+
+def test_a_truncated_movie_ends_with_a_message_after_its_last_good_frame(tmp_path):
+    # Its index first (as cameras and "fast start" exports write it): the length is declared before the data.
+    cut = write_clip(tmp_path / "cut.mp4", frames=40, options={"movflags": "faststart"}, codec_options={"g": "5"})
+    data = cut.read_bytes()
+    cut.write_bytes(data[:len(data) // 2])
+    with MediaReader(cut) as reader:
+        assert reader.info.frame_count == 40  # the container still declares its length
+        done = []
+        with pytest.raises(MediaError, match="truncated or damaged"):
+            for index, frame in reader.frames(range(40)):
+                done.append(frame_number(frame))
+    assert 5 < len(done) < 40 and done == list(range(len(done)))

@@ -84,6 +84,22 @@ OUTPUT_FORMS = (
     Choice("sequencer", "Sequencer", "Face overlays for a sequencer's image strip: one size per clip, except that "
            "a frame without a face is a single transparent pixel, which costs playback nothing"),
 )
+# Whose picture of a movie the engine analyses: the rules of the Blender that shows it
+# (facecache.media.picture_rules). The add-on passes its own Blender's; the CLI uses the newest.
+PICTURE_RULES = (
+    Choice("blender-5", "Blender 4.4 and later", "The picture Blender 4.4 to 5.2 show: turned upright by the "
+           "clip's display matrix, chroma taken per sample"),
+    Choice("blender-4.2", "Blender 4.2 and 4.3", "The picture Blender 4.2 and 4.3 show: as coded (a phone's "
+           "portrait clip lies on its side), chroma interpolated"),
+)
+# The first Blender whose movie reader applies the display matrix and point-sampled chroma.
+PICTURE_RULES_CHANGED_IN = (4, 4, 0)
+
+
+def picture_rules_for(version: tuple[int, ...]) -> str:
+    """The picture rules of a Blender version (bpy.app.version)."""
+    return "blender-5" if tuple(version[:3]) >= PICTURE_RULES_CHANGED_IN else "blender-4.2"
+
 
 # Blend settings: changing them re-runs the composite stage only.
 COMPOSITE = (
@@ -108,7 +124,7 @@ SOURCE_FACE = Number("source_face", "Source Face",
                      "Which face of each source image: 0 = the largest, 1 = the next, ...", 0, 99, 0)
 
 DEFAULTS = {"detector": "mtcnn", "landmarker": "auto", "recognizer": "auto", "swapper": "classic",
-            "selector": "one", "providers": "auto", "output_form": "auto"}
+            "selector": "one", "providers": "auto", "output_form": "auto", "picture_rules": "blender-5"}
 
 
 SWITCHES = ("auto", "none")  # the landmarker and recognizer choices that are not a model

@@ -93,7 +93,7 @@ def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine
     spec = JOB_KINDS[kind]
     engine = engine or Engine()
     settings = Settings.from_dict(job.get("settings", {}))
-    items = checked_items(kind, job.get("items", []))
+    items = checked_items(kind, job.get("items", []), settings)
     start = time.perf_counter()
     summary = spec.run(Job(kind, job, settings, items, engine, emit, cancel or threading.Event()))
     if spec.runs_models:
@@ -119,7 +119,7 @@ def _model_names(models) -> list[str]:
     return models
 
 
-def checked_items(kind: str, items) -> list[dict]:
+def checked_items(kind: str, items, settings: Settings) -> list[dict]:
     """A job's items, each checked before any work starts: its fields, the media file and the frame range
     against the file (reversed, negative or beyond the media is one message with the valid range)."""
     fields = JOB_KINDS[kind].item_fields
@@ -129,6 +129,7 @@ def checked_items(kind: str, items) -> list[dict]:
         raise FaceCacheError("items must be a list of objects: {\"media\": path, \"start\": A, \"stop\": B"
                              + (", \"out\": folder}" if "out" in fields else "}"))
     from facecache.analysis.analyzer import check_frames
+    from facecache.media.picture_rules import picture_rules
 
     for number, item in enumerate(items):
         missing = [name for name in fields if name not in item]
@@ -145,7 +146,7 @@ def checked_items(kind: str, items) -> list[dict]:
                                  f"reversed, empty, negative or more than {MAX_ITEM_FRAMES}: give "
                                  f"0 <= start < stop <= start + {MAX_ITEM_FRAMES}")
         if kind != "coverage":  # coverage only reads the cache: a missing file simply has nothing analysed
-            check_frames(item["media"], range(item["start"], item["stop"]))
+            check_frames(item["media"], range(item["start"], item["stop"]), picture_rules(settings.picture_rules))
     return items
 
 

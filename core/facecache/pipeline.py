@@ -57,6 +57,7 @@ class Settings:
     output_form: str = choices.DEFAULTS["output_form"]
     limit_yaw: bool = True  # the classic swapper leaves faces turned past max_yaw as they are
     max_yaw: float = choices.MAX_YAW.default
+    picture_rules: str = choices.DEFAULTS["picture_rules"]  # whose picture of a movie: the Blender showing it
 
     def __post_init__(self) -> None:
         """Every value checked by type, then against its choices or range: a wrong one is a SettingsError
@@ -71,7 +72,7 @@ class Settings:
         for field, options in (("providers", choices.PROVIDERS), ("detector", choices.DETECTORS),
                                ("landmarker", choices.LANDMARKERS), ("recognizer", choices.RECOGNIZERS),
                                ("swapper", choices.SWAPPERS), ("selector", choices.SELECTORS),
-                               ("output_form", choices.OUTPUT_FORMS)):
+                               ("output_form", choices.OUTPUT_FORMS), ("picture_rules", choices.PICTURE_RULES)):
             value = getattr(self, field)
             if not isinstance(value, str) or value not in choices.names(options):
                 raise SettingsError(f"unknown {field.replace('_', ' ')} {_shown(value)}: choose one of "
@@ -279,9 +280,11 @@ def open_cache(settings: Settings, create: bool = True) -> FaceCache:
 def build_analyzer(settings: Settings, parts: Parts | None = None):
     """The analyzer of these settings (models checked now, loaded when a frame needs them)."""
     from facecache.analysis.analyzer import FaceAnalyzer
+    from facecache.media.picture_rules import picture_rules
 
     parts = parts or Parts()
-    return FaceAnalyzer(open_cache(settings), parts.model_set(settings))
+    return FaceAnalyzer(open_cache(settings), parts.model_set(settings),
+                        picture_rules=picture_rules(settings.picture_rules))
 
 
 def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:

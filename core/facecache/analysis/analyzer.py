@@ -25,7 +25,8 @@ from facecache.analysis.pose import head_pose
 from facecache.analysis.results import Detection
 from facecache.fingerprint import frame_fingerprint
 from facecache.media.identity import media_identity
-from facecache.media.reader import DECODER_ID, MediaError, MediaReader
+from facecache.media.picture_rules import NEWEST, PictureRules
+from facecache.media.reader import LEGACY_VIDEO_DECODER_ID, STILL_DECODER_ID, MediaError, MediaReader
 from facecache.store.cache import FaceCache
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import SEGMENT_FRAMES, FrameGroup, FrameStore, RunStats, group_key
@@ -110,9 +111,9 @@ def checked_range(frames: range | None, frame_count: int, path) -> range:
     return frames
 
 
-def check_frames(media: str | Path, frames: range | None) -> range:
+def check_frames(media: str | Path, frames: range | None, rules: PictureRules = NEWEST) -> range:
     """The frames of a media file a job will cover, checked against the file before any work starts."""
-    with MediaReader(media) as reader:
+    with MediaReader(media, rules) as reader:
         return checked_range(frames, reader.info.frame_count, media)
 
 
@@ -133,6 +134,7 @@ class FaceAnalyzer:
     inferences: Inferences = field(default_factory=Inferences)
     claim_ttl: float = DEFAULT_CLAIM_TTL  # see facecache.store.claims
     claim_poll_seconds: float = DEFAULT_POLL_SECONDS
+    picture_rules: PictureRules = NEWEST  # whose picture of a movie is analysed (the Blender that shows it)
 
     def __post_init__(self) -> None:
         self.namespace = Namespace(stage="analysis", models=self.models.digests, settings=self.models.settings,
@@ -157,20 +159,21 @@ class FaceAnalyzer:
         left for later and then mostly read from the cache."""
         needed = self.stages() if needed is None else needed
         claims = ClaimBook(self.cache, self.claim_ttl)
-        with MediaReader(path) as reader:
+        with self.open_reader(path) as reader:
             frames = checked_range(frames, reader.info.frame_count, path)
             media_id = media_identity(path, self.cache)
             records: dict[int, FrameRecord] = {}
 
             def attempt(item: tuple[int, list[int]]) -> bool:
                 segment, wanted = item
-                group = self.open_segment(media_id, segment)
+                group = self.open_segment(media_id, reader.decoder_id, segment)
                 claim = None
                 if self._lacking(group, wanted, needed):
                     claim = claims.try_claim(self.namespace.key, group.key)
                     if claim is None:
                         return False
-                    group = self.open_segment(media_id, segment, fresh=True)  # with what the last holder wrote
+                    # with what the last holder wrote
+                    group = self.open_segment(media_id, reader.decoder_id, segment, fresh=True, legacy=True)
                 try:
                     cached = {i: self.cached(group, i, needed) for i in wanted}
                     todo = [i for i in wanted if cached[i] is None or not cached[i].has(needed)]
@@ -203,9 +206,22 @@ class FaceAnalyzer:
                 lacking.append(index)
         return lacking
 
-    def open_segment(self, media_id: str, segment: int, fresh: bool = False) -> FrameGroup:
-        """The analysis records of one 64-frame segment of a media file (`fresh`: see FrameStore.open_group)."""
-        return self.store.open_group(group_key(media_id, DECODER_ID, segment), fresh)
+    def open_reader(self, path: str | Path) -> MediaReader:
+        """The media's frames as this analyzer's Blender shows them."""
+        return MediaReader(path, self.picture_rules)
+
+    def open_segment(self, media_id: str, decoder_id: str, segment: int, fresh: bool = False,
+                     legacy: bool = False) -> FrameGroup:
+        """The analysis records of one 64-frame segment of a media file as `decoder_id` decodes it (`fresh`:
+        see FrameStore.open_group). With `legacy`, a video segment this decoder has no records of also
+        offers those the engine's earlier decoder (OpenCV) made, by fingerprint only: one is served where a
+        frame's picture is the same to the bit, which its fingerprint proves; their frame index is not
+        taken, since it maps frames to that decoder's pictures."""
+        group = self.store.open_group(group_key(media_id, decoder_id, segment), fresh)
+        if legacy and decoder_id != STILL_DECODER_ID and not group.content.records:
+            old = self.store.open_group(group_key(media_id, LEGACY_VIDEO_DECODER_ID, segment))
+            group.content.records.update(old.content.records)
+        return group
 
     def cached(self, group: FrameGroup, index: int, needed: Stage) -> FrameRecord | None:
         """The cached record of a media frame, found without decoding (counted as hit,

@@ -10,13 +10,15 @@ from pathlib import Path
 
 from facecache.analysis.analyzer import FaceAnalyzer, segments
 from facecache.media.identity import media_identity
+from facecache.media.reader import decoder_id_for
 
 
 def analysed_frames(analyzer: FaceAnalyzer, path: str | Path, frames: range) -> list[int]:
     """The indices in `frames` whose analysis records are in the cache (for this analyzer's models)."""
     media_id = media_identity(path, analyzer.cache)
+    decoder_id = decoder_id_for(Path(path), analyzer.picture_rules)
     found: list[int] = []
     for segment, wanted in segments(frames):
-        group = analyzer.open_segment(media_id, segment)
+        group = analyzer.open_segment(media_id, decoder_id, segment)
         found.extend(i for i in wanted if group.fingerprint_at(i) is not None)
     return found

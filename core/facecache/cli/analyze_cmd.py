@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 from facecache.analysis.analyzer import check_frames
-from facecache.cli.common import add_cache_options, add_command, add_model_options, parse_frame_range, print_json
+from facecache.cli.common import (add_cache_options, add_command, add_model_options, add_picture_option,
+                                  parse_frame_range, print_json)
+from facecache.media.picture_rules import picture_rules
 from facecache.jobs.run_summary import describe_run
 from facecache.pipeline import Settings, build_analyzer
 from facecache.progress import ProgressLine
@@ -28,6 +30,7 @@ def register(commands) -> None:
                              "embedding is cached")
     add_cache_options(parser)
     add_model_options(parser)
+    add_picture_option(parser)
     parser.add_argument("--json", action="store_true",
                         help="print JSON Lines: one object a frame, then the summary as the last line")
     parser.add_argument("--pretty", action="store_true",
@@ -60,7 +63,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     settings = Settings.from_args(args)
     for path in args.media:  # every file and range checked before any work starts
-        check_frames(path, args.frames)
+        check_frames(path, args.frames, picture_rules(settings.picture_rules))
     analyzer = build_analyzer(settings)
     per_media = []
     for path in args.media:

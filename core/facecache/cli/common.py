@@ -105,6 +105,11 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     add_choice(parser, "--recognizer", choices.RECOGNIZERS, "identity recognizer")
 
 
+def add_picture_option(parser: argparse.ArgumentParser) -> None:
+    add_choice(parser, "--picture-rules", choices.PICTURE_RULES, "whose picture of a movie to analyse and swap "
+               "(the Blender that will show it)")
+
+
 def parse_frame_range(text: str) -> range:
     """'A-B' (inclusive), 'A-' (from A to the last frame) or 'N' -> range of media frame indices; an open
     end is `analyzer.TO_THE_END`, cut to the media's length when the file is opened."""

@@ -12,7 +12,8 @@ from facecache import choices
 from facecache.analysis.analyzer import check_frames
 from facecache.media.reader import IMAGE_SUFFIXES, check_still
 from facecache.cli.common import (add_cache_options, add_choice, add_command, add_model_options, add_number,
-                                  parse_frame_range, print_json)
+                                  add_picture_option, parse_frame_range, print_json)
+from facecache.media.picture_rules import picture_rules
 from facecache.jobs.run_summary import describe_run
 from facecache.jobs.swap_job import check_outside_cache, prepare_output_folder
 from facecache.locations import resolve_cache_dir
@@ -41,6 +42,7 @@ def register(commands) -> None:
                         help=f"{choices.MAX_YAW.description}, and counted (default {choices.MAX_YAW.default:g}; "
                              "off: swap every face; the model swappers always swap every face)")
     add_choice(parser, "--output-form", choices.OUTPUT_FORMS, "what each output holds")
+    add_picture_option(parser)
     add_cache_options(parser)
     add_model_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -77,7 +79,7 @@ def run_swap(args: argparse.Namespace) -> int:
             check_still(path)  # a photo's header: nothing decoded yet
         else:
             check_frames(path, None)
-    check_frames(args.target, args.frames)
+    check_frames(args.target, args.frames, picture_rules(settings.picture_rules))
     pipeline = build_pipeline(settings)
     job = pipeline.swap_job()
     bar = ProgressLine(args.target.name)

@@ -20,7 +20,6 @@ from facecache.analysis.analyzer import checked_range
 from facecache import output_layout
 from facecache.jobs.swap_job import SwapJob, blank_frame, open_outputs, resolved_form
 from facecache.media.identity import media_identity
-from facecache.media.reader import DECODER_ID, MediaReader
 from facecache.models.runtime import usable_cores
 from facecache.store.frame_store import SEGMENT_FRAMES, group_key
 from facecache.swap.composite import CompositeParams
@@ -31,7 +30,7 @@ class PreviewSession:
     def __init__(self, job: SwapJob, target: str | Path, out_dir: str | Path):
         self.job = job
         self.target = Path(target)
-        self.reader = MediaReader(self.target)
+        self.reader = job.analyzer.open_reader(self.target)
         info = self.reader.info
         self.form = resolved_form(job.output_form, info.is_still)
         self.media_id = media_identity(self.target, job.analyzer.cache)
@@ -53,7 +52,7 @@ class PreviewSession:
             self.job.set_composite(composite)
         analysis, swaps = self._groups_for(index // SEGMENT_FRAMES)
         name = output_layout.output_name(self.target, index, self.reader.info.is_still)
-        key = self.job.output_key(self.media_id, index, self.form)
+        key = self.job.output_key(self.media_id, self.reader.decoder_id, index, self.form)
         if self.manifest.is_current(name, key):
             return self.folder / name
         size = self.job.size_without_pixels(analysis, swaps, index, self.form)
@@ -84,8 +83,9 @@ class PreviewSession:
     def _groups_for(self, segment: int):
         if segment != self._segment:
             self._flush()
-            self._groups = (self.job.analyzer.open_segment(self.media_id, segment),
-                            self.job.store.open_group(group_key(self.media_id, DECODER_ID, segment)))
+            decoder_id = self.reader.decoder_id
+            self._groups = (self.job.analyzer.open_segment(self.media_id, decoder_id, segment, legacy=True),
+                            self.job.store.open_group(group_key(self.media_id, decoder_id, segment)))
             self._segment = segment
         return self._groups
 

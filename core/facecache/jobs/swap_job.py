@@ -47,7 +47,7 @@ from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
 from facecache.media.identity import media_identity
 from facecache.media.image_size import UnknownImage, image_size
-from facecache.media.reader import DECODER_ID, MediaReader
+from facecache.media.reader import MediaReader
 from facecache.permissions import Permissions, make_dir, permissions_for
 from facecache.store.cache import FaceCache
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
@@ -156,7 +156,7 @@ class SwapJob:
         the next frame's decoding and models."""
         target, out_dir = Path(target), Path(out_dir)
         started = time.perf_counter()
-        with MediaReader(target) as reader, ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
+        with self.analyzer.open_reader(target) as reader, ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
             form = resolved_form(self.output_form, still)
@@ -185,7 +185,7 @@ class SwapJob:
         """Make the missing outputs of one segment under a claim; False (nothing done) while
         another live process holds the claim."""
         todo = self._todo(seg)
-        swap_group = group_key(seg.media_id, DECODER_ID, seg.segment)
+        swap_group = group_key(seg.media_id, seg.reader.decoder_id, seg.segment)
         claim = None
         if todo:  # the analysis group of a segment has the same key as its swap group
             claim = self.claims.try_claim_all((self.store.namespace_key, swap_group),
@@ -210,12 +210,14 @@ class SwapJob:
         """The frames of a segment whose output is missing or stale (no cache read, no decoding)."""
         return [index for index in seg.wanted
                 if not seg.manifest.is_current(output_layout.output_name(seg.target, index, seg.still),
-                                               self.output_key(seg.media_id, index, seg.form))]
+                                               self.output_key(seg.media_id, seg.reader.decoder_id, index,
+                                                               seg.form))]
 
     def _make_outputs(self, seg: "_Segment", swap_group: str, todo: list[int], claim,
                       report_progress, cancel) -> None:
         # Under a claim, as the file server lists the groups now: with what a previous holder wrote.
-        analysis = self.analyzer.open_segment(seg.media_id, seg.segment, fresh=claim is not None)
+        analysis = self.analyzer.open_segment(seg.media_id, seg.reader.decoder_id, seg.segment,
+                                              fresh=claim is not None, legacy=True)
         swaps = self.store.open_group(swap_group, fresh=claim is not None)
         pending: list[tuple[str, str, Future]] = []
         failed: BaseException | None = None
@@ -230,7 +232,7 @@ class SwapJob:
             for index, frame in itertools.chain(cached, decoded):
                 name = output_layout.output_name(seg.target, index, seg.still)
                 results = self.swap_frame(analysis, swaps, index, frame, seg.writer)
-                key = self.output_key(seg.media_id, index, seg.form)
+                key = self.output_key(seg.media_id, seg.reader.decoder_id, index, seg.form)
                 pending.append((name, key, seg.writer.submit(self.write_output, seg.folder / name, frame, results,
                                                              seg.form, key, seg.manifest.perms.file_mode)))
                 if len(pending) >= _MAX_PENDING_WRITES:
@@ -340,12 +342,12 @@ class SwapJob:
         first = swap(faces[0])  # builds the swapper, once, before threads share it
         return [first, *pool.map(swap, faces[1:])]
 
-    def output_key(self, media_id: str, index: int, form: str) -> str:
-        """What an output is made from: the media's content and frame index under this decoder
+    def output_key(self, media_id: str, decoder_id: str, index: int, form: str) -> str:
+        """What an output is made from: the media's content and frame index under its decoder
         (which fix the frame's pixels, hence its fingerprint), the swap namespace (models,
         sources, selector), the blend settings and the output form. Known from the manifest
         alone, so an up-to-date output is skipped without reading the cache or decoding."""
-        return bytes_digest(f"{media_id}|{DECODER_ID}|{index}|{self.store.namespace_key}|"
+        return bytes_digest(f"{media_id}|{decoder_id}|{index}|{self.store.namespace_key}|"
                             f"{self._composite_key}|{form}".encode())
 
 

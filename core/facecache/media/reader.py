@@ -1,19 +1,16 @@
-"""Decoding stills, image sequences and videos into BGR uint8 frames with OpenCV.
+"""Decoding stills, image sequences and videos into BGR uint8 frames: the pictures Blender shows.
 
 `MediaReader` probes its input first, so an unreadable or non-media file is a
 clear error before anything touches the cache. Frames are read one at a time
-(never the whole clip in memory). Video access is frame-accurate: reading on
-decodes forward, a jump seeks by frame number, which OpenCV's FFmpeg backend
-resolves to the exact frame of a constant-frame-rate file (tested against
-sequential decoding on an MP4 whose keyframes are 12 frames apart). A file
-that ends before its declared length raises MediaError after its last good
-frame, so callers keep what was done and nothing half-decoded is used. A stream
-whose container declares no length (a raw MJPEG or H.264 stream) is counted by
-decoding it once and then read forward only (it cannot seek). A still's size is
-read from its header and checked against MAX_PIXELS before it is decoded
-(`image_size`), and a video's from its stream. An MP4
-or MOV with a variable frame rate is refused with the command that converts it
-(frame N has no exact address there, and the sequencer would disagree with us).
+(never the whole clip in memory). A video is read with FFmpeg's own libraries
+by the rules of the Blender that shows it (`movie.Movie`, `picture_rules`):
+frame N is the picture Blender's strip shows at its frame N, rotation, colours
+and variable frame rates included. A file that ends a whole frame before its
+declared length raises MediaError after its last good frame, so callers keep
+what was done and nothing half-decoded is used. A still's size is read from its
+header and checked against MAX_PIXELS before it is decoded (`image_size`), and
+a video's from its stream. Stills and image sequences are decoded by OpenCV
+(Blender's image reader gives the same 8-bit pixels for PNG and JPEG).
 
 An image sequence is a folder of images, ordered by name (numbers compared
 as numbers); frame N is its N-th image.
@@ -25,48 +22,59 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import cv2
 import numpy as np
 
-from facecache.errors import FaceCacheError
-from facecache.media.frame_rate import is_variable_frame_rate
 from facecache.media.image_size import MAX_PIXELS, UnknownImage, image_size
+from facecache.media.movie import DECODER_VERSION, MediaError, Movie
+from facecache.media.picture_rules import NEWEST, PictureRules
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
-MP4_SUFFIXES = {".mp4", ".mov", ".m4v"}
-# Up to this many frames ahead, decoding forward is cheaper than a seek: OpenCV seeks to a
-# keyframe some frames before the target and decodes on from there. Measured on a 1080p MP4
-# (keyframes 12 frames apart): a grab 1.7 ms, a seek and read 37-52 ms; further, seek.
-_MAX_FORWARD_GRABS = 20
-DECODER_ID = f"opencv-{cv2.__version__}"
+# The decoder of stills and image sequences: part of their frames' cache keys.
+STILL_DECODER_ID = f"opencv-{cv2.__version__}"
+# What decoded videos before the engine read them by Blender's rules: records made from its pictures are
+# still served where a frame's picture is the same to the bit (FaceAnalyzer.open_segment).
+LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
 
 
-class MediaError(FaceCacheError):
-    """A media file cannot be opened or decoded."""
+def decoder_id_for(path: Path, rules: PictureRules) -> str:
+    """What decodes the media at `path` under `rules` (a part of its frames' cache keys), known without
+    opening it: OpenCV for stills and image sequences, FFmpeg by Blender's rules for videos."""
+    if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
+        return STILL_DECODER_ID
+    return f"{DECODER_VERSION}|{rules.name}"
 
 
 @dataclass
 class MediaInfo:
     path: Path
     frame_count: int
-    width: int
-    height: int
     fps: float
     is_still: bool
+    size: Callable[[], tuple[int, int]]  # (width, height); a rotated video's is known once a frame is decoded
+
+    @property
+    def width(self) -> int:
+        return self.size()[0]
+
+    @property
+    def height(self) -> int:
+        return self.size()[1]
 
 
 class MediaReader:
-    """Frames of one still image or video file, by media frame index."""
+    """Frames of one still image, image sequence or video file, by media frame index."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, rules: PictureRules = NEWEST):
         self.path = Path(path)
+        self.rules = rules
         self._still: np.ndarray | None = None
         self._first: np.ndarray | None = None
-        self._capture: cv2.VideoCapture | None = None
+        self._movie: Movie | None = None
         self._sequence: list[Path] | None = None
-        self._next_index = 0
+        self.decoder_id = decoder_id_for(self.path, rules)
         if self.path.is_dir():
             self._open_sequence()
         elif not self.path.is_file():
@@ -74,7 +82,7 @@ class MediaReader:
         elif self.path.suffix.lower() in IMAGE_SUFFIXES:
             self._still = _read_still(self.path)
             height, width = self._still.shape[:2]
-            self.info = MediaInfo(self.path, 1, width, height, 0.0, True)
+            self.info = MediaInfo(self.path, 1, 0.0, True, lambda: (width, height))
         else:
             self._open_video()
 
@@ -86,39 +94,20 @@ class MediaReader:
         self._sequence = files
         self._first = _read_still(files[0])
         height, width = self._first.shape[:2]
-        self.info = MediaInfo(self.path, len(files), width, height, 0.0, False)
+        self.info = MediaInfo(self.path, len(files), 0.0, False, lambda: (width, height))
 
     def _open_video(self) -> None:
-        if self.path.suffix.lower() in MP4_SUFFIXES and is_variable_frame_rate(self.path):
-            raise MediaError(f"{self.path} has a variable frame rate, so its frames cannot be addressed "
-                             "exactly: convert it to a constant rate first, e.g. "
-                             "`ffmpeg -i IN -vsync cfr -r 25 OUT.mp4` (use the rate of your project)")
-        capture = cv2.VideoCapture(str(self.path))
-        # Frames are decoded when asked for, the first one too: a run whose outputs are all made from
-        # the cache decodes nothing (the first 4K frame alone was 50-80 ms of every such run).
-        width, height = ((int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
-                         if capture.isOpened() else (0, 0))
-        if width <= 0 or height <= 0:
-            capture.release()
-            raise MediaError(f"{self.path} is not a video or image that OpenCV can decode (or it is truncated "
-                             "or damaged): re-export it as MP4 (H.264) or PNG frames, e.g. with ffmpeg")
+        movie = Movie(self.path, self.rules)
         try:
-            check_pixels(self.path, width, height)
+            check_pixels(self.path, *movie.coded_size)
+            if movie.frame_count <= 0:
+                raise MediaError(f"{self.path} holds no frame that FFmpeg can decode: re-export it as MP4 (H.264)")
         except MediaError:
-            capture.release()
+            movie.close()
             raise
-        count = int(max(-1.0, capture.get(cv2.CAP_PROP_FRAME_COUNT)))  # -9.2e18 where the container says nothing
-        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
-        self._seekable = count > 0
-        if not self._seekable:  # a raw stream (MJPEG, H.264 elementary): counted by decoding, read forward only
-            count = _count_frames(capture)
-            capture.release()
-            capture = cv2.VideoCapture(str(self.path))
-            if count == 0:
-                capture.release()
-                raise MediaError(f"{self.path} holds no frame that OpenCV can decode: re-export it as MP4 (H.264)")
-        self._capture = capture
-        self.info = MediaInfo(self.path, count, width, height, fps, False)
+        self._movie = movie
+        # Frames are decoded when asked for: a run whose outputs are all made from the cache decodes none.
+        self.info = MediaInfo(self.path, movie.frame_count, float(movie.fps), False, lambda: movie.size)
 
     def frames(self, indices: Iterable[int]) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (index, frame) for ascending indices; stops early at a truncated end."""
@@ -138,41 +127,18 @@ class MediaReader:
                 yield index, frame
 
     def _video_frame(self, index: int) -> np.ndarray | None:
-        if not self._seekable and index < self._next_index:  # no seeking in a raw stream: from the start again
-            self._capture.release()
-            self._capture = cv2.VideoCapture(str(self.path))
-            self._next_index = 0
-        elif self._seekable and (index < self._next_index or index > self._next_index + _MAX_FORWARD_GRABS):
-            self._capture.set(cv2.CAP_PROP_POS_FRAMES, index)
-            self._next_index = int(self._capture.get(cv2.CAP_PROP_POS_FRAMES))
-        while self._next_index < index:
-            if not self._capture.grab():
-                return None
-            self._next_index += 1
-        ok, frame = self._capture.read()
-        if not ok:
-            return None
-        self._next_index = index + 1
-        return frame
+        return self._movie.picture(index)
 
     def close(self) -> None:
-        if self._capture is not None:
-            self._capture.release()
-            self._capture = None
+        if self._movie is not None:
+            self._movie.close()
+            self._movie = None
 
     def __enter__(self) -> "MediaReader":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _count_frames(capture: cv2.VideoCapture) -> int:
-    """The frames of a stream whose container does not say, counted by decoding it to its end."""
-    count = 0
-    while capture.grab():
-        count += 1
-    return count
 
 
 def sequence_files(folder: Path) -> list[Path]:

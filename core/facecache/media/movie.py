@@ -1,0 +1,184 @@
+"""A movie file's frames as Blender's sequencer shows them: FFmpeg's own libraries (PyAV), Blender's rules.
+
+Frame N of a movie strip is, in Blender's reader (movie_read.cc, 4.2's anim_movie.cc alike), the frame
+decoded for the timestamp T = round(N / (fps * time_base)) + start_time, fps being av_guess_frame_rate:
+decoding runs on until a frame's timestamp reaches T, and the frame shown is that one when it is exactly
+at T, else the one before it (sample and hold), else the first. So a variable frame rate repeats or skips
+frames to follow the clock, in any container, and a B-frame stream is followed by presentation time. A
+jump seeks (backward, to a keyframe before T minus three frames, as Blender does) and decodes forward; a
+short step forward just decodes on. The strip's length is Blender's too: the stream's duration times the
+frame rate, rounded; else the container's; else the frame count the container declares.
+
+The picture is `yuv_to_bgr.to_bgr`'s: Blender's colours and, under its rules, its rotation. A rotated
+movie's size is known from its first decoded frame, so it is read only when asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+from facecache.errors import FaceCacheError
+from facecache.media.picture_rules import PictureRules
+from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
+
+DECODER_VERSION = f"pyav-{av.__version__}"
+# Up to this many frames ahead, decoding on is cheaper than a seek (a keyframe interval of H.264 is
+# commonly 12-250 frames; a seek decodes from the keyframe before the target anyway).
+_MAX_DECODE_AHEAD = 20
+# Blender seeks to a keyframe before the target less three frames: FFmpeg seeks by DTS, which can lie
+# before the PTS (movie_read.cc, ffmpeg_get_seek_pts).
+_SEEK_MARGIN_FRAMES = 3
+
+
+class MediaError(FaceCacheError):
+    """A media file cannot be opened or decoded."""
+
+
+class Movie:
+    """One video stream of a movie file, decoded by Blender's rules."""
+
+    def __init__(self, path: Path, rules: PictureRules):
+        self.path = path
+        self.rules = rules
+        try:
+            self._container = av.open(str(path), metadata_errors="ignore")
+        except (av.FFmpegError, UnicodeDecodeError, ValueError) as exc:
+            raise MediaError(f"{path} is not a video or image that FFmpeg can read ({_reason(exc)}): check the "
+                             "file, or re-export it as MP4 (H.264) or PNG frames") from None
+        streams = self._container.streams.video
+        if not streams:
+            self._container.close()
+            raise MediaError(f"{path} holds no video stream: pass a video, an image or a folder of frames")
+        self._stream = streams[0]
+        context = self._stream.codec_context
+        if context is None:
+            self._container.close()
+            raise MediaError(f"{path} holds video that FFmpeg has no decoder for: re-export it as MP4 (H.264)")
+        self._stream.thread_type = "AUTO"
+        self.coded_size = (context.width, context.height)
+        rate = self._stream.guessed_rate or self._stream.average_rate
+        if not rate or not self._stream.time_base:
+            self.close()
+            raise MediaError(f"{path} declares no frame rate, so its frames have no place on a timeline: "
+                             "re-export it at a constant rate, e.g. `ffmpeg -i IN -fps_mode cfr -r 25 OUT.mp4`")
+        self.fps = Fraction(rate)
+        self._steps_per_frame = 1 / (self.fps * self._stream.time_base)  # time_base ticks a frame
+        self._start = self._stream.start_time or 0
+        self._frames = None  # the decoding iterator, from the last seek on
+        self._recent: av.VideoFrame | None = None  # the last frame decoded
+        self._before: av.VideoFrame | None = None  # the one before it (Blender's "backup" frame)
+        self._ended = False  # the decoder reached the end of the stream since the last seek
+        self._turn: int | None = None
+        self.frame_count = self._length()
+
+    def _length(self) -> int:
+        """Blender's strip length: lround(stream duration x fps), else the container's, else nb_frames."""
+        stream, container = self._stream, self._container
+        if stream.duration:
+            return int(_round_half_away(stream.duration * stream.time_base * self.fps))
+        if container.duration:
+            seconds = Fraction(container.duration, av.time_base)
+            video_start = Fraction(stream.start_time or 0) * stream.time_base
+            audio = container.streams.audio
+            audio_start = Fraction(audio[0].start_time or 0) * audio[0].time_base if audio else Fraction(0)
+            if video_start > audio_start:
+                seconds -= video_start - audio_start
+            return int(_round_half_away(seconds * self.fps))
+        return stream.frames or self._count_by_decoding()
+
+    def _count_by_decoding(self) -> int:
+        """The frames of a stream that declares no length (a raw MJPEG or H.264 stream), counted by decoding
+        it once: Blender has no length for it either."""
+        count = sum(1 for _ in iter(self._next, None))
+        self._seek(self._start)
+        return count
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) as shown: a quarter turn swaps them (decodes the first frame once)."""
+        if self._turn is None:
+            first = self.frame(0)[1] if self.frame_count else None
+            self._turn = quarter_turns(first, self.rules) if first is not None else 0
+        width, height = self.coded_size
+        return (height, width) if self._turn in (90, 270) else (width, height)
+
+    def picture(self, position: int) -> np.ndarray | None:
+        """The BGR picture of strip frame `position`; None when the stream ends before it (truncated: Blender
+        would repeat the last frame; the engine says so instead)."""
+        target, frame = self.frame(position)
+        if frame is None or (self._ended and target >= _pts(frame) + (frame.duration or self._steps_per_frame)):
+            return None
+        return to_bgr(frame, self.rules)
+
+    def frame(self, position: int) -> tuple[int, av.VideoFrame | None]:
+        """(target timestamp, decoded frame) of strip frame `position`, by Blender's rule."""
+        target = round(position * self._steps_per_frame) + self._start
+        recent_pts = _pts(self._recent) if self._recent is not None else None
+        ahead = self._steps_per_frame * _MAX_DECODE_AHEAD
+        if recent_pts is None or target < _pts(self._before or self._recent) or target - recent_pts > ahead:
+            self._seek(target)
+        while self._recent is None or _pts(self._recent) < target:
+            decoded = self._next()
+            if decoded is None:
+                self._ended = True
+                break
+            if self._recent is not None:
+                self._before = self._recent
+            self._recent = decoded
+        recent, before = self._recent, self._before
+        if recent is None:
+            return target, before
+        if _pts(recent) <= target or before is None or _pts(before) > target:
+            return target, recent  # exactly at the target, or the fallback (past the end, before the start)
+        return target, before
+
+    def _seek(self, target: int) -> None:
+        offset = max(int(target - self._steps_per_frame * _SEEK_MARGIN_FRAMES), 0)
+        try:
+            self._container.seek(offset, backward=True, any_frame=False, stream=self._stream)
+        except av.FFmpegError:  # no index (a raw or truncated stream): decode from the start
+            self._container.close()
+            self._container = av.open(str(self.path), metadata_errors="ignore")
+            self._stream = self._container.streams.video[0]
+            self._stream.thread_type = "AUTO"
+        self._frames = self._container.decode(self._stream)
+        self._recent = self._before = None
+        self._ended = False
+
+    def _next(self) -> av.VideoFrame | None:
+        if self._frames is None:
+            self._frames = self._container.decode(self._stream)
+        while True:
+            try:
+                frame = next(self._frames)
+            except StopIteration:
+                return None
+            except av.FFmpegError as exc:  # a damaged packet at the end of a truncated file
+                if isinstance(exc, av.EOFError):
+                    return None
+                raise MediaError(f"{self.path} cannot be decoded ({_reason(exc)}): the file is truncated or "
+                                 "damaged; re-export it") from None
+            if _pts(frame) is not None:
+                return frame
+
+    def close(self) -> None:
+        self._container.close()
+
+
+def _pts(frame: av.VideoFrame) -> int | None:
+    """A frame's presentation time, its decoding time when it has none (as Blender takes it)."""
+    return frame.pts if frame.pts is not None else frame.dts
+
+
+def _round_half_away(value: Fraction) -> int:
+    """C's lround: halves away from zero."""
+    return int(math.floor(abs(value) + Fraction(1, 2))) * (1 if value >= 0 else -1)
+
+
+def _reason(exc: Exception) -> str:
+    return getattr(exc, "strerror", None) or str(exc)

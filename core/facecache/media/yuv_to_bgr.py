@@ -1,0 +1,103 @@
+"""A decoded video frame as the BGR picture Blender shows: its colour matrix, range, chroma and rotation.
+
+Blender 5.x converts with swscale's SWS_POINT | SWS_FULL_CHR_H_INT | SWS_ACCURATE_RND: each pixel takes
+the chroma sample it lies in, and the matrix is applied exactly and rounded. The swscale that PyAV ships
+(FFmpeg 8) does not give that picture with those flags (it bleeds chroma one pixel at colour edges: up to
+255/255 off bpy 5.0.1's render), so planar YUV is converted here: the chroma planes repeated onto the luma
+grid, then one 3x4 matrix (cv2.transform, rounding and saturating). That matches bpy 5.0.1's render within
+1/255 (tests/blender/test_blender_footage.py). Other pixel formats (RGB, palette, alpha, NV12) and the 4.2
+rules go through swscale with Blender's flags.
+"""
+
+from __future__ import annotations
+
+import av
+import cv2
+import numpy as np
+from av.video.reformatter import Interpolation
+
+from facecache.media.picture_rules import PictureRules
+
+# AVColorSpace tags -> (Kr, Kb). Untagged (2) and anything else is BT.601, as swscale's default is.
+_LUMA_WEIGHTS = {1: (0.2126, 0.0722), 4: (0.30, 0.11), 5: (0.299, 0.114), 6: (0.299, 0.114),
+                 7: (0.212, 0.087), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}
+_BT601 = 5
+_FULL_RANGE = 2  # AVCOL_RANGE_JPEG
+# Planar YUV without alpha, converted here: name -> (bits, horizontal and vertical chroma subsampling).
+_PLANAR_YUV = {f"{name}{suffix}": (bits, sub) for name, sub in (("yuv420p", (2, 2)), ("yuv422p", (2, 1)),
+                                                                ("yuv444p", (1, 1)), ("yuv440p", (1, 2)))
+               for bits, suffix in ((8, ""), (10, "10le"), (12, "12le"))}
+_PLANAR_YUV.update({f"yuvj{n[3:]}": (8, sub) for n, (bits, sub) in list(_PLANAR_YUV.items()) if bits == 8})
+_SWSCALE_FLAGS = {True: Interpolation.POINT | Interpolation.FULL_CHR_H_INT | Interpolation.ACCURATE_RND,
+                  False: Interpolation.BILINEAR | Interpolation.FULL_CHR_H_INT}
+# Blender's quarter turns (clockwise degrees) as OpenCV's.
+_TURNS = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
+
+
+def colour_tag(frame: av.VideoFrame) -> int:
+    """The AVColorSpace Blender converts the frame by: its own tag where swscale knows it, else BT.601."""
+    return frame.colorspace if frame.colorspace in _LUMA_WEIGHTS else _BT601
+
+
+def is_full_range(frame: av.VideoFrame) -> bool:
+    return frame.color_range == _FULL_RANGE or frame.format.name.startswith("yuvj")
+
+
+def quarter_turns(frame: av.VideoFrame, rules: PictureRules) -> int:
+    """The clockwise turn (0, 90, 180 or 270 degrees) Blender gives the frame: the display matrix's, under
+    rules that apply it (a mirror or an angle between quarter turns is ignored, as Blender does)."""
+    turn = (-int(round(frame.rotation))) % 360 if rules.rotate else 0
+    return turn if turn in _TURNS else 0
+
+
+def to_bgr(frame: av.VideoFrame, rules: PictureRules) -> np.ndarray:
+    """The frame as Blender shows it under `rules`, as 8-bit BGR (height, width, 3)."""
+    layout = _PLANAR_YUV.get(frame.format.name)
+    if rules.nearest_chroma and layout is not None:
+        bgr = _planar_yuv_to_bgr(frame, *layout)
+    else:
+        bgr = frame.reformat(format="bgr24", src_colorspace=colour_tag(frame),
+                             src_color_range=_FULL_RANGE if is_full_range(frame) else 1,
+                             interpolation=_SWSCALE_FLAGS[rules.nearest_chroma]).to_ndarray()
+    turn = quarter_turns(frame, rules)
+    return cv2.rotate(bgr, _TURNS[turn]) if turn else bgr
+
+
+def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int]) -> np.ndarray:
+    height, width = frame.height, frame.width
+    dtype = np.uint8 if bits == 8 else np.uint16
+    yuv = np.empty((height, width, 3), dtype)
+    step_x, step_y = subsampling
+    for channel, plane in enumerate(frame.planes[:3]):
+        rows, columns = (height, width) if channel == 0 else (-(-height // step_y), -(-width // step_x))
+        samples = np.frombuffer(plane, dtype).reshape(-1, plane.line_size // dtype().itemsize)[:rows, :columns]
+        target = yuv[..., channel]
+        if channel == 0 or subsampling == (1, 1):
+            target[:] = samples
+            continue
+        for dy in range(step_y):  # each chroma sample onto the luma pixels it covers
+            for dx in range(step_x):
+                part = target[dy::step_y, dx::step_x]
+                part[:] = samples[:part.shape[0], :part.shape[1]]
+    converted = cv2.transform(yuv, _bgr_matrix(colour_tag(frame), is_full_range(frame), bits))
+    return converted if bits == 8 else np.minimum(converted, 255).astype(np.uint8)
+
+
+def _bgr_matrix(tag: int, full_range: bool, bits: int) -> np.ndarray:
+    """The 3x4 matrix from (Y, Cb, Cr) code values to 8-bit B, G, R (ITU-R BT.601/709/2020 equations)."""
+    kr, kb = _LUMA_WEIGHTS[tag]
+    kg = 1.0 - kr - kb
+    scale = float(1 << (bits - 8))
+    luma_range, chroma_range, luma_black = ((255.0, 255.0, 0.0) if full_range else (219.0, 224.0, 16.0))
+    luma_range, chroma_range, luma_black = luma_range * scale, chroma_range * scale, luma_black * scale
+    chroma_zero = 128.0 * scale
+    # R = Y' + 2(1-Kr) Cr', B = Y' + 2(1-Kb) Cb', G = (Y' - Kr R - Kb B) / Kg, with Y' in 0-1 and Cb', Cr' in +-0.5
+    rows = {"r": (1.0, 0.0, 2 * (1 - kr)), "g": (1.0, -2 * kb * (1 - kb) / kg, -2 * kr * (1 - kr) / kg),
+            "b": (1.0, 2 * (1 - kb), 0.0)}
+    matrix = np.zeros((3, 4))
+    for row, colour in enumerate("bgr"):
+        y_gain, cb_gain, cr_gain = rows[colour]
+        gains = np.array([y_gain / luma_range, cb_gain / chroma_range, cr_gain / chroma_range]) * 255.0
+        matrix[row, :3] = gains
+        matrix[row, 3] = -(gains[0] * luma_black + (gains[1] + gains[2]) * chroma_zero)
+    return matrix

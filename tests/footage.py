@@ -1,0 +1,89 @@
+"""Test footage made the way phones, cameras and recorders write it, with FFmpeg's own encoders (PyAV).
+
+Every frame carries a pattern that tells it apart and stresses the colour conversion: saturated blocks
+with edges on odd pixels (where chroma subsampling shows), gradients and a bar that moves one step a frame.
+`frame_number` reads the bar back, so a test can tell which source frame a decoder showed.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+BAR_STEP = 6  # pixels the bar moves down each frame
+BAR_TOP = 4
+
+
+def pattern(index: int, width: int, height: int) -> np.ndarray:
+    """RGB frame `index`: colour blocks, gradients, a checkerboard and a white bar at a height per frame."""
+    y, x = np.mgrid[0:height, 0:width]
+    image = np.zeros((height, width, 3), np.uint8)
+    image[..., 0] = (x * 255 // max(width - 1, 1)).astype(np.uint8)
+    image[..., 1] = (y * 255 // max(height - 1, 1)).astype(np.uint8)
+    image[..., 2] = (((x // 7 + y // 5) % 2) * 180 + 30).astype(np.uint8)
+    quarter_w, quarter_h = width // 4 + 1, height // 4 + 1  # odd edges: between two chroma samples
+    image[:quarter_h, :quarter_w] = (255, 0, 0)
+    image[:quarter_h, quarter_w:2 * quarter_w] = (0, 255, 0)
+    image[quarter_h:2 * quarter_h, :quarter_w] = (0, 0, 255)
+    image[quarter_h:2 * quarter_h, quarter_w:2 * quarter_w] = (255, 0, 255)
+    image[:, width - 14:] = 0  # the bar's lane: black, on whole chroma samples (even rows and columns)
+    top = BAR_TOP + BAR_STEP * index
+    image[top:top + 4, width - 12:width - 2] = 255
+    return image
+
+
+def frame_number(rgb: np.ndarray) -> int:
+    """Which frame's bar an upright RGB (or BGR) picture shows."""
+    column = rgb[:, -7].astype(int).mean(axis=-1)  # white only where the bar is
+    rows = np.flatnonzero(column > 160)
+    return int(round((rows[0] - BAR_TOP) / BAR_STEP)) if rows.size else -1
+
+
+def write_clip(path: Path, frames: int = 10, size: tuple[int, int] = (96, 96), codec: str = "libx264",
+               pix_fmt: str = "yuv420p", rate: Fraction | int = 25, colorspace: int | None = None,
+               color_range: int | None = None, rotation: int | None = None, pts: list[int] | None = None,
+               time_base: Fraction | None = None, container_format: str | None = None,
+               options: dict | None = None, codec_options: dict | None = None) -> Path:
+    """Write a clip. `colorspace`: an AVColorSpace tag (1 BT.709, 5 BT.601, 9 BT.2020; also set as the
+    primaries and transfer), `color_range` 1 limited or 2 full; `rotation`: a display matrix, degrees
+    counter-clockwise (a phone held upright writes 90 or -90); `pts` with `time_base`: each frame's
+    timestamp (a variable frame rate)."""
+    width, height = size
+    container = av.open(str(path), "w", format=container_format, options=options or {})
+    stream = container.add_stream(codec, rate=rate, options=codec_options or {})
+    stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+    context = stream.codec_context
+    if time_base is not None:
+        context.time_base = time_base
+    if colorspace is not None:
+        context.colorspace = context.color_primaries = context.color_trc = colorspace
+    if color_range is not None:
+        context.color_range = color_range
+    if rotation is not None:
+        stream.set_display_rotation(rotation)
+    for index in range(frames):
+        frame = av.VideoFrame.from_ndarray(pattern(index, width, height), format="rgb24")
+        frame = frame.reformat(format=pix_fmt, dst_colorspace=colorspace or 5,
+                               dst_color_range=color_range or (2 if pix_fmt.startswith("yuvj") else 1))
+        if pts is not None:
+            frame.pts, frame.time_base = pts[index], context.time_base
+        for packet in stream.encode(frame):
+            container.mux(packet)
+    for packet in stream.encode():
+        container.mux(packet)
+    container.close()
+    return path
+
+
+# Timestamps of a recorder's variable frame rate (ms): 25 fps with a stall and a burst.
+VFR_PTS_MS = [0, 40, 80, 200, 240, 400, 440, 480, 520, 560]
+# What Blender's strip shows at each of its frames for VFR_PTS_MS at 25 fps (sample and hold).
+VFR_SHOWN = [0, 1, 2, 2, 2, 3, 4, 4, 4, 4, 5, 6, 7, 8, 9]
+
+
+def write_vfr_clip(path: Path, container_format: str | None = None, options: dict | None = None) -> Path:
+    return write_clip(path, frames=len(VFR_PTS_MS), pts=VFR_PTS_MS, time_base=Fraction(1, 1000),
+                      container_format=container_format, options=options)
