@@ -1,0 +1,104 @@
+"""The engine's picture of each timeline frame is Blender's own: footage made the way phones, cameras and
+recorders write it, rendered by this bpy (the movie strip alone, Standard view transform, no dither) and
+decoded by the engine under this Blender's picture rules, compared frame for frame: the same length, the
+same size, within 1/255 mean and 3/255 max per channel. docs/blender.md's footage table comes from here.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import cv2
+import numpy as np
+import pytest
+
+from facecache import choices
+from facecache.media.picture_rules import picture_rules
+from facecache.media.reader import MediaReader
+from footage import VFR_PTS_MS, write_clip
+
+pytestmark = pytest.mark.blender
+
+VFR = {"frames": len(VFR_PTS_MS), "pts": VFR_PTS_MS, "time_base": Fraction(1, 1000)}
+CORPUS = {
+    # display matrices (a phone held upright writes -90 or 90)
+    "rotate 90 (H.264)": ("rot90.mp4", {"rotation": -90}),
+    "rotate 270 (H.264)": ("rot270.mp4", {"rotation": 90}),
+    "rotate 180 (H.264)": ("rot180.mp4", {"rotation": 180}),
+    # colour
+    "untagged SD 4:2:0": ("sd.mp4", {}),
+    "BT.601 tagged": ("bt601.mp4", {"colorspace": 5, "color_range": 1}),
+    "BT.709 tagged": ("bt709.mp4", {"colorspace": 1, "color_range": 1, "size": (128, 72)}),
+    "full range (yuvj420p)": ("full.mp4", {"pix_fmt": "yuvj420p"}),
+    "4:2:2": ("422.mp4", {"pix_fmt": "yuv422p"}),
+    "4:4:4": ("444.mp4", {"pix_fmt": "yuv444p", "colorspace": 1}),
+    # timing
+    "VFR MP4": ("vfr.mp4", VFR),
+    "VFR fragmented MP4": ("vfr_frag.mp4", {**VFR, "options": {"movflags": "frag_keyframe+empty_moov"}}),
+    "VFR MKV": ("vfr.mkv", {**VFR, "container_format": "matroska"}),
+    "VFR MOV": ("vfr.mov", {**VFR, "container_format": "mov"}),
+    "first timestamp 1 s, B-frames": ("late.mp4", {"frames": 12, "pts": [1000 + 40 * i for i in range(12)],
+                                                   "time_base": Fraction(1, 1000),
+                                                   "codec_options": {"bf": "3", "g": "5"}}),
+    "29.97 fps, B-frames": ("ntsc.mp4", {"frames": 12, "rate": Fraction(30000, 1001), "codec_options": {"bf": "2"}}),
+    "23.976 fps": ("film.mp4", {"frames": 12, "rate": Fraction(24000, 1001)}),
+    # the formats editors use
+    "MPEG-4 part 2": ("mpeg4.mp4", {"codec": "mpeg4"}),
+    "MJPEG": ("mjpeg.avi", {"codec": "mjpeg", "pix_fmt": "yuvj422p"}),
+    "HEVC": ("hevc.mp4", {"codec": "libx265"}),
+    "VP9": ("vp9.webm", {"codec": "libvpx-vp9"}),
+    "FFV1": ("ffv1.mkv", {"codec": "ffv1"}),
+    "HEVC 10-bit BT.2020": ("hevc10.mp4", {"codec": "libx265", "pix_fmt": "yuv420p10le", "colorspace": 9}),
+    "ProRes 422": ("prores.mov", {"codec": "prores", "pix_fmt": "yuv422p10le"}),
+    "ProRes 4444 with alpha": ("prores4444.mov", {"codec": "prores_ks", "pix_fmt": "yuva444p10le",
+                                                  "codec_options": {"profile": "4444"}}),
+    "AV1": ("av1.mp4", {"codec": "libsvtav1", "pix_fmt": "yuv420p", "size": (128, 128)}),
+    "DNxHR SQ": ("dnxhr.mov", {"codec": "dnxhd", "pix_fmt": "yuv422p", "size": (256, 144),
+                               "codec_options": {"profile": "dnxhr_sq"}}),
+}
+
+
+def blender_pictures(bpy, tmp_path, clip, frames: int | None = None):
+    """(strip length, [RGB pictures of each timeline frame]) as this Blender renders the movie strip alone."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    editor = scene.sequence_editor_create()
+    strips = editor.strips if hasattr(editor, "strips") else editor.sequences  # `sequences` before 4.4
+    strip = strips.new_movie("clip", str(clip), 1, 1)  # (no add-on here: this is Blender's picture alone)
+    element = strip.elements[0]
+    length = strip.frame_final_duration
+    settings = scene.render
+    settings.resolution_x, settings.resolution_y = element.orig_width, element.orig_height
+    settings.resolution_percentage = 100
+    settings.dither_intensity = 0.0
+    settings.image_settings.file_format = "PNG"
+    settings.image_settings.color_mode = "RGB"
+    scene.view_settings.view_transform = "Standard"
+    scene.view_settings.look = "None"
+    scene.frame_start, scene.frame_end = 1, length
+    pictures = []
+    for frame in range(1, (frames or length) + 1):
+        scene.frame_set(frame)
+        settings.filepath = str(tmp_path / f"render_{frame:04d}.png")
+        bpy.ops.render.render(write_still=True)
+        pictures.append(cv2.imread(settings.filepath, cv2.IMREAD_COLOR)[..., ::-1])
+    return length, pictures
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_path, name):
+    filename, options = CORPUS[name]
+    clip = write_clip(tmp_path / filename, **options)
+    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
+    length, pictures = blender_pictures(bpy, tmp_path, clip)
+    with MediaReader(clip, rules) as reader:
+        assert reader.info.frame_count == length
+        engine = [frame[..., ::-1] for _, frame in reader.frames(range(length))]
+    worst_mean, worst_max = 0.0, 0
+    for index, (blender, ours) in enumerate(zip(pictures, engine)):
+        assert blender.shape == ours.shape, f"frame {index}"
+        difference = np.abs(blender.astype(int) - ours.astype(int))
+        worst_mean, worst_max = max(worst_mean, difference.mean()), max(worst_max, int(difference.max()))
+    print(f"FOOTAGE | {name} | {filename} | {length} frames {pictures[0].shape[1]}x{pictures[0].shape[0]} | "
+          f"mean {worst_mean:.3f} max {worst_max}")
+    assert worst_mean <= 1.0 and worst_max <= 3
