@@ -78,7 +78,10 @@ PLATFORMS = {
     "windows-x64": Platform("windows", "amd64", (10, 0)),
     # Blender 4.2-5.2 support macOS 11.2 (their bpy wheels: macosx_11_0). ONNX Runtime builds for Python 3.13
     # need macOS 13 (1.20-1.23; 1.24+ need 14): Blender 5.1+ on macOS 11-12 get a clear refusal instead.
-    "macos-arm64": Platform("macos", "arm64", (11, 2), newer_floors={("onnxruntime", "3.13"): (13, 0)}),
+    # PyAV (movies) needs macOS 13 on Apple silicon (15.1; 16+ need 14): there macOS 11-12 read stills and
+    # image sequences, and a movie is refused in one line (media.movie.import_av).
+    "macos-arm64": Platform("macos", "arm64", (11, 2), newer_floors={("onnxruntime", "3.13"): (13, 0),
+                                                                    ("av", "3.11"): (13, 0), ("av", "3.13"): (13, 0)}),
     # Intel Macs: Blender 4.2 and 4.5 LTS are the last with Intel builds (5.0 has none).
     "macos-x64": Platform("macos", "x86_64", (11, 2), pythons=("3.11",), blender_version_max="5.0.0"),
 }

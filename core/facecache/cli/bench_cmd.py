@@ -2,7 +2,8 @@
 
 Suites: `pipeline` (the default: what the cache saves on the main job, real
 models and photographs), `cache` (what the cache itself costs) and `quality`
-(how good the default swap looks, on real photographs).
+(how good the default swap looks, on real photographs) and `decode` (what reading a
+movie as Blender shows it costs, against OpenCV's decoder).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from facecache.bench import cache_bench, pipeline_bench, quality_bench
+from facecache.bench import cache_bench, decode_bench, pipeline_bench, quality_bench
 from facecache.cli.common import add_command, print_json
 
 CACHE_DEFAULT_FRAMES = 300
@@ -37,7 +38,11 @@ def _run_quality(args: argparse.Namespace) -> dict:
                              say=say)
 
 
-SUITES = {"pipeline": _run_pipeline, "cache": _run_cache, "quality": _run_quality}
+def _run_decode(args: argparse.Namespace) -> dict:
+    return decode_bench.run(args.cache_dir)
+
+
+SUITES = {"pipeline": _run_pipeline, "cache": _run_cache, "quality": _run_quality, "decode": _run_decode}
 
 
 def register(commands) -> None:

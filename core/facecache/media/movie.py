@@ -19,14 +19,13 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
-import av
 import numpy as np
 
 from facecache.errors import FaceCacheError
 from facecache.media.picture_rules import PictureRules
+from facecache.models.runtime_import import newer_macos_needed
 from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
 
-DECODER_VERSION = f"pyav-{av.__version__}"
 # Up to this many frames ahead, decoding on is cheaper than a seek (a keyframe interval of H.264 is
 # commonly 12-250 frames; a seek decodes from the keyframe before the target anyway).
 _MAX_DECODE_AHEAD = 20
@@ -39,12 +38,29 @@ class MediaError(FaceCacheError):
     """A media file cannot be opened or decoded."""
 
 
+def import_av():
+    """PyAV, or a MediaError saying why it does not import (on a Mac older than its wheel) and what to do."""
+    try:
+        import av
+    except ImportError as exc:
+        too_old = newer_macos_needed("av")
+        if too_old:
+            version, needed, have = too_old
+            raise MediaError(f"reading movies needs FFmpeg's libraries (PyAV {version}), which need macOS {needed} "
+                             f"or later, and this Mac runs macOS {have}: update macOS, or convert the movie to "
+                             "PNG frames and add them as an image sequence") from None
+        raise MediaError(f"FFmpeg's libraries (PyAV) cannot be imported ({exc}): reinstall the extension, or "
+                         "`pip install av` for the engine's Python") from None
+    return av
+
+
 class Movie:
     """One video stream of a movie file, decoded by Blender's rules."""
 
     def __init__(self, path: Path, rules: PictureRules):
         self.path = path
         self.rules = rules
+        self._av = av = import_av()
         try:
             self._container = av.open(str(path), metadata_errors="ignore")
         except (av.FFmpegError, UnicodeDecodeError, ValueError) as exc:
@@ -82,7 +98,7 @@ class Movie:
         if stream.duration:
             return int(_round_half_away(stream.duration * stream.time_base * self.fps))
         if container.duration:
-            seconds = Fraction(container.duration, av.time_base)
+            seconds = Fraction(container.duration, self._av.time_base)
             video_start = Fraction(stream.start_time or 0) * stream.time_base
             audio = container.streams.audio
             audio_start = Fraction(audio[0].start_time or 0) * audio[0].time_base if audio else Fraction(0)
@@ -141,9 +157,9 @@ class Movie:
         offset = max(int(target - self._steps_per_frame * _SEEK_MARGIN_FRAMES), 0)
         try:
             self._container.seek(offset, backward=True, any_frame=False, stream=self._stream)
-        except av.FFmpegError:  # no index (a raw or truncated stream): decode from the start
+        except self._av.FFmpegError:  # no index (a raw or truncated stream): decode from the start
             self._container.close()
-            self._container = av.open(str(self.path), metadata_errors="ignore")
+            self._container = self._av.open(str(self.path), metadata_errors="ignore")
             self._stream = self._container.streams.video[0]
             self._stream.thread_type = "AUTO"
         self._frames = self._container.decode(self._stream)
@@ -158,8 +174,8 @@ class Movie:
                 frame = next(self._frames)
             except StopIteration:
                 return None
-            except av.FFmpegError as exc:  # a damaged packet at the end of a truncated file
-                if isinstance(exc, av.EOFError):
+            except self._av.FFmpegError as exc:  # a damaged packet at the end of a truncated file
+                if isinstance(exc, self._av.EOFError):
                     return None
                 raise MediaError(f"{self.path} cannot be decoded ({_reason(exc)}): the file is truncated or "
                                  "damaged; re-export it") from None

@@ -28,12 +28,17 @@ import cv2
 import numpy as np
 
 from facecache.media.image_size import MAX_PIXELS, UnknownImage, image_size
-from facecache.media.movie import DECODER_VERSION, MediaError, Movie
+from facecache.media.movie import MediaError, Movie
 from facecache.media.picture_rules import NEWEST, PictureRules
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 # The decoder of stills and image sequences: part of their frames' cache keys.
 STILL_DECODER_ID = f"opencv-{cv2.__version__}"
+# Videos: FFmpeg's decoders, whose output the codecs' own standards fix to the bit, and this engine's own
+# conversion to Blender's picture, versioned here. FFmpeg's version is left out of the key on purpose: the
+# zips ship PyAV 18 (FFmpeg 8) but 15.1 (FFmpeg 7.1) on Apple silicon (PyAV 16+ need macOS 14), and one NAS
+# cache serves them all.
+VIDEO_DECODER = "ffmpeg-picture-1"
 # What decoded videos before the engine read them by Blender's rules: records made from its pictures are
 # still served where a frame's picture is the same to the bit (FaceAnalyzer.open_segment).
 LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
@@ -44,7 +49,7 @@ def decoder_id_for(path: Path, rules: PictureRules) -> str:
     opening it: OpenCV for stills and image sequences, FFmpeg by Blender's rules for videos."""
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
         return STILL_DECODER_ID
-    return f"{DECODER_VERSION}|{rules.name}"
+    return f"{VIDEO_DECODER}|{rules.name}"
 
 
 @dataclass

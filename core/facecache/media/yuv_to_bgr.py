@@ -11,12 +11,15 @@ rules go through swscale with Blender's flags.
 
 from __future__ import annotations
 
-import av
+from typing import TYPE_CHECKING
+
 import cv2
 import numpy as np
-from av.video.reformatter import Interpolation
 
 from facecache.media.picture_rules import PictureRules
+
+if TYPE_CHECKING:  # PyAV is imported where a movie is opened (media.movie.import_av)
+    import av
 
 # AVColorSpace tags -> (Kr, Kb). Untagged (2) and anything else is BT.601, as swscale's default is.
 _LUMA_WEIGHTS = {1: (0.2126, 0.0722), 4: (0.30, 0.11), 5: (0.299, 0.114), 6: (0.299, 0.114),
@@ -28,15 +31,16 @@ _PLANAR_YUV = {f"{name}{suffix}": (bits, sub) for name, sub in (("yuv420p", (2, 
                                                                 ("yuv444p", (1, 1)), ("yuv440p", (1, 2)))
                for bits, suffix in ((8, ""), (10, "10le"), (12, "12le"))}
 _PLANAR_YUV.update({f"yuvj{n[3:]}": (8, sub) for n, (bits, sub) in list(_PLANAR_YUV.items()) if bits == 8})
-_SWSCALE_FLAGS = {True: Interpolation.POINT | Interpolation.FULL_CHR_H_INT | Interpolation.ACCURATE_RND,
-                  False: Interpolation.BILINEAR | Interpolation.FULL_CHR_H_INT}
+# Blender's swscale flags (5.x, 4.2) by name; PyAV before 16 offers the interpolation alone.
+_SWSCALE_FLAGS = {True: ("POINT", "FULL_CHR_H_INT", "ACCURATE_RND"), False: ("BILINEAR", "FULL_CHR_H_INT")}
 # Blender's quarter turns (clockwise degrees) as OpenCV's.
 _TURNS = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
 
 
 def colour_tag(frame: av.VideoFrame) -> int:
     """The AVColorSpace Blender converts the frame by: its own tag where swscale knows it, else BT.601."""
-    return frame.colorspace if frame.colorspace in _LUMA_WEIGHTS else _BT601
+    tag = frame.colorspace if frame.colorspace in _LUMA_WEIGHTS else _BT601
+    return _BT601 if tag == 6 else tag  # SMPTE 170M is BT.601's matrix
 
 
 def is_full_range(frame: av.VideoFrame) -> bool:
@@ -58,9 +62,21 @@ def to_bgr(frame: av.VideoFrame, rules: PictureRules) -> np.ndarray:
     else:
         bgr = frame.reformat(format="bgr24", src_colorspace=colour_tag(frame),
                              src_color_range=_FULL_RANGE if is_full_range(frame) else 1,
-                             interpolation=_SWSCALE_FLAGS[rules.nearest_chroma]).to_ndarray()
+                             interpolation=_swscale_flags(rules)).to_ndarray()
     turn = quarter_turns(frame, rules)
     return cv2.rotate(bgr, _TURNS[turn]) if turn else bgr
+
+
+def _swscale_flags(rules: PictureRules):
+    from av.video.reformatter import Interpolation
+
+    names = _SWSCALE_FLAGS[rules.nearest_chroma]
+    if not all(hasattr(Interpolation, name) for name in names):
+        return names[0]
+    flags = getattr(Interpolation, names[0])
+    for name in names[1:]:
+        flags |= getattr(Interpolation, name)
+    return flags
 
 
 def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int]) -> np.ndarray:

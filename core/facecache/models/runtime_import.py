@@ -52,14 +52,25 @@ def onnxruntime_import_problem(exc: BaseException, *, mac_version: str | None = 
                                installed: tuple[str, list[str]] | None = None) -> str:
     """One line: why `import onnxruntime` failed and what to do. The keywords default to this Mac's version
     (none elsewhere) and processor, and the installed onnxruntime wheel's version and tags."""
+    too_old = newer_macos_needed("onnxruntime", mac_version, machine, installed)
+    if too_old:
+        version, needed, have = too_old
+        python = "{}.{}".format(*sys.version_info[:2])
+        return (f"ONNX Runtime {version} (for Python {python}) needs macOS {needed} or later, and this "
+                f"Mac runs macOS {have}: update macOS, or use Blender 4.2 to 5.0 (Python 3.11), whose "
+                "ONNX Runtime runs on macOS 11")
+    return f"onnxruntime cannot be imported ({exc}); install it: `pip install onnxruntime`"
+
+
+def newer_macos_needed(distribution: str, mac_version: str | None = None, machine: str | None = None,
+                       installed: tuple[str, list[str]] | None = None) -> tuple[str, str, str] | None:
+    """(wheel version, macOS it needs, macOS this Mac runs) when the installed wheel of `distribution` needs
+    a newer macOS than this one; None elsewhere. The keywords default to this Mac and the installed wheel."""
     if mac_version is None:
         mac_version = platform.mac_ver()[0] if sys.platform == "darwin" else ""
-    version, tags = installed if installed is not None else installed_wheel_tags("onnxruntime")
+    version, tags = installed if installed is not None else installed_wheel_tags(distribution)
     needed = macos_needed(tags, machine or platform.machine()) if mac_version else None
     have = tuple(int(part) for part in (mac_version.split(".") + ["0"])[:2]) if mac_version else None
     if needed and have and have < needed:
-        python = "{}.{}".format(*sys.version_info[:2])
-        return (f"ONNX Runtime {version} (for Python {python}) needs macOS {needed[0]}.{needed[1]} or later, and this "
-                f"Mac runs macOS {mac_version}: update macOS, or use Blender 4.2 to 5.0 (Python 3.11), whose "
-                "ONNX Runtime runs on macOS 11")
-    return f"onnxruntime cannot be imported ({exc}); install it: `pip install onnxruntime`"
+        return version, f"{needed[0]}.{needed[1]}", mac_version
+    return None

@@ -1,0 +1,86 @@
+"""`facecache bench decode`: what reading a movie as Blender shows it costs, against OpenCV's decoder (the
+engine's before it read movies by Blender's rules), measured in one run on the same files.
+
+Two clips are written with FFmpeg's encoders: 1080p H.264 tagged BT.709 (a camera's) and 4K HEVC. For each,
+the median time of a frame read in order and of a frame reached by a jump (a seek), through the engine's
+MediaReader under each picture rule and through cv2.VideoCapture. Goals: the engine in order is no slower
+than OpenCV, and a jump lands on the exact frame (checked against the frame read in order).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+
+from facecache.media.picture_rules import RULES
+from facecache.media.reader import MediaReader
+
+CLIPS = {"1080p_h264": ("libx264", (1920, 1080), 48, 1), "4k_hevc": ("libx265", (3840, 2160), 24, 1)}
+
+
+def run(work: Path | None = None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="facecache-bench-decode-", dir=work) as folder:
+        results = {name: _measure(_write(Path(folder) / f"{name}.mp4", *spec)) for name, spec in CLIPS.items()}
+    figures: dict = {}
+    goals, met = {}, {}
+    for name, result in results.items():
+        for key, value in result.items():
+            figures[f"{name}_{key}"] = value
+        ratio = f"{name}_in_order_vs_opencv"
+        figures[ratio] = round(result["in_order_ms_blender-5"] / result["in_order_ms_opencv"], 3)
+        goals[ratio], met[ratio] = 1.0, figures[ratio] <= 1.0
+        goals[f"{name}_seeks_exact"], met[f"{name}_seeks_exact"] = "true", result["seeks_exact"]
+    return {**figures, "goals": goals, "goals_met": met}
+
+
+def _write(path: Path, codec: str, size: tuple[int, int], frames: int, colorspace: int) -> Path:
+    """A clip of a textured, moving picture (noise over gradients: the encoder has detail to code)."""
+    width, height = size
+    rng = np.random.default_rng(7)
+    texture = rng.integers(0, 60, (height, width + frames * 8, 3), np.uint8)
+    ramp = np.linspace(0, 190, width + frames * 8, dtype=np.float32)[None, :, None].astype(np.uint8)
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(codec, rate=25, options={"g": "12"} if codec == "libx264" else {})
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.codec_context.colorspace = stream.codec_context.color_primaries = colorspace
+        for index in range(frames):
+            picture = texture[:, index * 8:index * 8 + width] + ramp[:, index * 8:index * 8 + width]
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture), format="rgb24")
+            container.mux(stream.encode(frame.reformat(format="yuv420p", dst_colorspace=colorspace)))
+        container.mux(stream.encode())
+    return path
+
+
+def _measure(clip: Path) -> dict:
+    result = {}
+    for name, rules in RULES.items():
+        with MediaReader(clip, rules) as reader:
+            count = reader.info.frame_count
+            started = time.perf_counter()
+            in_order = [frame for _, frame in reader.frames(range(count))]
+            result[f"in_order_ms_{name}"] = round((time.perf_counter() - started) * 1000 / count, 2)
+        jumps = random.Random(3).sample(range(count), min(8, count))
+        seek_ms, exact = [], True
+        for index in jumps:  # each from a fresh reader: a seek from wherever the last one left off
+            with MediaReader(clip, rules) as reader:
+                list(reader.frames([0]))
+                started = time.perf_counter()
+                ((_, frame),) = reader.frames([index])
+                seek_ms.append((time.perf_counter() - started) * 1000)
+                exact = exact and np.array_equal(frame, in_order[index])
+        result[f"seek_ms_{name}"] = round(statistics.median(seek_ms), 2)
+        result["seeks_exact"] = result.get("seeks_exact", True) and exact
+    capture = cv2.VideoCapture(str(clip))
+    started, count = time.perf_counter(), 0
+    while capture.read()[0]:
+        count += 1
+    result["in_order_ms_opencv"] = round((time.perf_counter() - started) * 1000 / max(count, 1), 2)
+    capture.release()
+    return result
