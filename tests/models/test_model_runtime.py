@@ -295,8 +295,7 @@ def test_a_mac_too_old_for_the_shipped_onnxruntime_is_told_so():
     """Blender 5.1+ on macOS 11-12: the zip's ONNX Runtime for Python 3.13 needs macOS 13 (no build for it runs
     on older macOS), Blender unpacks it anyway and the import fails with a loader error. The engine names the
     cause from the wheel's tags and the Mac's version (both given here: this machine is no Mac)."""
-    from facecache.models.runtime_import import newer_macos_needed
-from facecache.models.runtime_import import onnxruntime_import_problem
+    from facecache.models.runtime_import import onnxruntime_import_problem
 
     loader_error = ImportError("dlopen(onnxruntime_pybind11_state.so): Symbol not found: _objc_msgSend$...")
     wheel = ("1.23.2", ["cp313-cp313-macosx_13_0_arm64"])
@@ -327,6 +326,8 @@ from facecache.models.runtime_import import installed_wheel_tags
 
 def test_a_wheel_that_needs_a_newer_macos_is_named_with_both_versions():
     """PyAV on Apple silicon needs macOS 13: a Mac on 12 is told so (media.movie.import_av says what to do)."""
+    from facecache.models.runtime_import import newer_macos_needed
+
     wheel = ("15.1.0", ["cp311-cp311-macosx_13_0_arm64"])
     assert newer_macos_needed("av", "12.6", "arm64", wheel) == ("15.1.0", "13.0", "12.6")
     assert newer_macos_needed("av", "13.1", "arm64", wheel) is None
