@@ -314,8 +314,7 @@ def test_a_mac_too_old_for_the_shipped_onnxruntime_is_told_so():
 
 
 def test_the_installed_onnxruntime_wheel_tags_are_read_from_its_metadata():
-    from facecache.models.runtime_import import newer_macos_needed
-from facecache.models.runtime_import import installed_wheel_tags
+    from facecache.models.runtime_import import installed_wheel_tags
 
     import onnxruntime
 
