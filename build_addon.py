@@ -194,19 +194,26 @@ def wheel_problems(platform_name: str, filenames: list[str]) -> list[str]:
 # --- the build ----------------------------------------------------------------------------------------
 
 def pip_download(platform_name: str, python: str, dest: Path, constraints: list[str]) -> list[Path]:
+    """The wheels of the requirements for one Python; a package with a newer floor of its own (newer_floors)
+    is downloaded for that floor apart from the rest, which keep the platform's."""
     platform = PLATFORMS[platform_name]
-    floor = max([platform.floor, *(f for (_, p), f in platform.newer_floors.items() if p == python)])
     dest.mkdir(parents=True)
     constraints_file = dest / "constraints.txt"
     constraints_file.write_text("".join(f"{line}\n" for line in [f"numpy=={BLENDER_NUMPY[python]}", *constraints]))
-    command = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--quiet",
-               "--dest", str(dest), "--only-binary=:all:", f"--python-version={python}", "--implementation=cp",
-               "-c", str(constraints_file), *(f"--platform={tag}" for tag in platform_tags(platform, floor)),
-               *requirements()]
-    print(f"[{platform_name}] Python {python}: pip download {' '.join(requirements())}", flush=True)
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BuildError(f"pip download failed for {platform_name}, Python {python}:\n{result.stderr.strip()}")
+    by_floor: dict[tuple[int, int], list[str]] = {}
+    for requirement in requirements():
+        name = re.match(r"[A-Za-z0-9_.-]+", requirement)[0].lower().replace("-", "_")
+        by_floor.setdefault(platform.floor_for(name, python), []).append(requirement)
+    for floor, wanted in sorted(by_floor.items()):
+        command = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--quiet",
+                   "--dest", str(dest), "--only-binary=:all:", f"--python-version={python}", "--implementation=cp",
+                   "-c", str(constraints_file), *(f"--platform={tag}" for tag in platform_tags(platform, floor)),
+                   *wanted]
+        print(f"[{platform_name}] Python {python}, {platform.floor_name(floor)}: pip download {' '.join(wanted)}",
+              flush=True)
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise BuildError(f"pip download failed for {platform_name}, Python {python}:\n{result.stderr.strip()}")
     return [wheel for wheel in sorted(dest.glob("*.whl")) if not wheel.name.lower().startswith("numpy-")]
 
 

@@ -218,3 +218,29 @@ def test_reference_selection_without_a_recognizer_says_what_to_install(tmp_path,
     with pytest.raises(SelectionError, match="models install default"):
         selector.select(record.faces, record.width, record.height)
     assert Selector("one").select(record.faces, record.width, record.height) == record.faces
+
+
+def test_a_cache_made_by_the_opencv_decoder_is_served_where_the_picture_is_the_same(tmp_path, models_dir,
+                                                                                     portrait_paths):
+    """Records of the engine's earlier decoder (OpenCV) are found by fingerprint only: under the rules of
+    Blender 4.2, whose picture of this untagged clip is OpenCV's to the bit, nothing is analysed again;
+    under 5.x's (chroma per sample: up to 3/255 apart) every frame is, and no old record is served."""
+    from facecache.media.identity import media_identity
+    from facecache.media.picture_rules import RULES
+    from facecache.media.reader import LEGACY_VIDEO_DECODER_ID
+    from facecache.media.sample_clip import write_sample_clip
+
+    clip = write_sample_clip(portrait_paths["grace_hopper"], tmp_path / "clip.mp4", frames=6, size=(320, 240))
+    old = analyzer(tmp_path / "c", models_dir)
+    group = old.open_segment(media_identity(clip, old.cache), LEGACY_VIDEO_DECODER_ID, 0)
+    capture = cv2.VideoCapture(str(clip))  # the old decoder, as it filled caches before
+    for index in range(6):
+        old.ensure(group, index, capture.read()[1], old.stages())
+    group.flush()
+    assert old.inferences.detect == 6
+
+    for rules, detections in ((RULES["blender-4.2"], 0), (RULES["blender-5"], 6)):
+        new = analyzer(tmp_path / "c", models_dir)
+        new.picture_rules = rules
+        frames = new.analyze_media(clip)
+        assert len(frames) == 6 and new.inferences.detect == detections, rules.name

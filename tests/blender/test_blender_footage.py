@@ -17,7 +17,10 @@ from facecache.media.picture_rules import picture_rules
 from facecache.media.reader import MediaReader
 from footage import VFR_PTS_MS, write_clip
 
-pytestmark = pytest.mark.blender
+pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
+# Where the engine's picture is not yet Blender's, said so (docs/blender.md's footage table).
+KNOWN_GAPS = {("blender-4.2", "HEVC 10-bit BT.2020"): "Blender 4.2 and 4.3 convert 10-bit 4:2:0 otherwise than "
+              "swscale with their flags does here (mean 5.7/255, max 76-99 on bpy 4.2.23); 10-bit 4:2:2 matches"}
 
 VFR = {"frames": len(VFR_PTS_MS), "pts": VFR_PTS_MS, "time_base": Fraction(1, 1000)}
 CORPUS = {
@@ -86,10 +89,12 @@ def blender_pictures(bpy, tmp_path, clip, frames: int | None = None):
 
 
 @pytest.mark.parametrize("name", list(CORPUS))
-def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_path, name):
+def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_path, name, request):
     filename, options = CORPUS[name]
     clip = write_clip(tmp_path / filename, **options)
     rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
+    if (rules.name, name) in KNOWN_GAPS:  # strict: a gap closed shows as a failure, so the table is kept true
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[rules.name, name]))
     length, pictures = blender_pictures(bpy, tmp_path, clip)
     with MediaReader(clip, rules) as reader:
         assert reader.info.frame_count == length
