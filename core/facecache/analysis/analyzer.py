@@ -117,6 +117,12 @@ def check_frames(media: str | Path, frames: range | None, rules: PictureRules = 
         return checked_range(frames, reader.info.frame_count, media)
 
 
+def timing_note(media: str | Path, rules: PictureRules = NEWEST) -> str | None:
+    """MediaReader.timing_note of a media file."""
+    with MediaReader(media, rules) as reader:
+        return reader.timing_note()
+
+
 def segments(frames: range) -> Iterator[tuple[int, list[int]]]:
     """(segment number, wanted frame indices in it) for the segments a range touches."""
     first = frames.start - frames.start % SEGMENT_FRAMES if frames else 0

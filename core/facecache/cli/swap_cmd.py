@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from facecache import choices
-from facecache.analysis.analyzer import check_frames
+from facecache.analysis.analyzer import check_frames, timing_note
 from facecache.media.reader import IMAGE_SUFFIXES, check_still
 from facecache.cli.common import (add_cache_options, add_choice, add_command, add_model_options, add_number,
                                   add_picture_option, parse_frame_range, print_json)
@@ -79,7 +79,11 @@ def run_swap(args: argparse.Namespace) -> int:
             check_still(path)  # a photo's header: nothing decoded yet
         else:
             check_frames(path, None)
-    check_frames(args.target, args.frames, picture_rules(settings.picture_rules))
+    rules = picture_rules(settings.picture_rules)
+    check_frames(args.target, args.frames, rules)
+    note = timing_note(args.target, rules)
+    if note:
+        print(f"facecache: note: {note}", file=sys.stderr)
     pipeline = build_pipeline(settings)
     job = pipeline.swap_job()
     bar = ProgressLine(args.target.name)
@@ -87,7 +91,7 @@ def run_swap(args: argparse.Namespace) -> int:
         p.done, p.total, f"{p.written} written, {p.skipped} up to date, {p.frames_per_second:.1f} fps, "
                          f"ETA {p.eta_seconds or 0:.0f} s"))
     summary = {**pipeline.summary(report, str(args.target)), "seconds": round(time.perf_counter() - start, 3),
-               "out": str(args.out)}
+               "out": str(args.out), **({"frame_rate_note": note} if note else {})}
     if "warning" in summary:
         print(f"facecache: warning: {summary['warning']}", file=sys.stderr)
     if args.json:

@@ -114,6 +114,14 @@ class Movie:
         self._seek(self._start)
         return count
 
+    def recorded_frames(self) -> int:
+        """How many frames the stream holds (its packets, counted without decoding where the container does
+        not say): fewer or more than `frame_count` when the frame rate varies."""
+        if self._stream.frames:
+            return self._stream.frames
+        with self._av.open(str(self.path), metadata_errors="ignore") as container:
+            return sum(1 for packet in container.demux(container.streams.video[0]) if packet.size)
+
     @property
     def size(self) -> tuple[int, int]:
         """(width, height) as shown: a quarter turn swaps them (decodes the first frame once)."""

@@ -131,6 +131,17 @@ class MediaReader:
                                      "frames before it are done, re-export the file for the rest")
                 yield index, frame
 
+    def timing_note(self) -> str | None:
+        """A line for a movie whose recorded frames are not its timeline frames one for one (a variable frame
+        rate): how Blender, and so the engine, shows them. None otherwise."""
+        if self._movie is None:
+            return None
+        recorded, shown = self._movie.recorded_frames(), self.info.frame_count
+        if recorded == shown:
+            return None
+        return (f"{self.path.name} has a variable frame rate: its {recorded} recorded frames fill {shown} frames "
+                f"at {self.info.fps:g} fps, some shown twice or skipped, as Blender shows them; one output each")
+
     def _video_frame(self, index: int) -> np.ndarray | None:
         return self._movie.picture(index)
 
