@@ -16,6 +16,7 @@ movie's size is known from its first decoded frame, so it is read only when aske
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -90,6 +91,7 @@ class Movie:
         self._before: av.VideoFrame | None = None  # the one before it (Blender's "backup" frame)
         self._ended = False  # the decoder reached the end of the stream since the last seek
         self._turn: int | None = None
+        self._pool: ThreadPoolExecutor | None = None  # the colour conversion's threads, made on first use
         self.frame_count = self._length()
 
     def _length(self) -> int:
@@ -137,7 +139,9 @@ class Movie:
         target, frame = self.frame(position)
         if frame is None or (self._ended and target >= _pts(frame) + (frame.duration or self._steps_per_frame)):
             return None
-        return to_bgr(frame, self.rules)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(2, thread_name_prefix="facecache-yuv")
+        return to_bgr(frame, self.rules, self._pool)
 
     def frame(self, position: int) -> tuple[int, av.VideoFrame | None]:
         """(target timestamp, decoded frame) of strip frame `position`, by Blender's rule."""
@@ -192,6 +196,8 @@ class Movie:
 
     def close(self) -> None:
         self._container.close()
+        if self._pool is not None:
+            self._pool.shutdown()
 
 
 def _pts(frame: av.VideoFrame) -> int | None:
