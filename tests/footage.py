@@ -87,3 +87,45 @@ VFR_SHOWN = [0, 1, 2, 2, 2, 3, 4, 4, 4, 4, 5, 6, 7, 8, 9]
 def write_vfr_clip(path: Path, container_format: str | None = None, options: dict | None = None) -> Path:
     return write_clip(path, frames=len(VFR_PTS_MS), pts=VFR_PTS_MS, time_base=Fraction(1, 1000),
                       container_format=container_format, options=options)
+
+
+# The corpus every Blender's renders check (tests/blender/test_blender_footage.py) and Windows decodes
+# (tests/windows/test_windows_footage.py): {what it is: (file name, write_clip's options)}.
+_VFR = {"frames": len(VFR_PTS_MS), "pts": VFR_PTS_MS, "time_base": Fraction(1, 1000)}
+CORPUS = {
+    # display matrices (a phone held upright writes -90 or 90)
+    "rotate 90 (H.264)": ("rot90.mp4", {"rotation": -90}),
+    "rotate 270 (H.264)": ("rot270.mp4", {"rotation": 90}),
+    "rotate 180 (H.264)": ("rot180.mp4", {"rotation": 180}),
+    # colour
+    "untagged SD 4:2:0": ("sd.mp4", {}),
+    "BT.601 tagged": ("bt601.mp4", {"colorspace": 5, "color_range": 1}),
+    "BT.709 tagged": ("bt709.mp4", {"colorspace": 1, "color_range": 1, "size": (128, 72)}),
+    "full range (yuvj420p)": ("full.mp4", {"pix_fmt": "yuvj420p"}),
+    "4:2:2": ("422.mp4", {"pix_fmt": "yuv422p"}),
+    "4:4:4": ("444.mp4", {"pix_fmt": "yuv444p", "colorspace": 1}),
+    # timing
+    "VFR MP4": ("vfr.mp4", _VFR),
+    "VFR fragmented MP4": ("vfr_frag.mp4", {**_VFR, "options": {"movflags": "frag_keyframe+empty_moov"}}),
+    "VFR MKV": ("vfr.mkv", {**_VFR, "container_format": "matroska"}),
+    "VFR MOV": ("vfr.mov", {**_VFR, "container_format": "mov"}),
+    "first timestamp 1 s, B-frames": ("late.mp4", {"frames": 12, "pts": [1000 + 40 * i for i in range(12)],
+                                                   "time_base": Fraction(1, 1000),
+                                                   "codec_options": {"bf": "3", "g": "5"}}),
+    "29.97 fps, B-frames": ("ntsc.mp4", {"frames": 12, "rate": Fraction(30000, 1001), "codec_options": {"bf": "2"}}),
+    "23.976 fps": ("film.mp4", {"frames": 12, "rate": Fraction(24000, 1001)}),
+    "interlaced (top field first)": ("interlaced.mp4", {"codec_options": {"x264-params": "interlaced=1:tff=1"}}),
+    # the formats editors use
+    "MPEG-4 part 2": ("mpeg4.mp4", {"codec": "mpeg4"}),
+    "MJPEG": ("mjpeg.avi", {"codec": "mjpeg", "pix_fmt": "yuvj422p"}),
+    "HEVC": ("hevc.mp4", {"codec": "libx265"}),
+    "VP9": ("vp9.webm", {"codec": "libvpx-vp9"}),
+    "FFV1": ("ffv1.mkv", {"codec": "ffv1"}),
+    "HEVC 10-bit BT.2020": ("hevc10.mp4", {"codec": "libx265", "pix_fmt": "yuv420p10le", "colorspace": 9}),
+    "ProRes 422": ("prores.mov", {"codec": "prores", "pix_fmt": "yuv422p10le"}),
+    "ProRes 4444 with alpha": ("prores4444.mov", {"codec": "prores_ks", "pix_fmt": "yuva444p10le",
+                                                  "codec_options": {"profile": "4444"}}),
+    "AV1": ("av1.mp4", {"codec": "libsvtav1", "pix_fmt": "yuv420p", "size": (128, 128)}),
+    "DNxHR SQ": ("dnxhr.mov", {"codec": "dnxhd", "pix_fmt": "yuv422p", "size": (256, 144),
+                               "codec_options": {"profile": "dnxhr_sq"}}),
+}

@@ -6,8 +6,6 @@ same size, within 1/255 mean and 3/255 max per channel. docs/blender.md's footag
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import cv2
 import numpy as np
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from facecache import choices
 from facecache.media.picture_rules import picture_rules
 from facecache.media.reader import MediaReader
-from footage import VFR_PTS_MS, write_clip
+from footage import CORPUS, write_clip
 
 pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
 # Where the engine's picture is not yet Blender's, said so (docs/blender.md's footage table).
@@ -23,45 +21,6 @@ KNOWN_GAPS = {("blender-4.2", "HEVC 10-bit BT.2020"): "Blender 4.2 and 4.3 conve
               "swscale with their flags does here (mean 5.7/255, max 76-99 on bpy 4.2.23); 10-bit 4:2:2 matches",
               ("blender-4.2", "interlaced (top field first)"): "Blender 4.2 and 4.3 show field-coded 4:2:0 "
               "otherwise than swscale with their flags does here (mean 9/255, max 224 on bpy 4.2.23)"}
-
-VFR = {"frames": len(VFR_PTS_MS), "pts": VFR_PTS_MS, "time_base": Fraction(1, 1000)}
-CORPUS = {
-    # display matrices (a phone held upright writes -90 or 90)
-    "rotate 90 (H.264)": ("rot90.mp4", {"rotation": -90}),
-    "rotate 270 (H.264)": ("rot270.mp4", {"rotation": 90}),
-    "rotate 180 (H.264)": ("rot180.mp4", {"rotation": 180}),
-    # colour
-    "untagged SD 4:2:0": ("sd.mp4", {}),
-    "BT.601 tagged": ("bt601.mp4", {"colorspace": 5, "color_range": 1}),
-    "BT.709 tagged": ("bt709.mp4", {"colorspace": 1, "color_range": 1, "size": (128, 72)}),
-    "full range (yuvj420p)": ("full.mp4", {"pix_fmt": "yuvj420p"}),
-    "4:2:2": ("422.mp4", {"pix_fmt": "yuv422p"}),
-    "4:4:4": ("444.mp4", {"pix_fmt": "yuv444p", "colorspace": 1}),
-    # timing
-    "VFR MP4": ("vfr.mp4", VFR),
-    "VFR fragmented MP4": ("vfr_frag.mp4", {**VFR, "options": {"movflags": "frag_keyframe+empty_moov"}}),
-    "VFR MKV": ("vfr.mkv", {**VFR, "container_format": "matroska"}),
-    "VFR MOV": ("vfr.mov", {**VFR, "container_format": "mov"}),
-    "first timestamp 1 s, B-frames": ("late.mp4", {"frames": 12, "pts": [1000 + 40 * i for i in range(12)],
-                                                   "time_base": Fraction(1, 1000),
-                                                   "codec_options": {"bf": "3", "g": "5"}}),
-    "29.97 fps, B-frames": ("ntsc.mp4", {"frames": 12, "rate": Fraction(30000, 1001), "codec_options": {"bf": "2"}}),
-    "23.976 fps": ("film.mp4", {"frames": 12, "rate": Fraction(24000, 1001)}),
-    "interlaced (top field first)": ("interlaced.mp4", {"codec_options": {"x264-params": "interlaced=1:tff=1"}}),
-    # the formats editors use
-    "MPEG-4 part 2": ("mpeg4.mp4", {"codec": "mpeg4"}),
-    "MJPEG": ("mjpeg.avi", {"codec": "mjpeg", "pix_fmt": "yuvj422p"}),
-    "HEVC": ("hevc.mp4", {"codec": "libx265"}),
-    "VP9": ("vp9.webm", {"codec": "libvpx-vp9"}),
-    "FFV1": ("ffv1.mkv", {"codec": "ffv1"}),
-    "HEVC 10-bit BT.2020": ("hevc10.mp4", {"codec": "libx265", "pix_fmt": "yuv420p10le", "colorspace": 9}),
-    "ProRes 422": ("prores.mov", {"codec": "prores", "pix_fmt": "yuv422p10le"}),
-    "ProRes 4444 with alpha": ("prores4444.mov", {"codec": "prores_ks", "pix_fmt": "yuva444p10le",
-                                                  "codec_options": {"profile": "4444"}}),
-    "AV1": ("av1.mp4", {"codec": "libsvtav1", "pix_fmt": "yuv420p", "size": (128, 128)}),
-    "DNxHR SQ": ("dnxhr.mov", {"codec": "dnxhd", "pix_fmt": "yuv422p", "size": (256, 144),
-                               "codec_options": {"profile": "dnxhr_sq"}}),
-}
 
 
 def blender_pictures(bpy, tmp_path, clip, frames: int | None = None):
