@@ -11,6 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
+import cv2
 import numpy as np
 
 BAR_STEP = 6  # pixels the bar moves down each frame
@@ -75,6 +76,27 @@ def write_clip(path: Path, frames: int = 10, size: tuple[int, int] = (96, 96), c
     for packet in stream.encode():
         container.mux(packet)
     container.close()
+    return path
+
+
+def write_phone_clip(path, portrait, pts=None, frames=6, rotation=-90):
+    """The portrait upright at 240x320 (width x height), stored sideways as a phone does (320x240 coded,
+    turned a quarter counter-clockwise) with the display matrix that turns it back."""
+    upright = cv2.resize(portrait, (240, 320))
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+        if pts is not None:
+            stream.codec_context.time_base = Fraction(1, 1000)
+        stream.set_display_rotation(rotation)
+        for index in range(frames if pts is None else len(pts)):
+            shifted = np.roll(upright, 2 * index, axis=1)  # every frame its own picture
+            coded = cv2.rotate(shifted, cv2.ROTATE_90_COUNTERCLOCKWISE)[..., ::-1].copy()
+            frame = av.VideoFrame.from_ndarray(coded, format="rgb24").reformat(format="yuv420p")
+            if pts is not None:
+                frame.pts, frame.time_base = pts[index], stream.codec_context.time_base
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
     return path
 
 

@@ -6,10 +6,13 @@ same size, within 1/255 mean and 3/255 max per channel. docs/blender.md's footag
 
 from __future__ import annotations
 
+import importlib.util
+
 import cv2
 import numpy as np
 import pytest
 
+from blender_helpers import ROOT
 from facecache import choices
 from facecache.media.picture_rules import picture_rules
 from facecache.media.reader import MediaReader
@@ -23,13 +26,20 @@ KNOWN_GAPS = {("blender-4.2", "HEVC 10-bit BT.2020"): "Blender 4.2 and 4.3 conve
               "otherwise than swscale with their flags does here (mean 9/255, max 224 on bpy 4.2.23)"}
 
 
+def source_compat():
+    """blender_addon/compat.py, loaded from the source tree (it needs bpy alone)."""
+    spec = importlib.util.spec_from_file_location("vse_faceswap_compat", ROOT / "blender_addon" / "compat.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def blender_pictures(bpy, tmp_path, clip, frames: int | None = None):
     """(strip length, [RGB pictures of each timeline frame]) as this Blender renders the movie strip alone."""
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
-    editor = scene.sequence_editor_create()
-    strips = editor.strips if hasattr(editor, "strips") else editor.sequences  # `sequences` before 4.4
-    strip = strips.new_movie("clip", str(clip), 1, 1)  # (no add-on here: this is Blender's picture alone)
+    # no add-on installed: this is Blender's picture alone (compat.py read from the source)
+    strip = source_compat().top_strips(scene.sequence_editor_create()).new_movie("clip", str(clip), 1, 1)
     element = strip.elements[0]
     length = strip.frame_final_duration
     settings = scene.render

@@ -5,38 +5,15 @@ frame Blender shows, each from the frame Blender shows there, and the CLI says s
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 
-import av
 import cv2
 import numpy as np
 import pytest
 
 from facecache.cli import main
-from footage import VFR_PTS_MS, VFR_SHOWN
+from footage import VFR_PTS_MS, VFR_SHOWN, write_phone_clip
 
 pytestmark = pytest.mark.index  # real weights and portraits come from the package index
-
-
-def phone_clip(path, portrait, pts=None, frames=6, rotation=-90):
-    """The portrait upright at 240x320 (width x height), stored sideways as a phone does (320x240 coded,
-    turned a quarter counter-clockwise) with the display matrix that turns it back."""
-    upright = cv2.resize(portrait, (240, 320))
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("libx264", rate=25)
-        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
-        if pts is not None:
-            stream.codec_context.time_base = Fraction(1, 1000)
-        stream.set_display_rotation(rotation)
-        for index in range(frames if pts is None else len(pts)):
-            shifted = np.roll(upright, 2 * index, axis=1)  # every frame its own picture
-            coded = cv2.rotate(shifted, cv2.ROTATE_90_COUNTERCLOCKWISE)[..., ::-1].copy()
-            frame = av.VideoFrame.from_ndarray(coded, format="rgb24").reformat(format="yuv420p")
-            if pts is not None:
-                frame.pts, frame.time_base = pts[index], stream.codec_context.time_base
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode())
-    return path
 
 
 def swap(tmp_path, models_dir, source, target, *extra):
@@ -45,7 +22,7 @@ def swap(tmp_path, models_dir, source, target, *extra):
 
 
 def test_a_portrait_phone_clip_is_swapped_upright(tmp_path, models_dir, portrait_paths, portraits, capsys):
-    clip = phone_clip(tmp_path / "phone.mp4", portraits["grace_hopper"])
+    clip = write_phone_clip(tmp_path / "phone.mp4", portraits["grace_hopper"])
     assert swap(tmp_path, models_dir, portrait_paths["astronaut"], clip) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["frames"] == 6 and summary["faces_swapped"] == 6, summary
@@ -57,7 +34,7 @@ def test_a_portrait_phone_clip_is_swapped_upright(tmp_path, models_dir, portrait
 def test_the_picture_rules_of_blender_4_2_see_the_clip_sideways(tmp_path, models_dir, portrait_paths, portraits,
                                                                   capsys):
     """Blender 4.2 and 4.3 show the coded picture: the engine analyses what they show, sideways."""
-    clip = phone_clip(tmp_path / "phone.mp4", portraits["grace_hopper"], frames=2)
+    clip = write_phone_clip(tmp_path / "phone.mp4", portraits["grace_hopper"], frames=2)
     assert swap(tmp_path, models_dir, portrait_paths["astronaut"], clip, "--picture-rules", "blender-4.2") == 0
     capsys.readouterr()
     outputs = sorted((tmp_path / "out" / "phone").glob("*.png"))
@@ -66,7 +43,7 @@ def test_the_picture_rules_of_blender_4_2_see_the_clip_sideways(tmp_path, models
 
 def test_a_variable_frame_rate_gets_an_output_per_frame_blender_shows(tmp_path, models_dir, portrait_paths,
                                                                       portraits, capsys):
-    clip = phone_clip(tmp_path / "recorder.mp4", portraits["grace_hopper"], pts=VFR_PTS_MS)
+    clip = write_phone_clip(tmp_path / "recorder.mp4", portraits["grace_hopper"], pts=VFR_PTS_MS)
     assert swap(tmp_path, models_dir, portrait_paths["astronaut"], clip, "--output-form", "full") == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out.strip().splitlines()[-1])

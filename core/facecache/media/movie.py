@@ -30,6 +30,8 @@ from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
 # Up to this many frames ahead, decoding on is cheaper than a seek (a keyframe interval of H.264 is
 # commonly 12-250 frames; a seek decodes from the keyframe before the target anyway).
 _MAX_DECODE_AHEAD = 20
+# FFmpeg's decoder threads: frames and slices, as Blender sets them (movie_read.cc, startffmpeg).
+_THREADING = "AUTO"
 # Blender seeks to a keyframe before the target less three frames: FFmpeg seeks by DTS, which can lie
 # before the PTS (movie_read.cc, ffmpeg_get_seek_pts).
 _SEEK_MARGIN_FRAMES = 3
@@ -76,7 +78,7 @@ class Movie:
         if context is None:
             self._container.close()
             raise MediaError(f"{path} holds video that FFmpeg has no decoder for: re-export it as MP4 (H.264)")
-        self._stream.thread_type = "AUTO"
+        self._stream.thread_type = _THREADING
         self.coded_size = (context.width, context.height)
         rate = self._stream.guessed_rate or self._stream.average_rate
         if not rate or not self._stream.time_base:
@@ -173,7 +175,7 @@ class Movie:
             self._container.close()
             self._container = self._av.open(str(self.path), metadata_errors="ignore")
             self._stream = self._container.streams.video[0]
-            self._stream.thread_type = "AUTO"
+            self._stream.thread_type = _THREADING
         self._frames = self._container.decode(self._stream)
         self._recent = self._before = None
         self._ended = False
