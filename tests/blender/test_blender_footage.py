@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 
+import av
 import cv2
 import numpy as np
 import pytest
@@ -63,7 +64,14 @@ def blender_pictures(bpy, tmp_path, clip, frames: int | None = None):
 @pytest.mark.parametrize("name", list(CORPUS))
 def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_path, name, request):
     filename, options = CORPUS[name]
-    clip = write_clip(tmp_path / filename, **options)
+    try:
+        clip = write_clip(tmp_path / filename, **options)
+    except av.error.ArgumentError as exc:
+        if not bpy.app.binary_path:
+            raise
+        # Inside Debian's Blender binary, whose own FFmpeg libraries are loaded, PyAV's libvpx and SVT-AV1
+        # encoders refuse to open (they write these clips in every bpy module); the binary reads them fine.
+        pytest.skip(f"this Blender binary's process cannot write the clip ({exc})")
     rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
     if (rules.name, name) in KNOWN_GAPS:  # strict: a gap closed shows as a failure, so the table is kept true
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[rules.name, name]))

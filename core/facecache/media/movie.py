@@ -65,7 +65,7 @@ class Movie:
         self.rules = rules
         self._av = av = import_av()
         try:
-            self._container = av.open(str(path), metadata_errors="ignore")
+            self._container = av.open(str(path))
         except (av.FFmpegError, UnicodeDecodeError, ValueError) as exc:
             raise MediaError(f"{path} is not a video or image that FFmpeg can read ({_reason(exc)}): check the "
                              "file, or re-export it as MP4 (H.264) or PNG frames") from None
@@ -123,7 +123,7 @@ class Movie:
         not say): fewer or more than `frame_count` when the frame rate varies."""
         if self._stream.frames:
             return self._stream.frames
-        with self._av.open(str(self.path), metadata_errors="ignore") as container:
+        with self._av.open(str(self.path)) as container:
             return sum(1 for packet in container.demux(container.streams.video[0]) if packet.size)
 
     @property
@@ -173,7 +173,7 @@ class Movie:
             self._container.seek(offset, backward=True, any_frame=False, stream=self._stream)
         except self._av.FFmpegError:  # no index (a raw or truncated stream): decode from the start
             self._container.close()
-            self._container = self._av.open(str(self.path), metadata_errors="ignore")
+            self._container = self._av.open(str(self.path))
             self._stream = self._container.streams.video[0]
             self._stream.thread_type = _THREADING
         self._frames = self._container.decode(self._stream)
