@@ -136,6 +136,9 @@ CORPUS = {
                                                    "codec_options": {"bf": "3", "g": "5"}}),
     "29.97 fps, B-frames": ("ntsc.mp4", {"frames": 12, "rate": Fraction(30000, 1001), "codec_options": {"bf": "2"}}),
     "23.976 fps": ("film.mp4", {"frames": 12, "rate": Fraction(24000, 1001)}),
+    "29.97 fps MKV (timestamps on half ticks)": ("ntsc.mkv", {"frames": 20, "size": (96, 128),
+                                                              "rate": Fraction(30000, 1001),
+                                                              "container_format": "matroska"}),
     "interlaced (top field first)": ("interlaced.mp4", {"codec_options": {"x264-params": "interlaced=1:tff=1"}}),
     # the formats editors use
     "MPEG-4 part 2": ("mpeg4.mp4", {"codec": "mpeg4"}),

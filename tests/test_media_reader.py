@@ -124,3 +124,13 @@ def test_a_truncated_movie_ends_with_a_message_after_its_last_good_frame(tmp_pat
             for index, frame in reader.frames(range(40)):
                 done.append(frame_number(frame))
     assert 5 < len(done) < 40 and done == list(range(len(done)))
+
+
+def test_a_timestamp_half_way_between_two_ticks_rounds_away_from_zero_as_blender_does(tmp_path):
+    """29.97 fps in MKV (time base 1/1000): strip frame 15 is at 15 x 33.3667 = 500.5 ms, which Blender's C
+    round() takes to 501, the frame recorded at 500.5 ms (Python's round would give 500, the one before)."""
+    clip = write_clip(tmp_path / "ntsc.mkv", frames=20, size=(96, 128), rate=Fraction(30000, 1001),
+                      container_format="matroska")
+    with MediaReader(clip) as reader:
+        assert [frame_number(f) for _, f in reader.frames(range(20))] == list(range(20))
+        assert [frame_number(f) for _, f in reader.frames([15])] == [15]

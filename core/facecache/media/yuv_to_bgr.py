@@ -99,8 +99,10 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, 
         luma = planes[0][first:last]
         chroma = [_repeat(plane[first // step_y:-(-last // step_y)], step_x, step_y)[:last - first, :width]
                   for plane in planes[1:]]
-        converted = cv2.transform(cv2.merge([luma, *chroma]), matrix)
-        out[first:last] = converted if bits == 8 else np.minimum(converted, 255)
+        if bits == 8:  # straight into the frame (a band of whole rows is contiguous)
+            cv2.transform(cv2.merge([luma, *chroma]), matrix, dst=out[first:last])
+        else:
+            out[first:last] = np.minimum(cv2.transform(cv2.merge([luma, *chroma]), matrix), 255)
 
     # cv2.transform is most of the time and runs on one core: rows in bands, one per core (1080p: 6.3 -> 2.4 ms)
     bands = 1 if pool is None else _BANDS
