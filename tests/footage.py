@@ -45,11 +45,13 @@ def frame_number(rgb: np.ndarray) -> int:
 
 def write_clip(path: Path, frames: int = 10, size: tuple[int, int] = (96, 96), codec: str = "libx264",
                pix_fmt: str = "yuv420p", rate: Fraction | int = 25, colorspace: int | None = None,
-               color_range: int | None = None, rotation: int | None = None, pts: list[int] | None = None,
+               color_range: int | None = None, primaries: int | None = None, transfer: int | None = None,
+               rotation: int | None = None, pts: list[int] | None = None,
                time_base: Fraction | None = None, container_format: str | None = None,
                options: dict | None = None, codec_options: dict | None = None) -> Path:
     """Write a clip. `colorspace`: an AVColorSpace tag (1 BT.709, 5 BT.601, 9 BT.2020; also set as the
-    primaries and transfer), `color_range` 1 limited or 2 full; `rotation`: a display matrix, degrees
+    primaries and transfer unless `primaries` and `transfer` say otherwise: 18 is HLG, 16 PQ, 4 gamma 2.2),
+    `color_range` 1 limited or 2 full; `rotation`: a display matrix, degrees
     counter-clockwise (a phone held upright writes 90 or -90); `pts` with `time_base`: each frame's
     timestamp (a variable frame rate)."""
     width, height = size
@@ -61,6 +63,10 @@ def write_clip(path: Path, frames: int = 10, size: tuple[int, int] = (96, 96), c
         context.time_base = time_base
     if colorspace is not None:
         context.colorspace = context.color_primaries = context.color_trc = colorspace
+    if primaries is not None:
+        context.color_primaries = primaries
+    if transfer is not None:
+        context.color_trc = transfer
     if color_range is not None:
         context.color_range = color_range
     if rotation is not None:
@@ -147,6 +153,13 @@ CORPUS = {
     "VP9": ("vp9.webm", {"codec": "libvpx-vp9"}),
     "FFV1": ("ffv1.mkv", {"codec": "ffv1"}),
     "HEVC 10-bit BT.2020": ("hevc10.mp4", {"codec": "libx265", "pix_fmt": "yuv420p10le", "colorspace": 9}),
+    "iPhone HDR: HEVC 10-bit BT.2020 HLG": ("hlg.mov", {"codec": "libx265", "pix_fmt": "yuv420p10le",
+                                                        "colorspace": 9, "transfer": 18}),
+    "HDR10: HEVC 10-bit BT.2020 PQ": ("pq.mp4", {"codec": "libx265", "pix_fmt": "yuv420p10le", "colorspace": 9,
+                                                 "transfer": 16}),
+    "BT.2020 SDR (BT.709 transfer)": ("rec2020.mp4", {"codec": "libx265", "pix_fmt": "yuv420p10le", "colorspace": 9,
+                                                      "transfer": 1}),
+    "BT.709 gamma 2.2": ("g22.mp4", {"colorspace": 1, "transfer": 4}),
     "ProRes 422": ("prores.mov", {"codec": "prores", "pix_fmt": "yuv422p10le"}),
     "ProRes 4444 with alpha": ("prores4444.mov", {"codec": "prores_ks", "pix_fmt": "yuva444p10le",
                                                   "codec_options": {"profile": "4444"}}),

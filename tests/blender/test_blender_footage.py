@@ -23,8 +23,15 @@ pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
 # Where the engine's picture is not yet Blender's, said so (docs/blender.md's footage table).
 KNOWN_GAPS = {("blender-4.2", "HEVC 10-bit BT.2020"): "Blender 4.2 and 4.3 convert 10-bit 4:2:0 otherwise than "
               "swscale with their flags does here (mean 5.7/255, max 76-99 on bpy 4.2.23); 10-bit 4:2:2 matches",
+              **{("blender-4.2", name): "Blender 4.2 and 4.3 convert 10-bit 4:2:0 otherwise than swscale with "
+                 "their flags does here" for name in ("iPhone HDR: HEVC 10-bit BT.2020 HLG", "HDR10: HEVC 10-bit "
+                                                      "BT.2020 PQ", "BT.2020 SDR (BT.709 transfer)")},
               ("blender-4.2", "interlaced (top field first)"): "Blender 4.2 and 4.3 show field-coded 4:2:0 "
               "otherwise than swscale with their flags does here (mean 9/255, max 224 on bpy 4.2.23)"}
+
+# Blender 5.2 maps more tags to colour spaces (the stream's full CICP, movie_read.cc): not followed yet.
+KNOWN_GAPS_5_2 = {"BT.709 gamma 2.2": "Blender 5.2 shows BT.709 with gamma 2.2 through its Rec.709 g2.2 space "
+                  "(mean 1.4/255 off the picture as decoded, which 4.4-5.1 show)"}
 
 
 def source_compat():
@@ -73,8 +80,9 @@ def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_pat
         # encoders refuse to open (they write these clips in every bpy module); the binary reads them fine.
         pytest.skip(f"this Blender binary's process cannot write the clip ({exc})")
     rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
-    if (rules.name, name) in KNOWN_GAPS:  # strict: a gap closed shows as a failure, so the table is kept true
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[rules.name, name]))
+    gap = KNOWN_GAPS.get((rules.name, name)) or (tuple(bpy.app.version[:2]) >= (5, 2) and KNOWN_GAPS_5_2.get(name))
+    if gap:  # strict: a gap closed shows as a failure, so the table is kept true
+        request.applymarker(pytest.mark.xfail(strict=True, reason=gap))
     length, pictures = blender_pictures(bpy, tmp_path, clip)
     with MediaReader(clip, rules) as reader:
         assert reader.info.frame_count == length

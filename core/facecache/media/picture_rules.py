@@ -8,7 +8,8 @@ and checked against bpy's own renders by tests/blender/test_blender_footage.py):
   ignored); 4.2 shows the coded picture;
 - colour: YUV to RGB by the matrix the stream is tagged with (BT.601 when untagged, whatever the height),
   in the range it is tagged with; 5.x takes each pixel's chroma from its own sample (swscale's SWS_POINT),
-  4.2 interpolates it (SWS_BILINEAR);
+  4.2 interpolates it (SWS_BILINEAR); 5.x shows a clip tagged HDR (BT.2020 with HLG or PQ) through its
+  colour space, 4.2 as its code values;
 - time: frame N of the strip shows the last frame whose timestamp is at or before
   round(N / (fps * time_base)) + start_time, fps being FFmpeg's guess (av_guess_frame_rate): a variable
   frame rate repeats or skips frames to follow the clock; the strip's length comes from the stream's
@@ -30,11 +31,12 @@ class PictureRules:
     name: str  # one of choices.PICTURE_RULES
     rotate: bool  # apply the display matrix's quarter turns
     nearest_chroma: bool  # each pixel takes the chroma sample it lies in (else swscale's bilinear)
+    display_spaces: bool  # HDR and other tagged colour spaces shown through Blender's view (display_spaces.py)
 
 
 RULES = {rules.name: rules for rules in (
-    PictureRules("blender-5", rotate=True, nearest_chroma=True),
-    PictureRules("blender-4.2", rotate=False, nearest_chroma=False),
+    PictureRules("blender-5", rotate=True, nearest_chroma=True, display_spaces=True),
+    PictureRules("blender-4.2", rotate=False, nearest_chroma=False, display_spaces=False),
 )}
 assert set(RULES) == set(choices.names(choices.PICTURE_RULES))
 NEWEST = RULES[choices.DEFAULTS["picture_rules"]]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
+from facecache.media.display_spaces import display_transform
 from facecache.media.picture_rules import PictureRules
 
 if TYPE_CHECKING:  # PyAV is imported where a movie is opened (media.movie.import_av)
@@ -28,13 +29,17 @@ _LUMA_WEIGHTS = {1: (0.2126, 0.0722), 4: (0.30, 0.11), 5: (0.299, 0.114), 6: (0.
                  7: (0.212, 0.087), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}
 _BT601 = 5
 _FULL_RANGE = 2  # AVCOL_RANGE_JPEG
-# Planar YUV without alpha, converted here: name -> (bits, horizontal and vertical chroma subsampling).
+# Planar YUV, converted here: name -> (bits, horizontal and vertical chroma subsampling).
 _PLANAR_YUV = {f"{name}{suffix}": (bits, sub) for name, sub in (("yuv420p", (2, 2)), ("yuv422p", (2, 1)),
                                                                 ("yuv444p", (1, 1)), ("yuv440p", (1, 2)))
                for bits, suffix in ((8, ""), (10, "10le"), (12, "12le"))}
+# With alpha (ProRes 4444, VP9 with alpha): the colour planes alone (the engine's frames are BGR).
+_PLANAR_YUV.update({f"yuva{n[3:]}": layout for n, layout in list(_PLANAR_YUV.items())
+                    if not n.startswith(("yuv440", "yuvj"))})
 _PLANAR_YUV.update({f"yuvj{n[3:]}": (8, sub) for n, (bits, sub) in list(_PLANAR_YUV.items()) if bits == 8})
 # Blender's swscale flags (5.x, 4.2) by name; PyAV before 16 offers the interpolation alone.
 _SWSCALE_FLAGS = {True: ("POINT", "FULL_CHR_H_INT", "ACCURATE_RND"), False: ("BILINEAR", "FULL_CHR_H_INT")}
+_FLOAT_WHITE = 65280 / 65535
 _BANDS = 2  # the machines the engine runs on have 2 cores or more
 # Blender's quarter turns (clockwise degrees) as OpenCV's.
 _TURNS = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
@@ -61,7 +66,11 @@ def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = No
     """The frame as Blender shows it under `rules`, as 8-bit BGR (height, width, 3); `pool` (threads, one per
     core) shares the conversion out."""
     layout = _PLANAR_YUV.get(frame.format.name)
-    if rules.nearest_chroma and layout is not None:
+    shown_through = display_transform(frame.color_primaries, frame.color_trc) if rules.display_spaces else None
+    if rules.nearest_chroma and layout is not None and shown_through is not None:
+        rgb = np.clip(_planar_yuv_to_bgr(frame, *layout, pool, as_float=True)[..., ::-1], 0.0, 1.0)
+        bgr = np.rint(shown_through(rgb)[..., ::-1] * 255).astype(np.uint8)
+    elif rules.nearest_chroma and layout is not None:
         bgr = _planar_yuv_to_bgr(frame, *layout, pool)
     else:
         bgr = frame.reformat(format="bgr24", src_colorspace=colour_tag(frame),
@@ -84,7 +93,8 @@ def _swscale_flags(rules: PictureRules):
 
 
 def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int],
-                       pool: Executor | None) -> np.ndarray:
+                       pool: Executor | None, as_float: bool = False) -> np.ndarray:
+    """8-bit BGR; with `as_float`, float32 BGR in 0-1 (unclipped), for a display transform to follow."""
     height, width = frame.height, frame.width
     dtype = np.uint8 if bits == 8 else np.uint16
     step_x, step_y = subsampling
@@ -93,16 +103,21 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, 
         rows, columns = (height, width) if channel == 0 else (-(-height // step_y), -(-width // step_x))
         planes.append(np.frombuffer(plane, dtype).reshape(-1, plane.line_size // dtype().itemsize)[:rows, :columns])
     matrix = _bgr_matrix(colour_tag(frame), is_full_range(frame), bits)
-    out = np.empty((height, width, 3), np.uint8)
+    if bits > 8:  # Blender's float path: swscale puts white at 255 x 256 of 65535 (measured on bpy 5.0.1)
+        matrix *= _FLOAT_WHITE
+    out = np.empty((height, width, 3), np.float32 if as_float else np.uint8)
 
     def convert(first: int, last: int) -> None:  # rows [first, last), first a multiple of step_y
         luma = planes[0][first:last]
         chroma = [_repeat(plane[first // step_y:-(-last // step_y)], step_x, step_y)[:last - first, :width]
                   for plane in planes[1:]]
-        if bits == 8:  # straight into the frame (a band of whole rows is contiguous)
-            cv2.transform(cv2.merge([luma, *chroma]), matrix, dst=out[first:last])
+        merged = cv2.merge([luma, *chroma])
+        if as_float:
+            out[first:last] = cv2.transform(merged.astype(np.float32), matrix / 255)
+        elif bits == 8:  # straight into the frame (a band of whole rows is contiguous)
+            cv2.transform(merged, matrix, dst=out[first:last])
         else:
-            out[first:last] = np.minimum(cv2.transform(cv2.merge([luma, *chroma]), matrix), 255)
+            out[first:last] = np.minimum(cv2.transform(merged, matrix), 255)
 
     # cv2.transform is most of the time and runs on one core: rows in bands, one per core (1080p: 6.3 -> 2.4 ms)
     bands = 1 if pool is None else _BANDS

@@ -1,0 +1,57 @@
+"""The colour spaces Blender 4.4 and later give a movie by its primaries and transfer tags, as its Standard
+view shows them: an HDR phone clip (BT.2020 with HLG or PQ) is not shown as its code values, but taken to
+scene-linear Rec.709 and encoded as sRGB.
+
+Blender's reader maps the tags to a display colour space (`probe_video_colorspace` in movie_read.cc: BT.2020
++ HLG -> Rec.2100-HLG, BT.2020 + PQ -> Rec.2100-PQ, BT.2020 + BT.709 transfer -> Rec.2020 with gamma 2.4);
+anything else is shown as decoded (BT.709 with gamma 2.2 too: measured, bpy 5.0.1 shows its code values).
+The transfer functions are the published ones (ITU-R BT.2100, BT.1886's 2.4 power; HLG's system gamma 1.2
+at 1000 nits, 100 nits as 1.0), checked against bpy 5.0.1's renders in tests/blender/test_blender_footage.py.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+# AVColorPrimaries and AVColorTransferCharacteristic tags
+_BT709, _BT2020 = 1, 9
+_TRC_BT709, _TRC_PQ, _TRC_HLG = 1, 16, 18
+_BT2020_TO_BT709 = np.array([[1.660491, -0.587641, -0.072850],
+                             [-0.124550, 1.132900, -0.008349],
+                             [-0.018151, -0.100579, 1.118730]], np.float32)
+_BT2020_LUMA = np.array([0.2627, 0.6780, 0.0593], np.float32)
+
+
+def display_transform(primaries: int, transfer: int) -> Callable[[np.ndarray], np.ndarray] | None:
+    """For a stream's tags, the function from its decoded RGB (float, 0-1, channels last) to what Blender's
+    Standard view shows (sRGB, 0-1); None where Blender shows the decoded picture as it is."""
+    return _TRANSFORMS.get((primaries, transfer))
+
+
+def _srgb_encode(linear: np.ndarray) -> np.ndarray:
+    linear = np.clip(linear, 0.0, 1.0)
+    return np.where(linear <= 0.0031308, 12.92 * linear, 1.055 * np.power(linear, 1 / 2.4) - 0.055)
+
+
+def _hlg_to_display(rgb: np.ndarray) -> np.ndarray:
+    a, b, c = 0.17883277, 0.28466892, 0.55991073
+    scene = np.where(rgb <= 0.5, rgb * rgb / 3, (np.exp((rgb - c) / a) + b) / 12)
+    luminance = np.maximum(scene @ _BT2020_LUMA, 1e-12)[..., None]
+    display = 1000 * luminance ** 0.2 * scene / 100  # the OOTF at 1000 nits; 100 nits is 1.0
+    return _srgb_encode(display @ _BT2020_TO_BT709.T)
+
+
+def _pq_to_display(rgb: np.ndarray) -> np.ndarray:
+    m1, m2, c1, c2, c3 = 2610 / 16384, 2523 / 4096 * 128, 3424 / 4096, 2413 / 4096 * 32, 2392 / 4096 * 32
+    power = np.power(np.clip(rgb, 0.0, 1.0), 1 / m2)
+    nits = 10000 * np.power(np.maximum(power - c1, 0) / (c2 - c3 * power), 1 / m1)
+    return _srgb_encode(nits / 100 @ _BT2020_TO_BT709.T)
+
+
+_TRANSFORMS = {
+    (_BT2020, _TRC_HLG): _hlg_to_display,
+    (_BT2020, _TRC_PQ): _pq_to_display,
+    (_BT2020, _TRC_BT709): lambda rgb: _srgb_encode(np.power(np.clip(rgb, 0, 1), 2.4) @ _BT2020_TO_BT709.T),
+}
