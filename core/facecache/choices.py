@@ -87,18 +87,21 @@ OUTPUT_FORMS = (
 # Whose picture of a movie the engine analyses: the rules of the Blender that shows it
 # (facecache.media.picture_rules). The add-on passes its own Blender's; the CLI uses the newest.
 PICTURE_RULES = (
-    Choice("blender-5", "Blender 4.4 and later", "The picture Blender 4.4 to 5.2 show: turned upright by the "
-           "clip's display matrix, chroma taken per sample"),
+    Choice("blender-5", "Blender 5", "The picture Blender 5.0 to 5.2 show: turned upright by the clip's display "
+           "matrix, chroma taken per sample, HDR (BT.2020 HLG or PQ) through Blender's view"),
+    Choice("blender-4.5", "Blender 4.4 and 4.5", "The picture Blender 4.4 and 4.5 show: as Blender 5's, but HDR "
+           "as its code values"),
     Choice("blender-4.2", "Blender 4.2 and 4.3", "The picture Blender 4.2 and 4.3 show: as coded (a phone's "
            "portrait clip lies on its side), chroma interpolated"),
 )
-# The first Blender whose movie reader applies the display matrix and point-sampled chroma.
-PICTURE_RULES_CHANGED_IN = (4, 4, 0)
+# The Blender versions from which each rule holds, newest first: 4.4's reader applies the display matrix and
+# point-sampled chroma (4.5.15 measured; 4.4 has no bpy module to test), 5.0's maps HDR tags to colour spaces.
+PICTURE_RULES_SINCE = (((5, 0, 0), "blender-5"), ((4, 4, 0), "blender-4.5"), ((0, 0, 0), "blender-4.2"))
 
 
 def picture_rules_for(version: tuple[int, ...]) -> str:
     """The picture rules of a Blender version (bpy.app.version)."""
-    return "blender-5" if tuple(version[:3]) >= PICTURE_RULES_CHANGED_IN else "blender-4.2"
+    return next(name for since, name in PICTURE_RULES_SINCE if tuple(version[:3]) >= since)
 
 
 # Blend settings: changing them re-runs the composite stage only.

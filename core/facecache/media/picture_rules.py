@@ -4,12 +4,12 @@ What the engine analyses and composites must be what Blender shows at that frame
 reader changed between versions (its sources: `source/blender/imbuf/intern/anim_movie.cc` in 4.2,
 `imbuf/movie/intern/movie_read.cc` from 4.4 on; the facts are gathered in shared/notes/blender-movie-facts.md
 and checked against bpy's own renders by tests/blender/test_blender_footage.py):
-- rotation: 5.x turns the picture by the stream's display matrix (90, 180 or 270 degrees; a mirror is
+- rotation: 4.4 and later turn the picture by the stream's display matrix (90, 180 or 270 degrees; a mirror is
   ignored); 4.2 shows the coded picture;
 - colour: YUV to RGB by the matrix the stream is tagged with (BT.601 when untagged, whatever the height),
-  in the range it is tagged with; 5.x takes each pixel's chroma from its own sample (swscale's SWS_POINT),
-  4.2 interpolates it (SWS_BILINEAR); 5.x shows a clip tagged HDR (BT.2020 with HLG or PQ) through its
-  colour space, 4.2 as its code values;
+  in the range it is tagged with; 4.4 and later take each pixel's chroma from its own sample (swscale's SWS_POINT),
+  4.2 interpolates it (SWS_BILINEAR); 5.0 and later show a clip tagged HDR (BT.2020 with HLG or PQ)
+  through its colour space, 4.5 and 4.2 as its code values;
 - time: frame N of the strip shows the last frame whose timestamp is at or before
   round(N / (fps * time_base)) + start_time, fps being FFmpeg's guess (av_guess_frame_rate): a variable
   frame rate repeats or skips frames to follow the clock; the strip's length comes from the stream's
@@ -36,6 +36,7 @@ class PictureRules:
 
 RULES = {rules.name: rules for rules in (
     PictureRules("blender-5", rotate=True, nearest_chroma=True, display_spaces=True),
+    PictureRules("blender-4.5", rotate=True, nearest_chroma=True, display_spaces=False),
     PictureRules("blender-4.2", rotate=False, nearest_chroma=False, display_spaces=False),
 )}
 assert set(RULES) == set(choices.names(choices.PICTURE_RULES))
