@@ -54,3 +54,22 @@ def test_a_variable_frame_rate_gets_an_output_per_frame_blender_shows(tmp_path, 
     # a frame shown twice on the timeline gives the same output twice; the next recorded frame another one
     same = [np.array_equal(pictures[i], pictures[i + 1]) for i in range(len(pictures) - 1)]
     assert same == [VFR_SHOWN[i] == VFR_SHOWN[i + 1] for i in range(len(VFR_SHOWN) - 1)]
+
+
+def test_a_movie_from_a_phone_clip_is_upright_and_on_blenders_clock(tmp_path, models_dir, portrait_paths,
+                                                                    portraits, capsys):
+    """--out movie.mp4 from a portrait VFR recording: every frame Blender shows, upright, at its 25 fps."""
+    import av
+
+    clip = write_phone_clip(tmp_path / "recorder.mp4", portraits["grace_hopper"], pts=VFR_PTS_MS)
+    movie = tmp_path / "swapped.mp4"
+    assert main(["swap", "--source", str(portrait_paths["astronaut"]), "--target", str(clip), "--out", str(movie),
+                 "--cache-dir", str(tmp_path / "cache"), "--models-dir", str(models_dir), "--json"]) == 0
+    capsys.readouterr()
+    with av.open(str(movie)) as container:
+        stream = container.streams.video[0]
+        frames = list(container.decode(stream))
+    assert (stream.codec_context.width, stream.codec_context.height) == (240, 320)
+    seconds = [float(frame.pts * frame.time_base) for frame in frames]
+    assert len(frames) == len(VFR_SHOWN) and seconds == pytest.approx([i / 25 for i in range(len(VFR_SHOWN))],
+                                                                       abs=1e-3)

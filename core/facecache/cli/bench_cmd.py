@@ -1,9 +1,10 @@
 """`facecache bench [SUITE] [--json]`: measured figures for docs/benchmarks.md.
 
 Suites: `pipeline` (the default: what the cache saves on the main job, real
-models and photographs), `cache` (what the cache itself costs) and `quality`
-(how good the default swap looks, on real photographs) and `decode` (what reading a
-movie as Blender shows it costs, against OpenCV's decoder).
+models and photographs), `cache` (what the cache itself costs), `quality`
+(how good the default swap looks, on real photographs), `decode` (what reading a
+movie as Blender shows it costs, against OpenCV's decoder) and `movie` (what a
+movie `--out` costs per frame: the H.264 and ProRes encoders).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from facecache.bench import cache_bench, decode_bench, pipeline_bench, quality_bench
+from facecache.bench import cache_bench, decode_bench, movie_bench, pipeline_bench, quality_bench
 from facecache.cli.common import add_command, print_json
 
 CACHE_DEFAULT_FRAMES = 300
@@ -42,17 +43,24 @@ def _run_decode(args: argparse.Namespace) -> dict:
     return decode_bench.run(args.cache_dir)
 
 
-SUITES = {"pipeline": _run_pipeline, "cache": _run_cache, "quality": _run_quality, "decode": _run_decode}
+def _run_movie(args: argparse.Namespace) -> dict:
+    say = (lambda message: print(f"bench movie: {message}", file=sys.stderr, flush=True))
+    return movie_bench.run(frames=args.frames or movie_bench.DEFAULT_FRAMES, size=args.size, say=say)
+
+
+SUITES = {"pipeline": _run_pipeline, "cache": _run_cache, "quality": _run_quality, "decode": _run_decode,
+          "movie": _run_movie}
 
 
 def register(commands) -> None:
-    parser = add_command(commands, "bench", "measure what the cache saves and costs, and the swap's quality")
+    parser = add_command(commands, "bench",
+                         "measure what the cache saves and costs, the swap's quality, and the movie encoders")
     parser.add_argument("suite", nargs="?", choices=sorted(SUITES), default="pipeline",
                         help="which benchmark to run (default: pipeline)")
     parser.add_argument("--frames", type=int, default=None,
                         help=f"frames in the benchmark clip (default: pipeline {pipeline_bench.DEFAULT_FRAMES}, "
                              f"of which the first 1/1.1 are the first range and the rest the 10%% extension; "
-                             f"cache {CACHE_DEFAULT_FRAMES})")
+                             f"cache {CACHE_DEFAULT_FRAMES}, movie {movie_bench.DEFAULT_FRAMES})")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="put the run's cache in a temporary folder under this one (e.g. a network mount)")
     parser.add_argument("--compare-dir", type=Path, default=None,
@@ -63,7 +71,8 @@ def register(commands) -> None:
     parser.add_argument("--providers", default="auto", help="ONNX Runtime providers for the pipeline suite "
                                                             "(auto, cpu, cuda, tensorrt; default auto)")
     parser.add_argument("--size", type=_parse_size, default=pipeline_bench.FULL_HD,
-                        help="pipeline suite: the clip's WIDTHxHEIGHT (default 1920x1080; 3840x2160 for 4K)")
+                        help="pipeline and movie suites: the clip's WIDTHxHEIGHT (default 1920x1080; 3840x2160 "
+                             "for 4K)")
     parser.add_argument("--faces", type=_positive, default=1,
                         help="pipeline suite: faces in every frame of the clip, tiled from the sample portraits "
                              "(default 1)")

@@ -101,7 +101,7 @@ class Movie:
         """Blender's strip length: lround(stream duration x fps), else the container's, else nb_frames."""
         stream, container = self._stream, self._container
         if stream.duration:
-            return int(_c_round(stream.duration * stream.time_base * self.fps))
+            return int(c_round(stream.duration * stream.time_base * self.fps))
         if container.duration:
             seconds = Fraction(container.duration, self._av.time_base)
             video_start = Fraction(stream.start_time or 0) * stream.time_base
@@ -109,7 +109,7 @@ class Movie:
             audio_start = Fraction(audio[0].start_time or 0) * audio[0].time_base if audio else Fraction(0)
             if video_start > audio_start:
                 seconds -= video_start - audio_start
-            return int(_c_round(seconds * self.fps))
+            return int(c_round(seconds * self.fps))
         return stream.frames or self._count_by_decoding()
 
     def _count_by_decoding(self) -> int:
@@ -148,7 +148,7 @@ class Movie:
 
     def frame(self, position: int) -> tuple[int, av.VideoFrame | None]:
         """(target timestamp, decoded frame) of strip frame `position`, by Blender's rule."""
-        target = _c_round(position * self._steps_per_frame) + self._start  # 29.97 fps: 15 x 33.3667 = 500.5 -> 501
+        target = c_round(position * self._steps_per_frame) + self._start  # 29.97 fps: 15 x 33.3667 = 500.5 -> 501
         recent_pts = _pts(self._recent) if self._recent is not None else None
         ahead = self._steps_per_frame * _MAX_DECODE_AHEAD
         if recent_pts is None or target < _pts(self._before or self._recent) or target - recent_pts > ahead:
@@ -208,7 +208,7 @@ def _pts(frame: av.VideoFrame) -> int | None:
     return frame.pts if frame.pts is not None else frame.dts
 
 
-def _c_round(value: float | Fraction) -> int:
+def c_round(value: float | Fraction) -> int:
     """C's round and lround: halves away from zero (Python's round takes halves to even)."""
     whole = math.floor(abs(value))
     if abs(value) - whole >= 0.5:  # exact for a double and a Fraction alike
