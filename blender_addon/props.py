@@ -26,6 +26,7 @@ CLI_ONLY = {
     "output_form": "always face overlays for the sequencer, laid over the original strip",
     "json": "the command line's output format (the add-on keeps each job's summary in last_report)",
     "picture_rules": "always the picture of the Blender the add-on runs in (bpy.app.version)",
+    "quality": "a finished movie's codec quality: the add-on's output is the swapped strips, never a movie",
 }
 
 

@@ -88,7 +88,9 @@ def movie_format(path: str | os.PathLike) -> MovieFormat | None:
     its name). MovieOutError for a movie suffix that is not written, naming those that are."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if path.is_dir() or (suffix not in MOVIE_FORMATS and suffix not in OTHER_MOVIE_SUFFIXES):
+    if suffix not in MOVIE_FORMATS and suffix not in OTHER_MOVIE_SUFFIXES:
+        return None  # by its name alone: a path the system refuses (too long) is the output folder's check's
+    if path.is_dir():
         return None
     if suffix not in MOVIE_FORMATS:
         raise MovieOutError(f"{path}: facecache does not write {suffix} movies; name a {', '.join(MOVIE_FORMATS)} "
