@@ -20,13 +20,15 @@ _BT709, _BT2020 = 1, 9
 _TRC_BT709, _TRC_PQ, _TRC_HLG = 1, 16, 18
 _BT2020_TO_BT709 = np.array([[1.660491, -0.587641, -0.072850],
                              [-0.124550, 1.132900, -0.008349],
-                             [-0.018151, -0.100579, 1.118730]], np.float32)
-_BT2020_LUMA = np.array([0.2627, 0.6780, 0.0593], np.float32)
+                             [-0.018151, -0.100579, 1.118730]])
+_BT2020_LUMA = np.array([0.2627, 0.6780, 0.0593])
 
 
 def display_transform(primaries: int, transfer: int) -> Callable[[np.ndarray], np.ndarray] | None:
-    """For a stream's tags, the function from its decoded RGB (float, 0-1, channels last) to what Blender's
-    Standard view shows (sRGB, 0-1); None where Blender shows the decoded picture as it is."""
+    """For a stream's tags, the function from its decoded RGB (float64, 0-1, channels last) to what Blender's
+    Standard view shows (sRGB, 0-1); None where Blender shows the decoded picture as it is. In double
+    precision: float32's power and exp differ by an ulp between platforms' maths libraries, which moved a
+    few pixels' rounding between Linux and Windows (their fingerprints, the cache's keys, then differ)."""
     return _TRANSFORMS.get((primaries, transfer))
 
 

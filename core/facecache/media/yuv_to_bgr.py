@@ -68,7 +68,7 @@ def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = No
     layout = _PLANAR_YUV.get(frame.format.name)
     shown_through = display_transform(frame.color_primaries, frame.color_trc) if rules.display_spaces else None
     if rules.nearest_chroma and layout is not None and shown_through is not None:
-        rgb = np.clip(_planar_yuv_to_bgr(frame, *layout, pool, as_float=True)[..., ::-1], 0.0, 1.0)
+        rgb = np.clip(_planar_yuv_to_bgr(frame, *layout, pool, as_float=True)[..., ::-1].astype(np.float64), 0, 1)
         bgr = np.rint(shown_through(rgb)[..., ::-1] * 255).astype(np.uint8)
     elif rules.nearest_chroma and layout is not None:
         bgr = _planar_yuv_to_bgr(frame, *layout, pool)
