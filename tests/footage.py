@@ -117,6 +117,9 @@ def write_vfr_clip(path: Path, container_format: str | None = None, options: dic
                       container_format=container_format, options=options)
 
 
+# AV1 is left out: SVT-AV1's encoder threads outlive the clip and hang the processes later tests of the
+# run fork (tests/store/test_concurrency.py). The engine decodes AV1 (dav1d): bpy 4.2.23 0/0, 4.5.15 and
+# 5.0.1 0.03/1 when measured alone (2026-12-02).
 # The corpus every Blender's renders check (tests/blender/test_blender_footage.py) and Windows decodes
 # (tests/windows/test_windows_footage.py): {what it is: (file name, write_clip's options)}.
 _VFR = {"frames": len(VFR_PTS_MS), "pts": VFR_PTS_MS, "time_base": Fraction(1, 1000)}
@@ -163,7 +166,6 @@ CORPUS = {
     "ProRes 422": ("prores.mov", {"codec": "prores", "pix_fmt": "yuv422p10le"}),
     "ProRes 4444 with alpha": ("prores4444.mov", {"codec": "prores_ks", "pix_fmt": "yuva444p10le",
                                                   "codec_options": {"profile": "4444"}}),
-    "AV1": ("av1.mp4", {"codec": "libsvtav1", "pix_fmt": "yuv420p", "size": (128, 128)}),
     "DNxHR SQ": ("dnxhr.mov", {"codec": "dnxhd", "pix_fmt": "yuv422p", "size": (256, 144),
                                "codec_options": {"profile": "dnxhr_sq"}}),
 }

@@ -76,8 +76,8 @@ def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_pat
     except av.error.ArgumentError as exc:
         if not bpy.app.binary_path:
             raise
-        # Inside Debian's Blender binary, whose own FFmpeg libraries are loaded, PyAV's libvpx and SVT-AV1
-        # encoders refuse to open (they write these clips in every bpy module); the binary reads them fine.
+        # Inside Debian's Blender binary, whose own FFmpeg libraries are loaded, PyAV's libvpx encoder refuses
+        # to open (it writes the clip in every bpy module).
         pytest.skip(f"this Blender binary's process cannot write the clip ({exc})")
     rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
     gap = KNOWN_GAPS.get((rules.name, name)) or (tuple(bpy.app.version[:2]) >= (5, 2) and KNOWN_GAPS_5_2.get(name))
