@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+from pathlib import Path
 
 EXIT_FOUND_BAD = 1
 EXIT_USAGE = 2
@@ -132,7 +133,14 @@ def _windows_fault(exc: OSError) -> tuple[int, str, str] | None:
     names = [os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None]
     if code in (3, 206) and any(len(name) >= _WINDOWS_MAX_PATH for name in names):  # path not found, too long
         return _TOO_LONG
+    if code == 3 and any(_file_above(name) for name in names):  # "path not found" where POSIX says ENOTDIR
+        return _FAULTS[errno.ENOTDIR]
     return None
+
+
+def _file_above(name: str) -> bool:
+    """Whether a folder that `name` runs through is a file."""
+    return any(parent.is_file() for parent in Path(name).parents)
 
 
 class OSFault(FaceCacheError):

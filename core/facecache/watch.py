@@ -1,8 +1,8 @@
 """Watch a cache folder for packs that appear or disappear (a teammate's run, a pruner).
 
-Local disks get inotify (watchdog's native observer; FSEvents, ReadDirectoryChangesW elsewhere).
-Network mounts (sshfs, NFS, SMB/CIFS, 9p, AFP, WebDAV, Windows network drives, ...) get polling:
-inotify never sees other clients' writes there. The mount type comes from `psutil.disk_partitions`.
+Local disks get inotify (watchdog's native observer; FSEvents on macOS). Network mounts (sshfs, NFS,
+SMB/CIFS, 9p, AFP, WebDAV, Windows network drives, ...) get polling: inotify never sees other clients'
+writes there. Windows polls too (`default_observer` says why). The mount type comes from `psutil.disk_partitions`.
 Polling stats what it watches on every pass, so it watches folders only (`ns/`, namespaces, fan-outs,
 groups): a folder's mtime changes when a pack is added to it or
 removed from it, and pack files themselves are never statted.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Callable, Iterator
@@ -75,8 +76,11 @@ ObserverFactory = Callable[[bool, float], object]
 
 
 def default_observer(network: bool, poll_seconds: float):
-    """inotify (or the platform's native observer) locally, polling of folders on network mounts."""
-    if network:
+    """inotify (or FSEvents) locally; polling of folders on network mounts, and on Windows: there the native
+    observer (ReadDirectoryChangesW) holds the watched folder open, so Windows refuses to delete or move the
+    cache or the project folder around it ("Directory is not empty"), and it reports reads as changes (it
+    asks for last-access times too). A folder's modification time changes only when entries come or go."""
+    if network or sys.platform == "win32":
         from watchdog.observers.polling import PollingObserverVFS
 
         return PollingObserverVFS(stat=os.stat, listdir=folders_only, polling_interval=poll_seconds)

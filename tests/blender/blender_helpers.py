@@ -3,11 +3,21 @@
 import ctypes
 import importlib
 import json
+import platform
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "bl_ext.user_default.vse_faceswap"
+
+
+def this_platform() -> str:
+    """build_addon.py's name of the platform this Python runs on: the zip an editor here downloads."""
+    if sys.platform == "win32":
+        return "windows-x64"
+    if sys.platform == "darwin":
+        return "macos-arm64" if platform.machine() == "arm64" else "macos-x64"
+    return "linux-x64"
 
 
 def fresh_blender(script: Path, *args: str) -> list[str]:

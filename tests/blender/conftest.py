@@ -3,7 +3,8 @@
 `every_blender` ones; Debian's Blender 4.3.2 binary those and the `blender_binary` ones (./dev test builds an
 environment for each: docs/blender-versions.md).
 
-The extension is built once with build_addon.py (linux-x64, its wheels for Python 3.11 and 3.13) and
+The extension is built once with build_addon.py (for the platform the tests run on: linux-x64, or
+windows-x64 in Blender's Windows build under Wine, tests/windows_blender; its wheels for Python 3.11 and 3.13) and
 installed the way Blender installs a downloaded extension: into the `user_default` extension
 repository, wheels unpacked, then enabled. Blender's user folders point at a temporary folder
 (BLENDER_USER_RESOURCES), so nothing is written to the home folder.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from blender_helpers import MODULE, ROOT, compat
+from blender_helpers import MODULE, ROOT, compat, this_platform
 
 _own_resources = None
 if "BLENDER_USER_RESOURCES" not in os.environ:  # must be set before bpy is imported
@@ -81,7 +82,7 @@ def extension_zip(tmp_path_factory, bpy):
 
 @pytest.fixture(scope="session")
 def addon_zip(extension_zip) -> Path:
-    return extension_zip("linux-x64")
+    return extension_zip(this_platform())
 
 
 @pytest.fixture(scope="session")

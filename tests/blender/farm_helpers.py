@@ -2,7 +2,7 @@
 
 Inside a Blender binary (./dev test runs these tests in Debian's Blender 4.3.2 with
 scripts/pytest_in_blender.py) `blender_exe` is that binary. In the bpy module a stand-in takes its place: a
-shell script that runs scripts/bpy_blender.py, the module with Blender's command-line contract
+shell script (a batch file on Windows) that runs scripts/bpy_blender.py, the module with Blender's command-line contract
 (`-b file.blend --python-exit-code 1 --python-expr ...`, arguments in order, the user's preferences
 loaded at start). The extension is the zip the other Blender tests install, enabled in the user
 preferences this session saves under $BLENDER_USER_RESOURCES, as on a farm node where Blender has it.
@@ -29,7 +29,12 @@ def blender_exe(bpy, addon, tmp_path_factory) -> Path:
     assert bpy.ops.wm.save_userpref() == {"FINISHED"}
     if bpy.app.binary_path:
         return Path(bpy.app.binary_path)
-    exe = tmp_path_factory.mktemp("blender_bin") / "blender"
+    folder = tmp_path_factory.mktemp("blender_bin")
+    if sys.platform == "win32":  # Windows runs no #! scripts: a batch file, as a farm's wrapper would be
+        exe = folder / "blender.cmd"
+        exe.write_text(f'@"{sys.executable}" "{STANDIN}" %*\n')
+        return exe
+    exe = folder / "blender"
     exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDIN}" "$@"\n')
     exe.chmod(0o755)
     return exe

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import stat
 
 import pytest
@@ -23,9 +24,17 @@ def test_no_source_face_is_a_clear_message(bpy, project, clip):
 def test_missing_media_file_is_a_clear_message(bpy, project, clip, tmp_path):
     moved = tmp_path / "gone.mp4"
     moved.write_bytes(clip.read_bytes())
-    strip = add_movie(project, moved)
+    add_movie(project, moved)
+    bpy.ops.wm.save_mainfile()
+    # Blender holds a loaded strip's movie open, and Windows refuses to delete an open file (a sharing
+    # violation, Explorer's "file in use"); so the file goes while the project is closed, as it can anywhere.
+    blend = bpy.data.filepath
+    bpy.ops.wm.read_homefile(use_empty=True)
     moved.unlink()
-    select_only(project, strip)
+    bpy.ops.wm.open_mainfile(filepath=blend)
+    scene = bpy.context.scene
+    compat().set_sequencer_scene(bpy.context, scene)
+    select_only(scene, *top_strips(scene))
     with pytest.raises(RuntimeError, match="is missing.*relink"):
         bpy.ops.faceswap.analyze()
 
@@ -51,10 +60,12 @@ def test_unwritable_cache_folder_is_a_clear_message(bpy, addon, project, clip, t
     blocker.write_text("not a folder")
     addon.prefs.cache_dir_override = str(blocker / "cache")
     try:
-        with pytest.raises(RuntimeError, match=r"cannot write the cache folder .*a_file/cache: it \(or a folder above "
-                                               r"it\) is a file, not a folder; choose another Cache Location"):
+        with pytest.raises(RuntimeError, match=rf"cannot write the cache folder {re.escape(str(blocker / 'cache'))}: it "
+                                               r"\(or a folder above it\) is a file, not a folder; choose another Cache Location"):
             bpy.ops.faceswap.swap()
-        if os.geteuid() != 0:  # root ignores permission bits (tests/faults tries it as another user)
+        # POSIX permission bits (Windows' read-only attribute does not apply to folders); root ignores them
+        # (tests/faults tries it as another user)
+        if hasattr(os, "geteuid") and os.geteuid() != 0:
             readonly = tmp_path / "readonly"
             readonly.mkdir()
             readonly.chmod(stat.S_IRUSR | stat.S_IXUSR)

@@ -24,8 +24,12 @@ def draw_preferences(bpy, addon, monkeypatch) -> list[str]:
 
 
 def test_check_gpu_shows_what_runs_where_in_the_preferences(bpy, addon, project, tmp_path, monkeypatch):
-    drawn = draw_preferences(bpy, addon, monkeypatch)  # before any answer: the size from the pins
-    assert any(b.get("text", "").startswith("Install NVIDIA GPU Runtime (2.0 GB download)") for _n, b in drawn)
+    from facecache.gpu import pins
+
+    drawn = draw_preferences(bpy, addon, monkeypatch)  # before any answer: this platform's size from the pins
+    cuda_set = pins.runtime_set(pins.DEFAULT_CUDA, pins.this_platform())  # 2.0 GB on Linux, 1.9 on Windows
+    size = f"{cuda_set.download_bytes(pins.this_python()) / 1e9:.1f} GB"
+    assert any(b.get("text", "").startswith(f"Install NVIDIA GPU Runtime ({size} download)") for _n, b in drawn), drawn
     addon.prefs.gpu_runtime_dir = str(tmp_path / "gpu-runtime")  # the engine is started with it
     assert addon.engine_client.SESSION.environment == {"FACECACHE_GPU_RUNTIME": str(tmp_path / "gpu-runtime")}
     assert bpy.ops.faceswap.gpu_check() == {"FINISHED"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from blender_helpers import ROOT, fresh_blender
+from blender_helpers import ROOT, fresh_blender, this_platform
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
 
@@ -68,7 +68,7 @@ def test_a_studio_repository_installs_the_extension_then_offers_the_next_version
     assert first["installed"] == build_addon.version() and first["enabled"], first
     assert first["onnxruntime_tags"] and all(tag.startswith(python_tag) for tag in first["onnxruntime_tags"]), first
 
-    bumped = with_version(extension_zip("linux-x64"), "99.0.0", tmp_path / "next")
+    bumped = with_version(extension_zip(this_platform()), "99.0.0", tmp_path / "next")
     build_addon.write_repository([bumped], repo)  # the studio publishes the next release in the same folder
     assert sorted(p.name for p in repo.glob("*.zip")) == [bumped.name]
 

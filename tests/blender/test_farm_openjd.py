@@ -30,7 +30,10 @@ from farm_helpers import blender_exe, farm_demo, make_demo_project, model_runs, 
 pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
 TEMPLATE = ROOT / "farm" / "openjd" / "faceswap" / "template.yaml"
-OPENJD = shutil.which("openjd", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+# The `openjd` command, or `python -m openjd` where its wheel was unpacked without console scripts (Windows).
+_OPENJD_SCRIPT = shutil.which("openjd", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+OPENJD = [_OPENJD_SCRIPT] if _OPENJD_SCRIPT else [sys.executable, "-m", "openjd"] if importlib.util.find_spec("openjd") \
+    else None
 
 
 def _load_nas_fixture():
@@ -47,7 +50,7 @@ nas = _load_nas_fixture()
 def openjd_run(blend: Path, cache: Path, blender: Path, *extra: str, frames="1-36", chunk=12, wait=True):
     if OPENJD is None:
         pytest.skip("openjd (openjd-cli) is missing: ./dev installs it from the project's `farm` extra")
-    command = [OPENJD, "run", str(TEMPLATE), "-p", f"BlendFile={blend}", "-p", f"Frames={frames}",
+    command = [*OPENJD, "run", str(TEMPLATE), "-p", f"BlendFile={blend}", "-p", f"Frames={frames}",
                "-p", f"ChunkSize={chunk}", "-p", f"CacheDir={cache}", "-p", f"BlenderExecutable={blender}", *extra]
     if not wait:
         return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

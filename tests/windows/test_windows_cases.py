@@ -78,7 +78,7 @@ def test_modes_with_and_without_fchmod(cases, windows_python):
 def test_the_coverage_watcher_sees_another_process_write(cases):
     found = case(cases, "watch")
     assert found["writer"] == 0, found["writer_err"]
-    assert found["mode"] == "inotify" and found["seen"]  # "inotify": watchdog's native observer, here Windows'
+    assert found["mode"] == "polling" and found["seen"] and found["deleted_while_watched"], found
 
 
 def test_drive_letters_long_paths_and_unc_shares(cases):

