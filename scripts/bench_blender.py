@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -67,7 +69,7 @@ def main(argv=None) -> int:
     work = (args.workdir or Path(tempfile.mkdtemp(prefix="vse_faceswap_bench_"))).absolute()
     work.mkdir(parents=True, exist_ok=True)
     os.environ["BLENDER_USER_RESOURCES"] = str(work / "blender_user")  # before bpy is imported
-    load_start = os.getloadavg()
+    load_start = psutil.getloadavg()
 
     say = lambda message: print(f"bench-blender: {message}", file=sys.stderr, flush=True)  # noqa: E731
     say(f"building the extension for {host_platform()} (vendored engine and wheels)")
@@ -146,7 +148,7 @@ def main(argv=None) -> int:
               "second_click_ms": round(second_click_ms, 2), "first_click_ms": round(first_click_ms, 2),
               "second_swap_written": summary.get("written"), "frames": args.frames, "size": "1920x1080",
               "engine_processes": session.starts, "cpus": os.cpu_count(),
-              "loadavg_1min_start": round(load_start[0], 2), "loadavg_1min_end": round(os.getloadavg()[0], 2)}
+              "loadavg_1min_start": round(load_start[0], 2), "loadavg_1min_end": round(psutil.getloadavg()[0], 2)}
     result["goals"] = GOALS
     result["goals_met"] = {key: result[key] <= goal for key, goal in GOALS.items()}
     addon["engine_client"].restart()

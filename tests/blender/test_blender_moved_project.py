@@ -47,7 +47,7 @@ def test_deleted_frames_cleared_cache_and_a_moved_project(bpy, addon, project, c
     select_only(scene, strip)
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
     swapped = addon.timeline.swapped_strips(scene)[0]
-    assert swapped.directory.startswith("//faceswap_cache/swaps/")  # relative to the .blend
+    assert swapped.directory.startswith("//") and Path(swapped.directory[2:]).parts[:2] == ("faceswap_cache", "swaps")  # relative to the .blend
     assert all((e.orig_width, e.orig_height) == (320, 240) for e in swapped.elements)  # no garbage sizes
     blend = folder / "edit.blend"
     bpy.ops.wm.save_mainfile()
@@ -87,7 +87,7 @@ def test_deleted_frames_cleared_cache_and_a_moved_project(bpy, addon, project, c
     assert bpy.ops.faceswap.update() == {"FINISHED"}
     assert report(scene)["written"] == 6
     swapped = addon.timeline.swapped_strips(scene)[0]
-    assert swapped.directory.startswith("//faceswap_cache/swaps/")
+    assert swapped.directory.startswith("//") and Path(swapped.directory[2:]).parts[:2] == ("faceswap_cache", "swaps")
     assert Path(bpy.path.abspath(swapped.directory)).resolve().is_relative_to(moved.resolve())
     bpy.ops.wm.save_mainfile()
     remade = render(moved / "edit.blend", tmp_path / "r-remade")

@@ -64,6 +64,7 @@ from typing import Callable
 
 import cv2
 import numpy as np
+import psutil
 
 from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
 from facecache.bench.cache_timer import READ, WRITE, CacheTimer, instrument
@@ -214,7 +215,7 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
     if faces < 1:
         raise ValueError("the pipeline benchmark needs at least 1 face a frame")
     base = max(1, min(frames - 1, round(frames / 1.1)))
-    load_start = os.getloadavg()
+    load_start = psutil.getloadavg()
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-")))
         cache_parent = (Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-", dir=cache_dir)))
@@ -423,5 +424,5 @@ def _machine(sessions: SessionFactory, load_start: tuple[float, float, float]) -
         "runs_on": {name: providers[0] for name, providers in sorted(sessions.placements.items())},
         "onnx_threads": sessions.threads,
         "loadavg_1min_start": round(load_start[0], 2),
-        "loadavg_1min_end": round(os.getloadavg()[0], 2),
+        "loadavg_1min_end": round(psutil.getloadavg()[0], 2),
     }
