@@ -33,8 +33,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -58,6 +56,8 @@ def figures(name: str, values: list[float]) -> dict:
 
 
 def main(argv=None) -> int:
+    from facecache.bench.timing import load_average
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=48, help="frames in the 1080p benchmark clip")
     parser.add_argument("--repeat", type=int, default=30, help="slider moves and playhead steps measured")
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     work = (args.workdir or Path(tempfile.mkdtemp(prefix="vse_faceswap_bench_"))).absolute()
     work.mkdir(parents=True, exist_ok=True)
     os.environ["BLENDER_USER_RESOURCES"] = str(work / "blender_user")  # before bpy is imported
-    load_start = psutil.getloadavg()
+    load_start = load_average()
 
     say = lambda message: print(f"bench-blender: {message}", file=sys.stderr, flush=True)  # noqa: E731
     say(f"building the extension for {host_platform()} (vendored engine and wheels)")
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
               "second_click_ms": round(second_click_ms, 2), "first_click_ms": round(first_click_ms, 2),
               "second_swap_written": summary.get("written"), "frames": args.frames, "size": "1920x1080",
               "engine_processes": session.starts, "cpus": os.cpu_count(),
-              "loadavg_1min_start": round(load_start[0], 2), "loadavg_1min_end": round(psutil.getloadavg()[0], 2)}
+              "loadavg_1min_start": load_start and load_start[0], "loadavg_1min_end": (load_average() or [None])[0]}
     result["goals"] = GOALS
     result["goals_met"] = {key: result[key] <= goal for key, goal in GOALS.items()}
     addon["engine_client"].restart()

@@ -356,8 +356,10 @@ def _imencode(suffix: str, image: np.ndarray, params: list[int]) -> bytes:
 
 
 def machine() -> dict:
+    from facecache.bench.timing import load_average
+
     return {"cpus": os.cpu_count(), "platform": platform.platform(terse=True), "python": platform.python_version(),
-            "numpy": np.__version__, "opencv": cv2.__version__, "loadavg_1min": round(psutil.getloadavg()[0], 2)}
+            "numpy": np.__version__, "opencv": cv2.__version__, "loadavg_1min": (load_average() or [None])[0]}
 
 
 if __name__ == "__main__":

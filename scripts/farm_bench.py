@@ -161,6 +161,8 @@ def frames_made(cache: Path) -> int:
 
 
 def main(argv=None) -> int:
+    from facecache.bench.timing import load_average
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "farm_bench")
     parser.add_argument("--frames", type=int, default=128, help="timeline frames (default 128)")
@@ -184,7 +186,7 @@ def main(argv=None) -> int:
     exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "scripts" / "bpy_blender.py"}" "$@"\n')
     exe.chmod(0o755)
     cores = sorted(os.sched_getaffinity(0))
-    conditions = {"cores": len(cores), "load_average_before": [round(x, 2) for x in psutil.getloadavg()]}
+    conditions = {"cores": len(cores), "load_average_before": load_average()}
 
     def blender(*extra: str) -> list[str]:
         return [str(exe), "-b", str(blend), "--python-exit-code", "1", *extra]
@@ -259,7 +261,7 @@ def main(argv=None) -> int:
         "work_per_frame_s": round(per_frame, 3),
         "chunk_overhead_share": round(warm_frame / (warm_frame + args.chunk * per_frame), 3),
         "recommended_chunk": recommended_chunk(warm_frame, per_frame),
-        "conditions": {**conditions, "load_average_after": [round(x, 2) for x in psutil.getloadavg()]},
+        "conditions": {**conditions, "load_average_after": load_average()},
     }
     if args.json:
         print(json.dumps(figures, sort_keys=True))

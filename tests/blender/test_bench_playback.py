@@ -5,6 +5,7 @@ not to tests."""
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ def test_every_encoding_is_played_and_measured(default_models_dir, portrait_path
                                         "faceless_keyed_out"}
     assert result["faceless_added_ms"] == result["encodings"]["faceless_keyed_out"]["added_first_pass_ms"]
     comparison = result["faces_comparison"]  # the faces goal's own playback, glibc's thresholds held
-    assert comparison["thresholds_held"] is True  # glibc here
+    assert comparison["thresholds_held"] is (platform.libc_ver()[0] == "glibc")  # glibc's mallopt (not Windows)
     assert result["faces_added_ms"] == comparison["sparse_png"]["added_first_pass_ms"]
     assert result["faces_goal_ms"] == round(comparison["transparent_png"]["added_first_pass_ms"] + 2, 2)
     for name in ("sparse_png", "transparent_png"):

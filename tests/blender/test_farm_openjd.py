@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pytest
 
@@ -74,11 +74,16 @@ def test_all_chunks_run_and_equal_one_whole_timeline_run(farm_demo, blender_exe,
 
     # The render step, submitted with the studio's paths and mapped on this worker (as Deadline Cloud
     # does from its storage profiles): the .blend and the cache are found through the rules.
+    # A studio's paths as a workstation of this platform writes them (openjd's local run takes a parameter
+    # for a path of the machine it runs on, so a POSIX path on Windows would be made a path of the current drive).
+    studio, path_format = (PureWindowsPath(r"N:\studio-nas"), "WINDOWS") if sys.platform == "win32" \
+        else (PurePosixPath("/studio-nas"), "POSIX")
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"version": "pathmapping-1.0", "path_mapping_rules": [
-        {"source_path_format": "POSIX", "source_path": "/studio-nas/shot10", "destination_path": str(farm_demo["blend"].parent)},
-        {"source_path_format": "POSIX", "source_path": "/studio-nas/cache", "destination_path": str(cache)}]}))
-    render = openjd_run(Path("/studio-nas/shot10") / farm_demo["blend"].name, Path("/studio-nas/cache"), blender_exe,
+        {"source_path_format": path_format, "source_path": str(studio / "shot10"),
+         "destination_path": str(farm_demo["blend"].parent)},
+        {"source_path_format": path_format, "source_path": str(studio / "cache"), "destination_path": str(cache)}]}))
+    render = openjd_run(studio / "shot10" / farm_demo["blend"].name, studio / "cache", blender_exe,
                         "--step", "Render", "-p", f"RenderOutput={tmp_path / 'render' / '####'}",
                         "--path-mapping-rules", f"file://{rules}")
     assert render.returncode == 0, render.stdout[-4000:]

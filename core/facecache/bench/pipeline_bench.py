@@ -64,12 +64,11 @@ from typing import Callable
 
 import cv2
 import numpy as np
-import psutil
 
 from facecache.analysis.analyzer import FaceAnalyzer, ModelSet
 from facecache.bench.cache_timer import READ, WRITE, CacheTimer, instrument
 from facecache.bench.profile_summary import profile, top_functions
-from facecache.bench.timing import median_ms
+from facecache.bench.timing import load_average, median_ms
 from facecache.fingerprint import frame_fingerprint
 from facecache.jobs.preview import PreviewSession
 from facecache.jobs.swap_job import SwapJob
@@ -215,7 +214,7 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
     if faces < 1:
         raise ValueError("the pipeline benchmark needs at least 1 face a frame")
     base = max(1, min(frames - 1, round(frames / 1.1)))
-    load_start = psutil.getloadavg()
+    load_start = load_average()
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-")))
         cache_parent = (Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="facecache-bench-", dir=cache_dir)))
@@ -423,6 +422,6 @@ def _machine(sessions: SessionFactory, load_start: tuple[float, float, float]) -
         "providers": list(sessions.requested_providers()),
         "runs_on": {name: providers[0] for name, providers in sorted(sessions.placements.items())},
         "onnx_threads": sessions.threads,
-        "loadavg_1min_start": round(load_start[0], 2),
-        "loadavg_1min_end": round(psutil.getloadavg()[0], 2),
+        "loadavg_1min_start": load_start and load_start[0],
+        "loadavg_1min_end": (load_average() or [None])[0],
     }
