@@ -7,6 +7,7 @@ same size, within 1/255 mean and 3/255 max per channel. docs/blender.md's footag
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import av
 import cv2
@@ -32,6 +33,21 @@ KNOWN_GAPS = {("blender-4.2", "HEVC 10-bit BT.2020"): "Blender 4.2 and 4.3 conve
 # Blender 5.2 maps more tags to colour spaces (the stream's full CICP, movie_read.cc): not followed yet.
 KNOWN_GAPS_5_2 = {"BT.709 gamma 2.2": "Blender 5.2 shows BT.709 with gamma 2.2 through its Rec.709 g2.2 space "
                   "(mean 1.4/255 off the picture as decoded, which 4.4-5.1 show)"}
+
+
+# Blender 4.2's Windows build, under Wine 10 (./dev test-windows-blender): 8-bit 4:2:2 shows otherwise than
+# swscale with its flags does here, over whole regions (max 255); its 4:2:0 matches. Not known yet whether
+# Windows' FFmpeg build or Wine makes the difference; 5.0.1's Windows build matches everywhere.
+KNOWN_GAPS_WINDOWS_4_2 = {name: f"Blender 4.2 on Windows (under Wine) shows 8-bit 4:2:2 otherwise ({measured} on "
+                          "bpy 4.2.23)" for name, measured in (("4:2:2", "mean 5.5/255, max 255"),
+                                                             ("MJPEG", "mean 6.7/255, max 255"),
+                                                             ("DNxHR SQ", "mean 6.7/255, max 255"))}
+
+
+def known_gap(bpy, rules_name: str, name: str) -> str | None:
+    series = tuple(bpy.app.version[:2])
+    return (KNOWN_GAPS.get((rules_name, name)) or (series >= (5, 2) and KNOWN_GAPS_5_2.get(name))
+            or (sys.platform == "win32" and rules_name == "blender-4.2" and KNOWN_GAPS_WINDOWS_4_2.get(name)) or None)
 
 
 def source_compat():
@@ -80,7 +96,7 @@ def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_pat
         # to open (it writes the clip in every bpy module).
         pytest.skip(f"this Blender binary's process cannot write the clip ({exc})")
     rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
-    gap = KNOWN_GAPS.get((rules.name, name)) or (tuple(bpy.app.version[:2]) >= (5, 2) and KNOWN_GAPS_5_2.get(name))
+    gap = known_gap(bpy, rules.name, name)
     if gap:  # strict: a gap closed shows as a failure, so the table is kept true
         request.applymarker(pytest.mark.xfail(strict=True, reason=gap))
     length, pictures = blender_pictures(bpy, tmp_path, clip)

@@ -160,9 +160,11 @@ def prepare_blender(bpy_version: str, requirements: list[str], work: Path) -> Pa
         raise RuntimeError(f"bpy {bpy_version}'s wheels must be resolved by Python {version} (this is {running})")
     embed, sdist_sha256, numpy = EMBED[version]
     home = work / f"bpy{bpy_version}"
-    # pip resolves markers for the machine it runs on, not for --platform: the Windows-only requirements of
-    # pytest (colorama) and openjd-sessions (pywin32) are named here
-    wanted = [f"bpy=={bpy_version}", numpy, *requirements, "colorama", "pywin32", "pip"]
+    # Blender 4.2-5.0 ship numpy 1.26; for 5.1+ bpy's own requirement chooses (numpy>=2.2 for 5.2: one that
+    # Wine cannot run, see EMBED). pip resolves markers for the machine it runs on, not for --platform: the
+    # Windows-only requirements of pytest (colorama) and openjd-sessions (pywin32) are named here.
+    numpy_pin = [numpy] if version == "3.11" else []
+    wanted = [f"bpy=={bpy_version}", *numpy_pin, *requirements, "colorama", "pywin32", "pip"]
     stamp = {"embed": embed, "wheels": wanted}
     stamp_file = home / "prepared.json"
     if stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
