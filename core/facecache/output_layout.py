@@ -242,10 +242,19 @@ def _set_mode(fd: int, path: str, mode: int) -> None:
         os.chmod(path, mode)
 
 
+def real_path(path: str | os.PathLike) -> str:
+    """`os.path.realpath`, or the absolute path where the system cannot resolve it: Wine refuses paths past
+    260 characters there (ERROR_MORE_DATA), and Windows without long paths enabled refuses them too."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.abspath(path)
+
+
 def inside_cache(folder: str | os.PathLike, cache_root: str | os.PathLike) -> bool:
     """True when `folder` lies in the cache folder but outside its `swaps/` folder (symlinks resolved):
     there the cache's clear and prune would delete outputs."""
-    real, root = os.path.realpath(folder), os.path.realpath(cache_root)
+    real, root = real_path(folder), real_path(cache_root)
     try:
         if os.path.commonpath([real, root]) != root:
             return False

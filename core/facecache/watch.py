@@ -24,6 +24,8 @@ from typing import Callable, Iterator
 
 import psutil
 
+from facecache.output_layout import real_path
+
 log = logging.getLogger("facecache.watch")
 
 # Filesystems where another machine may write: inotify would never see those writes.
@@ -45,7 +47,7 @@ def mount_type(path: str | os.PathLike, partitions=None) -> str | None:
     """The filesystem type of the mount holding `path` (the longest matching mount point), from
     `psutil.disk_partitions` on every platform; None when unknown. A Windows drive that psutil marks
     "remote" (a mapped network share) reads as "remote"."""
-    target = os.path.normcase(os.path.realpath(path))
+    target = os.path.normcase(real_path(path))
     best, best_type = "", None
     try:
         partitions = psutil.disk_partitions(all=True) if partitions is None else partitions
