@@ -409,7 +409,7 @@ def _percentile(values: list[float], percent: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), percent))
 
 
-def _machine(sessions: SessionFactory, load_start: tuple[float, float, float]) -> dict:
+def _machine(sessions: SessionFactory, load_start: list[float] | None) -> dict:
     import onnxruntime
 
     return {
