@@ -43,7 +43,7 @@ PACKAGES=(
     libglib2.0-0 libxext6
     blender python3-numpy python3-pip
     openssh-server sshfs nodejs
-    # the extension in Blender's own Windows build (tests/windows_blender): Wine 10 reads images, Wine 8 cannot
+    # the extension in Blender's own Windows build (scripts/windows_blender.py): Wine 10 reads images, Wine 8 cannot
     wine wine64
     # the GUI suite (tests/gui): Blender's real window on a virtual X display drawn by Mesa's llvmpipe, pointer
     # and keys through xdotool, screenshots and crops with ImageMagick, OCR with tesseract

@@ -47,6 +47,22 @@ def compat():
     return importlib.import_module(f"{MODULE}.compat")
 
 
+def new_project(bpy, addon, blend: Path, source: Path, cache: str = ""):
+    """A fresh empty file saved as `blend`, its scene set up for the sequencer with `source` as its source
+    face, and the cache beside it (or `cache`, chosen in the preferences). Returns the scene."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    addon.jobs.reset()
+    addon.runtime.STATE.forget()
+    addon.prefs.cache_dir_override = cache
+    scene = bpy.context.scene
+    compat().set_sequencer_scene(bpy.context, scene)
+    scene.sequence_editor_create()
+    scene.faceswap.sources.add().filepath = str(source)
+    blend.parent.mkdir(parents=True, exist_ok=True)
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(blend)) == {"FINISHED"}
+    return bpy.context.scene
+
+
 def top_strips(scene):
     """The scene's top-level strips collection (`strips`, or `sequences` before 4.4)."""
     return compat().top_strips(scene.sequence_editor)

@@ -4,7 +4,7 @@
 environment for each: docs/blender-versions.md).
 
 The extension is built once with build_addon.py (for the platform the tests run on: linux-x64, or
-windows-x64 in Blender's Windows build under Wine, tests/windows_blender; its wheels for Python 3.11 and 3.13) and
+windows-x64 in Blender's Windows build under Wine, scripts/windows_blender.py; its wheels for Python 3.11 and 3.13) and
 installed the way Blender installs a downloaded extension: into the `user_default` extension
 repository, wheels unpacked, then enabled. Blender's user folders point at a temporary folder
 (BLENDER_USER_RESOURCES), so nothing is written to the home folder.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from blender_helpers import MODULE, ROOT, compat, this_platform
+from blender_helpers import MODULE, ROOT, new_project, this_platform
 
 _own_resources = None
 if "BLENDER_USER_RESOURCES" not in os.environ:  # must be set before bpy is imported
@@ -123,15 +123,5 @@ def clip(tmp_path_factory, portrait_paths) -> Path:
 def project(bpy, addon, tmp_path, portrait_paths):
     """A fresh empty file saved as tmp_path/project/edit.blend, its scene set up for the sequencer,
     with one source face. Returns the scene."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    addon.jobs.reset()
-    addon.runtime.STATE.forget()
     addon.prefs.models_dir = str(addon.prefs.models_dir)
-    addon.prefs.cache_dir_override = ""
-    scene = bpy.context.scene
-    compat().set_sequencer_scene(bpy.context, scene)
-    scene.sequence_editor_create()
-    scene.faceswap.sources.add().filepath = str(portrait_paths["astronaut"])
-    (tmp_path / "project").mkdir()
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "project" / "edit.blend"))
-    return bpy.context.scene
+    return new_project(bpy, addon, tmp_path / "project" / "edit.blend", portrait_paths["astronaut"])

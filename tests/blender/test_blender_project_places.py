@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from blender_helpers import ROOT, add_movie, compat, last_json_line, report, select_only
+from blender_helpers import ROOT, add_movie, last_json_line, new_project, report, select_only
 from farm_helpers import blender_exe  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]
@@ -27,17 +27,7 @@ WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(1, 10)
 def swap_in(bpy, addon, folder: Path, clip: Path, source: Path, cache: str = ""):
     """A new project saved in `folder` with `clip` on the timeline, its first FRAMES frames swapped into the
     cache beside it (or `cache`, chosen in the preferences); the scene."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    addon.jobs.reset()
-    addon.runtime.STATE.forget()
-    addon.prefs.cache_dir_override = cache
-    scene = bpy.context.scene
-    compat().set_sequencer_scene(bpy.context, scene)
-    scene.sequence_editor_create()
-    scene.faceswap.sources.add().filepath = str(source)
-    folder.mkdir(parents=True, exist_ok=True)
-    assert bpy.ops.wm.save_as_mainfile(filepath=str(folder / "edit.blend")) == {"FINISHED"}
-    scene = bpy.context.scene
+    scene = new_project(bpy, addon, folder / "edit.blend", source, cache)
     select_only(scene, add_movie(scene, clip))
     assert bpy.ops.faceswap.swap(frame_start=1, frame_end=FRAMES) == {"FINISHED"}
     return scene
