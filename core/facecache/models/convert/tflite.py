@@ -1,8 +1,14 @@
 """Convert a float32 TensorFlow Lite model (`.tflite`) into ONNX.
 
 Covers the operators of MediaPipe's face mesh (CONV_2D, DEPTHWISE_CONV_2D, PRELU, ADD,
-MAX_POOL_2D, PAD) plus the few close relatives that cost nothing to add (AVERAGE_POOL_2D,
+MAX_POOL_2D, PAD), of its BlazeFace detectors and iris model (RELU, RESHAPE, CONCATENATION,
+RESIZE_BILINEAR) plus the few close relatives that cost nothing to add (AVERAGE_POOL_2D,
 MUL, LOGISTIC); any other operator stops the conversion with its name.
+
+Float16 weights convert when a DEQUANTIZE operator turns them into float32 (how MediaPipe
+ships BlazeFace): they become float32 constants (float16 -> float32 is exact) and the
+DEQUANTIZE disappears, so the ONNX graph is float32 throughout. Quantised (int8/uint8)
+models are refused.
 
 TFLite works in NHWC; the ONNX graph works in NCHW: the input is (batch, C, H, W), kernels
 are transposed once here, 4-D outputs are transposed back to TFLite's NHWC layout (so they
@@ -24,9 +30,11 @@ from facecache.models.convert.flatbuf import FlatBufferError, Table
 from facecache.models.convert.onnx_writer import OnnxGraph
 
 # BuiltinOperator numbers (schema.fbs)
-ADD, AVERAGE_POOL_2D, CONV_2D, DEPTHWISE_CONV_2D, LOGISTIC = 0, 1, 3, 4, 14
-MAX_POOL_2D, MUL, PAD, PRELU = 17, 18, 34, 54
-_TENSOR_TYPES = {0: np.float32, 2: np.int32, 4: np.int64}  # FLOAT32, INT32, INT64
+ADD, AVERAGE_POOL_2D, CONCATENATION, CONV_2D, DEPTHWISE_CONV_2D, DEQUANTIZE = 0, 1, 2, 3, 4, 6
+LOGISTIC, MAX_POOL_2D, MUL, RELU, RESHAPE, RESIZE_BILINEAR, PAD, PRELU = 14, 17, 18, 19, 22, 23, 34, 54
+_UNARY = {LOGISTIC: "Sigmoid", RELU: "Relu"}
+_TENSOR_TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 4: np.int64}  # FLOAT32, FLOAT16, INT32, INT64
+_QUANTISED_TYPES = {3: "uint8", 7: "int16", 9: "int8"}  # UINT8, INT16, INT8
 _SAME, _VALID = 0, 1
 # ActivationFunctionType: NONE, RELU, RELU_N1_TO_1, RELU6, TANH
 _ACTIVATIONS = {0: None, 1: ("Relu", None), 2: ("Clip", (-1.0, 1.0)), 3: ("Clip", (0.0, 6.0)), 4: ("Tanh", None)}
@@ -106,9 +114,15 @@ def _tensor(table: Table, buffers: list[Table]) -> Tensor:
     raw = buffers[buffer].bytes(0) if buffers else b""
     if not len(raw):
         return Tensor(name, shape, None)
+    if table.has(6):  # sparsity: the buffer holds only the non-zero values (e.g. face_detection_full_range_sparse)
+        raise ConversionError(f"tensor {name} is stored sparse: sparse models do not convert; use the dense version "
+                              "of the model")
+    if kind in _QUANTISED_TYPES:
+        raise ConversionError(f"tensor {name} holds {_QUANTISED_TYPES[kind]} weights: quantised models do not "
+                              "convert; use the float32 or float16 version of the model")
     if kind not in _TENSOR_TYPES:
-        raise ConversionError(f"tensor {name} has TFLite type {kind}; only float32 and int32/int64 "
-                              "constants convert (quantised or float16 models do not)")
+        raise ConversionError(f"tensor {name} has TFLite type {kind}; only float32, float16 (behind DEQUANTIZE) "
+                              "and int32/int64 constants convert")
     dtype = np.dtype(_TENSOR_TYPES[kind])
     if len(raw) != count * dtype.itemsize:
         raise ConversionError(f"tensor {name} holds {len(raw)} bytes for shape {shape}: the file is damaged")
@@ -121,9 +135,35 @@ def tflite_to_onnx(data: bytes, *, graph_name: str, input_name: str = "input",
     """ONNX bytes equivalent to the TFLite model `data` (see the module doc for the layout)."""
     model = read_tflite(data)
     try:
-        return _Converter(model, graph_name).convert(input_name, output_names, doc)
+        return _Converter(_float16_folded(model), graph_name).convert(input_name, output_names, doc)
     except DAMAGED_INPUT as exc:
         raise ConversionError(f"the TFLite model does not convert ({type(exc).__name__}: {exc})") from None
+
+
+def _float16_folded(model: TfliteModel) -> TfliteModel:
+    """`model` with each DEQUANTIZE of a float16 constant replaced by the float32 constant it makes.
+    A float16 constant read by any other operator is refused: ONNX would need float16 kernels for it."""
+    tensors = list(model.tensors)
+    operators = []
+    for op in model.operators:
+        if op.code != DEQUANTIZE:
+            operators.append(op)
+            continue
+        source = tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
+        if source is None or source.data is None or source.data.dtype != np.float16:
+            raise ConversionError(f"a DEQUANTIZE reads {source.name if source else 'nothing'}, which is not a "
+                                  "float16 constant: quantised models do not convert; use the float32 or float16 "
+                                  "version of the model")
+        target = tensors[op.outputs[0]]
+        tensors[op.outputs[0]] = Tensor(target.name, target.shape, source.data.astype(np.float32).reshape(target.shape))
+    for op in operators:
+        for index in op.inputs:
+            data = tensors[index].data if index >= 0 else None
+            if data is not None and data.dtype == np.float16:
+                raise ConversionError(f"operator {op.code} reads the float16 constant {tensors[index].name} directly; "
+                                      "float16 weights convert only behind a DEQUANTIZE operator: use the float32 "
+                                      "version of the model")
+    return TfliteModel(tensors, operators, model.inputs, model.outputs, model.description)
 
 
 class _Converter:
@@ -181,6 +221,13 @@ class _Converter:
         data = tensor.data.transpose(0, 3, 1, 2) if tensor.data.ndim == 4 else _nchw_broadcast(tensor.data)
         self.names[index] = self.graph.constant(tensor.name, np.ascontiguousarray(data))
         return self.names[index]
+
+    def _nhwc(self, index: int) -> str:
+        """The value of tensor `index` in TFLite's own layout (4-D values are held in NCHW)."""
+        value = self._value(index)
+        if len(self.model.tensors[index].shape) == 4:
+            value = self.graph.node("Transpose", [value], perm=[0, 2, 3, 1])
+        return value
 
     def _activation(self, value: str, code: int, name: str) -> str:
         if code not in _ACTIVATIONS:
@@ -257,8 +304,44 @@ class _Converter:
             pads = np.concatenate([nchw[:, 0], nchw[:, 1]])
             return self.graph.node("Pad", [self._value(op.inputs[0]), self.graph.constant(f"{out_name}/pads", pads)],
                                    output=out_name)
-        if op.code == LOGISTIC:
-            return self.graph.node("Sigmoid", [self._value(op.inputs[0])], output=out_name)
+        if op.code in _UNARY:
+            return self.graph.node(_UNARY[op.code], [self._value(op.inputs[0])], output=out_name)
+        if op.code == RESHAPE:
+            source, target = (self.model.tensors[i].shape for i in (op.inputs[0], op.outputs[0]))
+            if not source or not target or source[0] != target[0]:
+                raise ConversionError(f"{out_name}: a reshape from {source} to {target} does not keep the batch "
+                                      "axis; only reshapes that keep it convert")
+            # reshaping follows TFLite's element order, so it happens in NHWC; the batch stays dynamic
+            shape = self.graph.constant(f"{out_name}/shape", np.array([-1, *target[1:]], np.int64))
+            if len(target) != 4:
+                return self.graph.node("Reshape", [self._nhwc(op.inputs[0]), shape], output=out_name)
+            value = self.graph.node("Reshape", [self._nhwc(op.inputs[0]), shape])
+            return self.graph.node("Transpose", [value], output=out_name, perm=[0, 3, 1, 2])
+        if op.code == CONCATENATION:
+            rank = len(self.model.tensors[op.outputs[0]].shape)
+            axis = opt.scalar(0, "i") if opt else 0
+            axis = axis + rank if axis < 0 else axis
+            if not 0 <= axis < rank:
+                raise ConversionError(f"{out_name}: concatenation axis {axis} of a {rank}-D tensor: "
+                                      "the file is damaged")
+            value = self.graph.node("Concat", [self._value(i) for i in op.inputs], output=out_name,
+                                    axis=(0, 2, 3, 1)[axis] if rank == 4 else axis)  # NHWC axis -> NCHW axis
+            return self._activation(value, opt.scalar(1, "b") if opt else 0, f"{out_name}/act")
+        if op.code == RESIZE_BILINEAR:
+            (_, in_h, in_w, _), (_, out_h, out_w, _) = (self.model.tensors[i].shape
+                                                        for i in (op.inputs[0], op.outputs[0]))
+            if tuple(self._const(op.inputs[1]).reshape(-1).tolist()) != (out_h, out_w):
+                raise ConversionError(f"{out_name}: the resize's size does not match its output: the file is damaged")
+            # whole-number factors only: ONNX sizes its output from float scales (a batch-free way), exact for those
+            if out_h % in_h or out_w % in_w:
+                raise ConversionError(f"{out_name}: a resize from {in_h}x{in_w} to {out_h}x{out_w}; only "
+                                      "upscales by whole-number factors convert")
+            align, half_pixel = (bool(opt.scalar(field, "?")) if opt else False for field in (2, 3))
+            mode = "align_corners" if align else "half_pixel" if half_pixel else "asymmetric"
+            factors = np.array([1, 1, out_h // in_h, out_w // in_w], np.float32)
+            scales = self.graph.constant(f"{out_name}/scales", factors)
+            return self.graph.node("Resize", [self._value(op.inputs[0]), "", scales], output=out_name,
+                                   mode="linear", coordinate_transformation_mode=mode)
         raise ConversionError(f"{out_name}: TFLite builtin operator {op.code} (schema.fbs numbering) is not "
                               "supported by this converter")
 
