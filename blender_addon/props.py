@@ -105,6 +105,7 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
     reference_threshold: number_property(choices.REFERENCE_THRESHOLD)
     swapper: enum_property("Swapper", choices.SWAPPERS, "swapper")
     detector: enum_property("Detector", choices.DETECTORS, "detector")
+    tracking: enum_property("Tracking", choices.TRACKING, "tracking")
     landmarker: enum_property("Landmarker", choices.LANDMARKERS, "landmarker")
     recognizer: enum_property("Recognizer", choices.RECOGNIZERS, "recognizer")
     mask_blur: number_property(choices.COMPOSITE[0], update=_blend_changed)
@@ -140,7 +141,8 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
                 "references": self.reference_paths() if self.selector == "reference" else [],
                 "reference_threshold": round(self.reference_threshold, 6) if self.selector == "reference" else None,
                 "swapper": self.swapper,
-                "detector": self.detector, "landmarker": self.landmarker, "recognizer": self.recognizer,
+                "detector": self.detector, "tracking": self.tracking, "landmarker": self.landmarker,
+                "recognizer": self.recognizer,
                 **{number.name: round(getattr(self, number.name), 6) for number in choices.COMPOSITE},
                 "output_form": OUTPUT_FORM, "limit_yaw": self.limit_yaw,
                 "max_yaw": round(self.max_yaw, 6) if self.limit_yaw else None,

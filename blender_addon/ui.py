@@ -193,6 +193,9 @@ class FACESWAP_PT_models(_Panel, bpy.types.Panel):
         props = sequencer_scene(context).faceswap
         col = self.layout.column()
         col.prop(props, "detector")
+        row = col.row()
+        row.enabled = props.detector == "mtcnn"  # the other detectors search every frame
+        row.prop(props, "tracking")
         col.prop(props, "landmarker")
         col.prop(props, "recognizer")
 

@@ -42,6 +42,7 @@ class Settings:
     models_dir: str | None = None  # None: $FACECACHE_MODELS, else the per-user data folder
     providers: str = choices.DEFAULTS["providers"]
     detector: str = choices.DEFAULTS["detector"]
+    tracking: str = choices.DEFAULTS["tracking"]  # "on": MTCNN follows faces from frame to frame
     landmarker: str = choices.DEFAULTS["landmarker"]
     recognizer: str = choices.DEFAULTS["recognizer"]
     swapper: str = choices.DEFAULTS["swapper"]
@@ -70,6 +71,7 @@ class Settings:
         for field in ("sources", "references"):
             object.__setattr__(self, field, _path_list(getattr(self, field), field))
         for field, options in (("providers", choices.PROVIDERS), ("detector", choices.DETECTORS),
+                               ("tracking", choices.TRACKING),
                                ("landmarker", choices.LANDMARKERS), ("recognizer", choices.RECOGNIZERS),
                                ("swapper", choices.SWAPPERS), ("selector", choices.SELECTORS),
                                ("output_form", choices.OUTPUT_FORMS), ("picture_rules", choices.PICTURE_RULES)):
@@ -209,7 +211,8 @@ class Parts:
     def model_set(self, settings: Settings):
         from facecache.analysis.factory import AnalysisSettings, build_model_set
 
-        analysis = AnalysisSettings(settings.detector, settings.landmarker, settings.recognizer)
+        analysis = AnalysisSettings(settings.detector, settings.landmarker, settings.recognizer,
+                                    tracking=settings.tracking == "on")
         fresh = build_model_set(self.model_store(settings.models_dir), self.sessions(settings.providers), analysis)
         key = (settings.models_dir, settings.providers, json.dumps([fresh.digests, fresh.settings], sort_keys=True))
         return self._model_sets.setdefault(key, fresh)

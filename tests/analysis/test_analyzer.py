@@ -117,9 +117,9 @@ def test_video_frames_are_cached_and_a_warm_run_decodes_nothing(tmp_path, models
     first = analyzer(tmp_path / "c", models_dir)
     results = first.analyze_media(clip, frames=range(10, 70))
     assert [r.index for r in results] == list(range(10, 70))
-    # Identical frames within a 64-frame group are analysed once.
-    distinct = {(r.index // SEGMENT_FRAMES, r.record.fingerprint) for r in results}
-    assert first.inferences.detect == len(distinct) > 50
+    # Identical frames within a 64-frame group are analysed once; tracking detects frames 0-9 first
+    # (the segment's frames before the range: see below).
+    assert first.inferences.detect > 50
     faces = {r.index: len(r.record.faces) for r in results}
     assert all(faces[i] == 0 for i in faces if i % 8 == 7)  # black frames: cached as empty
     assert sum(1 for i in faces if i % 8 != 7 and faces[i] == 1) >= 45
@@ -136,8 +136,13 @@ def test_video_frames_are_cached_and_a_warm_run_decodes_nothing(tmp_path, models
 
     third = analyzer(tmp_path / "c", models_dir)  # extend the range: only new frames are analysed
     extended = third.analyze_media(clip, frames=range(0, 80))
-    new = {(r.index // SEGMENT_FRAMES, r.record.fingerprint) for r in extended} - distinct
-    assert third.inferences.detect == len(new) > 10 and third.stats.hits == 60
+    detected_first = {(r.index // SEGMENT_FRAMES, r.record.fingerprint) for r in extended if r.index < 70}
+    assert first.inferences.detect == len(detected_first)
+    new = {(r.index // SEGMENT_FRAMES, r.record.fingerprint) for r in extended} - detected_first
+    assert third.inferences.detect == len(new) > 5
+    # frames 10-69 are hits; frames 0-9, detected by the first run, gain their other stages (partial hits),
+    # but for the black frame 7, whose pixels are those of the black frames 15, 23, ...
+    assert (third.stats.hits, third.stats.partial_hits) == (61, 9)
 
 
 def test_cli_analyze_json_is_a_line_a_frame_then_the_summary(tmp_path, models_dir, portrait_paths):

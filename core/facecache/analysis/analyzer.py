@@ -23,6 +23,7 @@ import numpy as np
 
 from facecache.analysis.pose import head_pose
 from facecache.analysis.results import Detection
+from facecache.analysis.tracking import TrackState, detected_boxes
 from facecache.fingerprint import frame_fingerprint
 from facecache.media.identity import media_identity
 from facecache.media.picture_rules import NEWEST, PictureRules
@@ -183,7 +184,7 @@ class FaceAnalyzer:
                 try:
                     cached = {i: self.cached(group, i, needed) for i in wanted}
                     todo = [i for i in wanted if cached[i] is None or not cached[i].has(needed)]
-                    for computed, (index, frame) in enumerate(reader.frames(todo), 1):
+                    for computed, (index, frame) in enumerate(self.frames(group, reader, todo), 1):
                         cached[index] = self.ensure(group, index, frame, needed)
                         if claim is not None:
                             claim.keep_alive()
@@ -229,6 +230,59 @@ class FaceAnalyzer:
             group.content.records.update(old.content.records)
         return group
 
+    @property
+    def tracking(self) -> bool:
+        """Whether the detector follows faces from frame to frame (facecache.analysis.tracking)."""
+        return self.models.settings.get("tracking") is not None
+
+    def frames(self, group: FrameGroup, reader: MediaReader, indices: list[int]) -> Iterator[tuple[int, np.ndarray]]:
+        """The decoded frames `indices` (ascending, of the segment `group` holds), each yielded with
+        its detection in `group` when the detector tracks: a frame lacking one is searched from the
+        frame before, so the frames from the last one detected before it (or from the segment's first
+        frame) are detected in order first, whether asked for or not. A frame's detection therefore
+        depends only on the frames before it in its segment, which every run detects first: any range,
+        order or process computes the same record. Without tracking, just the decoded frames."""
+        lacking = [index for index in indices if not self._detected(group, index)] if self.tracking else []
+        if not lacking:
+            yield from reader.frames(indices)
+            return
+        start = lacking[0] - lacking[0] % SEGMENT_FRAMES
+        begin = lacking[0] - 1
+        while begin > start and not self._detected(group, begin):
+            begin -= 1
+        chain = range(max(begin, start), lacking[-1] + 1)
+        wanted = set(indices)
+        state = None
+        for index, frame in reader.frames(sorted(wanted.union(chain))):
+            if index in chain:
+                state = self._followed(group, index, frame, None if index == start else state)
+            if index in wanted:
+                yield index, frame
+
+    def _detected(self, group: FrameGroup, index: int) -> bool:
+        fingerprint = group.fingerprint_at(index)
+        record = group.content.records.get(fingerprint) if fingerprint is not None else None
+        return record is not None and record.has(Stage.DETECT)
+
+    def _followed(self, group: FrameGroup, index: int, frame: np.ndarray, state: TrackState | None) -> TrackState | None:
+        """Detect media frame `index` from the state of the frame before (unless its record has a
+        detection); the state for the frame after (None: search it whole)."""
+        fingerprint = frame_fingerprint(frame)
+        record = group.content.records.get(fingerprint)  # also the same pixels at another index
+        if record is not None and record.has(Stage.DETECT):
+            if group.fingerprint_at(index) != fingerprint:
+                group.put(record, index)
+            return None if record.detected is None else TrackState.of(frame, record.detected)
+        detections, state = self.models.get("detector").follow(frame, state)
+        self.inferences.detect += 1
+        group.put(self._detection_record(frame, fingerprint, detections), index)
+        return state
+
+    @staticmethod
+    def _detection_record(frame: np.ndarray, fingerprint: str, detections: list[Detection]) -> FrameRecord:
+        faces = [Face(box=d.box, score=d.score, kps5=d.kps5) for d in detections]
+        return FrameRecord(fingerprint, Stage.DETECT, *frame.shape[:2], faces, detected_boxes(detections))
+
     def cached(self, group: FrameGroup, index: int, needed: Stage) -> FrameRecord | None:
         """The cached record of a media frame, found without decoding (counted as hit,
         partial hit or miss); it may lack some needed stages."""
@@ -270,10 +324,8 @@ class FaceAnalyzer:
         """Run the stages `record` lacks out of `needed` (all of them when it is None)."""
         height, width = frame.shape[:2]
         if record is None or not record.has(Stage.DETECT):
-            detections = self.models.get("detector").detect(frame)
+            record = self._detection_record(frame, fingerprint, self.models.get("detector").detect(frame))
             self.inferences.detect += 1
-            faces = [Face(box=d.box, score=d.score, kps5=d.kps5) for d in detections]
-            record = FrameRecord(fingerprint, Stage.DETECT, height, width, faces)
         stages = record.stages
         # The landmarker and the recognizer see all faces of the frame at once (one session run
         # when the graph has a batch axis): six faces cost about one face's run overhead.

@@ -1,7 +1,7 @@
 """Build the analysis model set from installed models and settings.
 
 The detector is MTCNN (the embedded default) unless another installed detector
-is chosen. The 68-point landmarker and the recognizer are used when installed
+is chosen; MTCNN follows faces from frame to frame unless tracking is off. The 68-point landmarker and the recognizer are used when installed
 ("auto": FaceFusion's when installed, else the embedded default's face mesh and
 FaceNet), or when named; "none" switches them off.
 """
@@ -18,6 +18,7 @@ from facecache.analysis.facenet import FaceNetRecognizer
 from facecache.analysis.fan68 import Fan68Landmarker
 from facecache.analysis.mtcnn import MtcnnDetector
 from facecache.analysis.scrfd import ScrfdDetector
+from facecache.analysis.tracking import TrackingDetector, TrackingSettings
 from facecache.analysis.yoloface import YoloFaceDetector
 from facecache.errors import FaceCacheError, ModelRefused
 from facecache.models.runtime import SessionFactory
@@ -38,6 +39,7 @@ class AnalysisSettings:
     landmarker: str = "auto"   # "auto", "none" or a landmarker's name
     recognizer: str = "auto"   # "auto", "none" or a recognizer's name
     score_threshold: float = 0.5  # for the FaceFusion detectors
+    tracking: bool = True  # MTCNN follows faces from frame to frame (facecache.analysis.tracking)
 
 
 def build_model_set(models: ModelStore, sessions: SessionFactory, settings: AnalysisSettings = AnalysisSettings()) -> ModelSet:
@@ -49,11 +51,15 @@ def build_model_set(models: ModelStore, sessions: SessionFactory, settings: Anal
     landmarker = _optional(models, settings.landmarker, LANDMARKERS, "landmarker")
     recognizer = _optional(models, settings.recognizer, RECOGNIZERS, "recognizer")
     chosen = {name: models.model(name) for name in (settings.detector, landmarker, recognizer) if name}
+    tracking = TrackingSettings() if settings.tracking and settings.detector == "mtcnn" else None
+    namespace_settings = {"detector": settings.detector, "landmarker": landmarker, "recognizer": recognizer,
+                          "score_threshold": settings.score_threshold if settings.detector != "mtcnn" else None}
+    if tracking is not None:  # absent without tracking: the records of every frame searched whole stay valid
+        namespace_settings["tracking"] = tracking.describe()
     return ModelSet(
         digests={name: model.digest for name, model in chosen.items()},
-        settings={"detector": settings.detector, "landmarker": landmarker, "recognizer": recognizer,
-                  "score_threshold": settings.score_threshold if settings.detector != "mtcnn" else None},
-        build_detector=lambda: _detector(models, sessions, chosen[settings.detector], settings),
+        settings=namespace_settings,
+        build_detector=lambda: _detector(models, sessions, chosen[settings.detector], settings, tracking),
         build_landmarker=(lambda: LANDMARKERS[landmarker](models.session(sessions, chosen[landmarker]), model=landmarker))
         if landmarker else None,
         build_recognizer=(lambda: RECOGNIZERS[recognizer](models.session(sessions, chosen[recognizer]), model=recognizer))
@@ -61,10 +67,12 @@ def build_model_set(models: ModelStore, sessions: SessionFactory, settings: Anal
     )
 
 
-def _detector(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings):
+def _detector(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings,
+              tracking: TrackingSettings | None):
     name = settings.detector
     if name == "mtcnn":
-        return MtcnnDetector(*(models.session(sessions, model, role) for role in ("pnet", "rnet", "onet")))
+        mtcnn = MtcnnDetector(*(models.session(sessions, model, role) for role in ("pnet", "rnet", "onet")))
+        return mtcnn if tracking is None else TrackingDetector(mtcnn, tracking)
     session = models.session(sessions, model)
     if name == "yoloface_8n":
         return YoloFaceDetector(session, score_threshold=settings.score_threshold, model=name)

@@ -97,9 +97,18 @@ class MtcnnDetector:
     def detect(self, frame: np.ndarray) -> list[Detection]:
         """Faces in a BGR uint8 frame, best score first."""
         frame = check_bgr_frame(frame)
-        height, width = frame.shape[:2]
+        return self.detect_at(frame, self.scales(*frame.shape[:2]))
+
+    def scales(self, height: int, width: int) -> list[float]:
+        """The pyramid's scales for a frame of this size, largest first."""
         s = self.settings
-        scales = pyramid_scales(height, width, s.min_face_size, s.scale_factor, s.max_pyramid_pixels)
+        return pyramid_scales(height, width, s.min_face_size, s.scale_factor, s.max_pyramid_pixels)
+
+    def detect_at(self, frame: np.ndarray, scales: list[float]) -> list[Detection]:
+        """Faces in a BGR uint8 frame (or a region of one) searched at the given pyramid scales only (the
+        tracker searches a region at the scales the whole frame's search would use there)."""
+        frame = check_bgr_frame(frame)
+        scales = [scale for scale in scales if min(frame.shape[:2]) * scale >= CELL]
         if not scales:
             return []
         levels = self._pyramid(frame, scales)
@@ -108,6 +117,20 @@ class MtcnnDetector:
             return []
         sources = [(frame, 1.0, 1.0)] + levels
         boxes, scores = self._refine(sources, boxes)
+        if len(boxes) == 0:
+            return []
+        boxes, scores, points = self._output(sources, boxes)
+        return [Detection(box, score, kps) for box, score, kps in zip(boxes, scores, points)]
+
+    def refine(self, frame: np.ndarray, boxes: np.ndarray, scales: list[float]) -> list[Detection]:
+        """R-Net then O-Net on candidate boxes (frame pixels) instead of P-Net's proposals, each crop
+        sampled from pyramid levels at `scales` as the whole search samples it: how the tracker checks
+        and refines where a face of the frame before has gone."""
+        frame = check_bgr_frame(frame)
+        boxes = square_boxes(np.asarray(boxes, np.float64).reshape(-1, 4))
+        sources = [(frame, 1.0, 1.0)] + self._pyramid(frame, scales)
+        if len(boxes):
+            boxes, _ = self._refine(sources, boxes)
         if len(boxes) == 0:
             return []
         boxes, scores, points = self._output(sources, boxes)

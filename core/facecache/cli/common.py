@@ -101,6 +101,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         help=f"models folder (default: ${MODELS_DIR_ENV}, else the per-user data folder)")
     add_choice(parser, "--providers", choices.PROVIDERS, "ONNX Runtime execution providers")
     add_choice(parser, "--detector", choices.DETECTORS, "face detector")
+    add_choice(parser, "--tracking", choices.TRACKING, "how MTCNN finds the faces of a movie")
     add_choice(parser, "--landmarker", choices.LANDMARKERS, "68-point landmarker")
     add_choice(parser, "--recognizer", choices.RECOGNIZERS, "identity recognizer")
 

@@ -56,7 +56,7 @@ class PreviewSession:
         if self.manifest.is_current(name, key):
             return self.folder / name
         size = self.job.size_without_pixels(analysis, swaps, index, self.form)
-        frame = self._frame(index) if size is None else self._blank(size)
+        frame = self._frame(analysis, index) if size is None else self._blank(size)
         results = self.job.swap_frame(analysis, swaps, index, frame, self._pool)
         # No fsync: measured at a fifth of a preview's time under load; a lost preview is made again.
         self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode,
@@ -65,11 +65,13 @@ class PreviewSession:
         self.job.report.written += 1
         return self.folder / name
 
-    def _frame(self, index: int):
-        """The decoded frame `index`; the last one is kept, since going back in a video means seeking to
-        a key frame and decoding forward again, and blend tweaks remake the same frame over and over."""
+    def _frame(self, analysis, index: int):
+        """The decoded frame `index`, detected (with tracking, the frames before it in its segment are
+        detected first: see FaceAnalyzer.frames); the last one is kept, since going back in a video means
+        seeking to a key frame and decoding forward again, and blend tweaks remake the same frame over
+        and over."""
         if self._decoded is None or self._decoded[0] != index:
-            ((_, frame),) = self.reader.frames([index])
+            ((_, frame),) = self.job.analyzer.frames(analysis, self.reader, [index])
             self._decoded = (index, frame)
         return self._decoded[1]
 

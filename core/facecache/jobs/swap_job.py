@@ -227,7 +227,7 @@ class SwapJob:
         # 4K blend change a tenth of its time (the allocator recycles and clears 25 MB each time).
         stand_ins = {size: blank_frame(size) for size in set(sizes.values()) if size is not None}
         cached = ((index, stand_ins[size]) for index, size in sizes.items() if size is not None)
-        decoded = seg.reader.frames([index for index, size in sizes.items() if size is None])
+        decoded = self.analyzer.frames(analysis, seg.reader, [index for index, size in sizes.items() if size is None])
         try:
             for index, frame in itertools.chain(cached, decoded):
                 name = output_layout.output_name(seg.target, index, seg.still)

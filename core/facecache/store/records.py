@@ -64,6 +64,9 @@ class FrameRecord:
     height: int
     width: int
     faces: list[Face] = field(default_factory=list)
+    # (N, 4) float32: the boxes the detector found, before a later stage dropped any; what a tracking
+    # detector follows into the next frame (facecache.analysis.tracking). None in records made before.
+    detected: np.ndarray | None = None
 
     def has(self, stages: Stage) -> bool:
         return (self.stages & stages) == stages
@@ -100,6 +103,10 @@ def encode(group: GroupRecords) -> tuple[dict, dict[str, np.ndarray], int]:
         rows = [getattr(f, name) for f, _ in faces if getattr(f, name) is not None]
         if rows:
             arrays[name] = np.stack([np.asarray(r, dtype=np.float32) for r in rows])
+    detected = [group.records[fp].detected for fp in order]
+    if any(boxes is not None for boxes in detected):
+        meta["detected"] = [-1 if boxes is None else len(boxes) for boxes in detected]
+        arrays["detected"] = _stack([box for boxes in detected if boxes is not None for box in boxes], (4,))
     return meta, arrays, len(order)
 
 
@@ -138,6 +145,7 @@ def decode(meta: dict, arrays: dict[str, np.ndarray]) -> GroupRecords:
     if (present & ~np.uint8(sum(_OPTIONAL.values()))).any():
         raise CorruptPack("unknown presence bits")
 
+    detected = _detected_boxes(meta, arrays, len(rows))
     group = GroupRecords()
     face_i = 0
     for fp, stages, height, width, count in rows:
@@ -149,12 +157,27 @@ def decode(meta: dict, arrays: dict[str, np.ndarray]) -> GroupRecords:
                 **{name: (next(optional[name]) if bits & bit else None) for name, bit in _OPTIONAL.items()},
             ))
             face_i += 1
-        group.records[fp] = FrameRecord(fp, Stage(stages), height, width, faces)
+        group.records[fp] = FrameRecord(fp, Stage(stages), height, width, faces, next(detected))
     for item in index_rows:
         if not (isinstance(item, list) and len(item) == 2 and all(_is_count(v) for v in item) and item[1] < len(rows)):
             raise CorruptPack("bad index row")
         group.index[item[0]] = rows[item[1]][0]
     return group
+
+
+def _detected_boxes(meta: dict, arrays: dict[str, np.ndarray], count: int):
+    """An iterator over each record's detector boxes (None where the pack has none for it)."""
+    counts = meta.get("detected")
+    if counts is None:
+        if "detected" in arrays:
+            raise CorruptPack("detector boxes without their counts")
+        return iter([None] * count)
+    if not (isinstance(counts, list) and len(counts) == count
+            and all(isinstance(n, int) and not isinstance(n, bool) and -1 <= n < 2**40 for n in counts)):
+        raise CorruptPack("bad detector box counts")
+    boxes = _column(arrays, "detected", (sum(n for n in counts if n > 0), 4))
+    starts = np.cumsum([0] + [max(n, 0) for n in counts])
+    return iter([None if n < 0 else boxes[start:start + n] for n, start in zip(counts, starts)])
 
 
 def _stack(rows: list, shape: tuple) -> np.ndarray:
