@@ -31,7 +31,8 @@ def test_analyze_then_coverage_from_the_cache(tmp_path, models_dir, small_clip):
     items = [{"media": str(small_clip), "start": 1, "stop": 4, "out": str(tmp_path / "out")}]
     summary = run_job({"kind": "analyze", "settings": settings(tmp_path, models_dir), "items": items},
                       messages.append)
-    assert summary["frames"] == 3 and summary["inferences"]["detect"] == 3
+    # frame 0 is detected too: tracking detects a segment's frames in order from its first
+    assert summary["frames"] == 3 and summary["inferences"]["detect"] == 4
     assert summary["analysed"] == {str(small_clip): [1, 2, 3]}
     assert messages and messages[-1]["type"] == "progress" and messages[-1]["done"] == 3
     wider = [{**items[0], "start": 0, "stop": 6}]

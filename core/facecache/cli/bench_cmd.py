@@ -3,8 +3,9 @@
 Suites: `pipeline` (the default: what the cache saves on the main job, real
 models and photographs), `cache` (what the cache itself costs), `quality`
 (how good the default swap looks, on real photographs), `decode` (what reading a
-movie as Blender shows it costs, against OpenCV's decoder) and `movie` (what a
-movie `--out` costs per frame: the H.264 and ProRes encoders).
+movie as Blender shows it costs, against OpenCV's decoder), `movie` (what a
+movie `--out` costs per frame: the H.264 and ProRes encoders) and `tracking` (what
+following faces costs and loses against detection on every frame, per clip).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from facecache.bench import cache_bench, decode_bench, movie_bench, pipeline_bench, quality_bench
+from facecache.bench import cache_bench, decode_bench, movie_bench, pipeline_bench, quality_bench, tracking_bench
 from facecache.cli.common import add_command, print_json
 
 CACHE_DEFAULT_FRAMES = 300
@@ -48,8 +49,14 @@ def _run_movie(args: argparse.Namespace) -> dict:
     return movie_bench.run(frames=args.frames or movie_bench.DEFAULT_FRAMES, size=args.size, say=say)
 
 
+def _run_tracking(args: argparse.Namespace) -> dict:
+    say = (lambda message: print(f"bench tracking: {message}", file=sys.stderr, flush=True))
+    return tracking_bench.run(models_dir=args.models_dir, providers=args.providers,
+                              frames=args.frames or tracking_bench.DEFAULT_FRAMES, say=say)
+
+
 SUITES = {"pipeline": _run_pipeline, "cache": _run_cache, "quality": _run_quality, "decode": _run_decode,
-          "movie": _run_movie}
+          "movie": _run_movie, "tracking": _run_tracking}
 
 
 def register(commands) -> None:
