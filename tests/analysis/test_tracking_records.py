@@ -109,5 +109,5 @@ def test_tracking_off_is_detection_on_every_frame(tmp_path, models_dir, clip):
             expected = detector.detect(frame)
             assert [tuple(face.box) for face in analysed.record.faces] == [tuple(d.box) for d in expected]
             assert analysed.record.detected is not None
-            np.testing.assert_array_equal(analysed.record.detected,
-                                          np.array([d.box for d in expected], np.float32).reshape(-1, 4))
+            np.testing.assert_array_equal(analysed.record.detected,  # the boxes found, each 0 frames old
+                                          np.array([[*d.box, 0] for d in expected], np.float32).reshape(-1, 5))

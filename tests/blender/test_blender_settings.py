@@ -91,7 +91,8 @@ def test_the_engine_accepts_the_addons_settings(bpy, addon, project):
     assert settings.references == ("/tmp/reference.png",) and settings.position is None
     # the menus are the engine's choices
     for prop, options in (("swapper", choices.SWAPPERS), ("selector", choices.SELECTORS),
-                          ("detector", choices.DETECTORS), ("landmarker", choices.LANDMARKERS),
+                          ("detector", choices.DETECTORS), ("tracking", choices.TRACKING),
+                          ("landmarker", choices.LANDMARKERS),
                           ("recognizer", choices.RECOGNIZERS)):
         items = [item.identifier for item in props.bl_rna.properties[prop].enum_items]
         assert items == list(choices.names(options))

@@ -23,7 +23,7 @@ import numpy as np
 
 from facecache.analysis.pose import head_pose
 from facecache.analysis.results import Detection
-from facecache.analysis.tracking import TrackState, detected_boxes
+from facecache.analysis.tracking import TrackState, found_rows
 from facecache.fingerprint import frame_fingerprint
 from facecache.media.identity import media_identity
 from facecache.media.picture_rules import NEWEST, PictureRules
@@ -275,13 +275,15 @@ class FaceAnalyzer:
             return None if record.detected is None else TrackState.of(frame, record.detected)
         detections, state = self.models.get("detector").follow(frame, state)
         self.inferences.detect += 1
-        group.put(self._detection_record(frame, fingerprint, detections), index)
+        group.put(self._detection_record(frame, fingerprint, detections, state.rows), index)
         return state
 
     @staticmethod
-    def _detection_record(frame: np.ndarray, fingerprint: str, detections: list[Detection]) -> FrameRecord:
+    def _detection_record(frame: np.ndarray, fingerprint: str, detections: list[Detection],
+                          rows: np.ndarray | None = None) -> FrameRecord:
         faces = [Face(box=d.box, score=d.score, kps5=d.kps5) for d in detections]
-        return FrameRecord(fingerprint, Stage.DETECT, *frame.shape[:2], faces, detected_boxes(detections))
+        rows = found_rows(detections) if rows is None else rows
+        return FrameRecord(fingerprint, Stage.DETECT, *frame.shape[:2], faces, rows)
 
     def cached(self, group: FrameGroup, index: int, needed: Stage) -> FrameRecord | None:
         """The cached record of a media frame, found without decoding (counted as hit,

@@ -136,6 +136,36 @@ class MtcnnDetector:
         boxes, scores, points = self._output(sources, boxes)
         return [Detection(box, score, kps) for box, score, kps in zip(boxes, scores, points)]
 
+    def detect_in_bands(self, frame: np.ndarray, bands: list[tuple[tuple[int, int, int, int], float]]) -> list[Detection]:
+        """Faces in parts of a frame, each part searched by P-Net at one scale (the tracker's bands along
+        an edge the camera moves towards, each as deep as a few faces of the size its scale finds); R-Net
+        and O-Net then take all candidates at once, their crops sampled from the frame halved, quartered
+        and so on (bands are no whole pyramid to sample from)."""
+        frame = check_bgr_frame(frame)
+        sources = [(frame, 1.0, 1.0)] + self._pyramid(frame, [0.5 ** k for k in range(1, 5)])
+        levels = []
+        for (x1, y1, x2, y2), scale in bands:
+            level_w, level_h = level_size(y2 - y1, x2 - x1, scale)
+            if min(level_w, level_h) < CELL:
+                continue
+            # shrunk from the smallest halving still as detailed as the level: a deep band at a small
+            # scale is not read at full size (area averaging reads every pixel it shrinks)
+            image, sx, sy = min((source for source in sources if source[1] >= scale), key=lambda source: source[1])
+            part = image[int(y1 * sy):max(int(y1 * sy) + 1, int(round(y2 * sy))),
+                         int(x1 * sx):max(int(x1 * sx) + 1, int(round(x2 * sx)))]
+            levels.append((cv2.resize(part, (level_w, level_h), interpolation=cv2.INTER_AREA),
+                           level_w / (x2 - x1), level_h / (y2 - y1), x1, y1))
+        if not levels:
+            return []
+        boxes, scores = self._propose(levels)
+        if len(boxes) == 0:
+            return []
+        boxes, scores = self._refine(sources, boxes)
+        if len(boxes) == 0:
+            return []
+        boxes, scores, points = self._output(sources, boxes)
+        return [Detection(box, score, kps) for box, score, kps in zip(boxes, scores, points)]
+
     def _pyramid(self, frame: np.ndarray, scales: list[float]) -> list[tuple[np.ndarray, float, float]]:
         """(image, scale_x, scale_y) per level; the frame is read once, each
         level is shrunk from the one before (area averaging, no aliasing)."""
@@ -154,7 +184,7 @@ class MtcnnDetector:
         """P-Net over every level: merged, regressed, squared candidate windows."""
         s = self.settings
         all_boxes, all_scores, all_deltas = [], [], []
-        for image, scale_x, scale_y in levels:
+        for image, scale_x, scale_y, *offset in levels:  # a level of part of the frame has its offset
             deltas, probs = run_model(self._pnet, "mtcnn pnet", PNET_IO[1], {PNET_IO[0]: net_batch(image[None])})
             if deltas.ndim != 4 or probs.ndim != 4 or deltas.shape[-1] != 4 or probs.shape[-1] != 2:
                 raise contract_error("mtcnn pnet", f"expected (1, w, h, 4) and (1, w, h, 2) maps, got {deltas.shape} and {probs.shape}")
@@ -162,6 +192,8 @@ class MtcnnDetector:
             boxes, scores, cell_deltas = cell_candidates(face_prob, deltas[0].transpose(1, 0, 2), s.thresholds[0], scale_x, scale_y)
             best = top_k(scores, s.max_candidates)
             boxes, scores, cell_deltas = boxes[best], scores[best], cell_deltas[best]
+            if offset:
+                boxes = boxes + np.tile(np.asarray(offset, np.float64), 2)
             keep = nms(boxes, scores, s.nms_thresholds[0])
             all_boxes.append(boxes[keep])
             all_scores.append(scores[keep])

@@ -56,7 +56,8 @@ class PictureChange:
     motion: np.ndarray
     rects: np.ndarray
     changed_fraction: float
-    camera_shift: float      # how far the camera's motion moved the frame's farthest corner, in frame pixels
+    zoom: float              # the camera's zoom from the earlier frame to the later (1: none)
+    new_edges: tuple[bool, bool, bool, bool]  # left, top, right, bottom: where the camera brought new ground
     cells: np.ndarray        # (rows, cols) bool: the changed cells
     cell_px: float           # a cell's side in frame pixels
     margin: float            # ChangeSettings.margin
@@ -104,14 +105,22 @@ def picture_change(earlier: np.ndarray, later: np.ndarray, frame_size: tuple[int
     # edge is steep: a pixel counts as changed by more than its own steepness can explain.
     # (The lesser of the two pictures' steepness: where something new covers a flat part, one is flat.)
     steepness = np.minimum(_steepness(later), _steepness(moved))
-    changed = np.abs(later - moved) > settings.threshold + settings.misfit * steepness
+    # Ground the camera brought into view is left to the tracker's edge bands: as a changed region, the
+    # thin strips along two edges would make one rectangle as big as the frame.
+    changed = (np.abs(later - moved) > settings.threshold + settings.misfit * steepness) & (moved > _OUTSIDE / 2)
     cells = _changed_cells(changed, settings)
     rects = _cell_rects(cells, settings.cell * scale, settings.margin, width, height)
     motion = small_motion.copy()
     motion[:, 2] *= scale  # the same transform in frame pixels
-    corners = np.array([[0, 0], [width, 0], [0, height], [width, height]], np.float64)
-    shift = float(np.abs(corners @ motion[:, :2].T.astype(np.float64) + motion[:, 2] - corners).max())
-    return PictureChange(motion, rects, _area(rects) / float(width * height), shift, cells, settings.cell * scale,
+    zoom = float(np.sqrt(abs(np.linalg.det(motion[:, :2].astype(np.float64)))))
+    # where the earlier picture's edges went: a gap of half a small pixel or more is new ground
+    small_h, small_w = later.shape
+    corners = np.array([[0, 0], [small_w, 0], [0, small_h], [small_w, small_h]], np.float64)
+    (left_top, right_top, left_bottom, right_bottom) = corners @ small_motion[:, :2].T.astype(np.float64) + small_motion[:, 2]
+    new_edges = (bool(min(left_top[0], left_bottom[0]) > 0.5), bool(min(left_top[1], right_top[1]) > 0.5),
+                 bool(max(right_top[0], right_bottom[0]) < small_w - 0.5),
+                 bool(max(left_bottom[1], right_bottom[1]) < small_h - 0.5))
+    return PictureChange(motion, rects, _area(rects) / float(width * height), zoom, new_edges, cells, settings.cell * scale,
                          settings.margin, (width, height))
 
 

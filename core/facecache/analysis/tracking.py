@@ -7,11 +7,13 @@ frame, a frame is searched
 - for the faces of the frame before: each where the camera's motion took it, in a region twice its
   size, for faces at least half its size;
 - for new faces where the picture changed (see `picture_change`), at the detector's own smallest size;
+- for faces sliding into view along the edges the camera moves towards, each size in a band as deep
+  as a few such faces;
 and the whole frame is searched as before when most of the picture changed (a cut, a flash), when
-the camera pans or zooms, or at a segment's first frame. Faces found by two searches are merged as MTCNN merges its own.
+the camera zooms, or at a segment's first frame. Faces found by two searches are merged as MTCNN merges its own.
 
 `follow` is a pure function of the frame and the state it returns for the frame before (that
-frame's small picture and the boxes found in it): the analyzer keeps the state between the frames
+frame's small picture, the boxes found in it and those of faces lost a few frames ago): the analyzer keeps the state between the frames
 of a segment and stores its boxes in each record (`FrameRecord.detected`), so any run, in any order,
 computes the same record for a frame.
 """
@@ -34,22 +36,26 @@ class TrackingSettings:
     """Everything that changes what tracking finds (part of the analysis namespace).
 
     full_above:       changed share of the frame above which the whole frame is searched;
-    camera_still:     how far (a share of the frame's short side) the camera may move the frame's
-                      corners between two frames for them to be followed; a pan or a zoom is searched
-                      whole, since faces slide in at the edges and small ones grow into view without
-                      the picture changing once the motion is taken out;
+    zoom_still:       how much the camera may zoom between two frames (a share of the picture's size) for
+                      them to be followed; a zoom is searched whole, since small faces grow into view
+                      without the picture changing once the motion is taken out;
+    edge_depth:       how deep a band along an edge the camera moves towards is searched for faces coming
+                      into view, in faces of the size each pyramid scale finds;
     follow_margin:    a followed face's region: its box widened by this share of its side on each side;
     follow_min_scale: the smallest face searched for there, as a share of the followed face's side;
     merge_overlap:    faces found by two searches that overlap more than this (intersection over the
-                      smaller) are one face, the better scored kept.
+                      smaller) are one face, the better scored kept;
+    memory:           for how many frames a face not found again is still looked for where it was.
     """
 
     change: ChangeSettings = field(default_factory=ChangeSettings)
     full_above: float = 0.4
-    camera_still: float = 0.003
+    zoom_still: float = 0.002
+    edge_depth: float = 2.5
     follow_margin: float = 0.5
     follow_min_scale: float = 0.5
     merge_overlap: float = 0.7
+    memory: int = 8
 
     def describe(self) -> dict:
         return asdict(self)
@@ -57,19 +63,33 @@ class TrackingSettings:
 
 @dataclass(frozen=True)
 class TrackState:
-    """What the next frame is searched from: this frame's small picture and the boxes found in it."""
+    """What the next frame is searched from: this frame's small picture and its rows (N, 5): x1, y1,
+    x2, y2 and the frames since that face was found (0: found in this frame)."""
 
     picture: np.ndarray
-    boxes: np.ndarray  # (N, 4) float32
+    rows: np.ndarray
 
     @classmethod
-    def of(cls, frame: np.ndarray, boxes) -> "TrackState":
-        return cls(small_picture(frame), np.asarray(boxes, np.float32).reshape(-1, 4))
+    def of(cls, frame: np.ndarray, rows) -> "TrackState":
+        return cls(small_picture(frame), np.asarray(rows, np.float32).reshape(-1, 5))
 
 
-def detected_boxes(detections: list[Detection]) -> np.ndarray:
-    """(N, 4) float32 boxes of detections: the state stored in a record."""
-    return np.array([d.box for d in detections], np.float32).reshape(-1, 4)
+def found_rows(detections: list[Detection]) -> np.ndarray:
+    """(N, 5) float32 rows of faces found in this frame (age 0)."""
+    boxes = np.array([d.box for d in detections], np.float32).reshape(-1, 4)
+    return np.concatenate([boxes, np.zeros((len(boxes), 1), np.float32)], axis=1)
+
+
+def _next_rows(found: list[Detection], followed: np.ndarray, memory: int) -> np.ndarray:
+    """The rows after a frame: the faces found, then each face of the frame before (its box moved by
+    the camera, `followed` rows) not found again, one frame older, while it is at most `memory` frames
+    old. A face the detector misses for a frame (a blink, a hand, a borderline one the whole search
+    also finds only now and then) is looked for where it was, but never reported."""
+    rows = found_rows(found)
+    kept = [row for row in followed if row[4] + 1 <= memory
+            and not (len(rows) and overlaps(row[:4], rows[:, :4], "min").max() > 0.5)]
+    older = np.array([[*row[:4], row[4] + 1] for row in kept], np.float32).reshape(-1, 5)
+    return np.concatenate([rows, older])
 
 
 @dataclass
@@ -104,15 +124,19 @@ class TrackingDetector:
         change = None
         if previous is not None and previous.picture.shape == picture.shape:
             change = picture_change(previous.picture, picture, (width, height), self.settings.change)
+        if change is None:
+            followed = np.zeros((0, 5), np.float32)
+        else:
+            followed = np.concatenate([change.moved(previous.rows[:, :4]), previous.rows[:, 4:]], axis=1)
         if (change is None or change.changed_fraction > self.settings.full_above
-                or change.camera_shift > self.settings.camera_still * min(height, width)):
+                or abs(change.zoom - 1.0) > self.settings.zoom_still):
             self.stats.whole += 1
             found = self._whole(frame, picture)
         else:
             self.stats.followed += 1
             self.stats.searched_share += change.changed_fraction
-            found = self._search(frame, change, previous.boxes)
-        return found, TrackState(picture, detected_boxes(found))
+            found = self._search(frame, change, followed[:, :4])
+        return found, TrackState(picture, _next_rows(found, followed, self.settings.memory))
 
     def _whole(self, frame: np.ndarray, picture: np.ndarray) -> list[Detection]:
         """The whole frame's faces: the detector on the frame, or on its textured parts only when
@@ -124,15 +148,29 @@ class TrackingDetector:
         return _merged([(_CHANGED, d) for region in rects for d in self._in_region(frame, region, scales)],
                        self.settings.merge_overlap)
 
-    def _search(self, frame: np.ndarray, change, boxes: np.ndarray) -> list[Detection]:
+    def _search(self, frame: np.ndarray, change, moved: np.ndarray) -> list[Detection]:
         """Each search samples the frame at the scales the whole frame's search has
-        (`MtcnnDetector.scales`), so a face is refined and measured as that search would do it."""
+        (`MtcnnDetector.scales`), so a face is refined and measured as that search would do it;
+        `moved`: the boxes of the faces followed, where the camera took them."""
         scales = self.detector.scales(*frame.shape[:2])
-        moved = change.moved(boxes)
         found = [(_FOLLOWED, d) for box in moved for d in self._followed(frame, box, scales)]
         for region in change.rects_outside(moved):
             found += [(_CHANGED, d) for d in self._in_region(frame, region, scales)]
+        bands = [(band, scale) for edge, new in enumerate(change.new_edges) if new
+                 for scale in scales for band in [self._edge_band(frame, edge, scale)]]
+        found += [(_CHANGED, d) for d in self.detector.detect_in_bands(frame, bands)]
         return _merged(found, self.settings.merge_overlap)
+
+    def _edge_band(self, frame: np.ndarray, edge: int, scale: float) -> tuple[int, int, int, int]:
+        """The band along `edge` (left, top, right, bottom) searched at `scale` for faces sliding into
+        view: `edge_depth` faces of the size that scale finds deep, so a face that came in over several
+        frames is searched whole, while the band costs little (deep only for big faces, which are
+        searched at small scales)."""
+        height, width = frame.shape[:2]
+        depth = int(np.ceil(self.settings.edge_depth * CELL / scale))
+        band = ((0, 0, depth, height), (0, 0, width, depth), (width - depth, 0, width, height),
+                (0, height - depth, width, height))[edge]
+        return _clipped(band, width, height)
 
     def _followed(self, frame: np.ndarray, box: np.ndarray, scales: list[float]) -> list[Detection]:
         """A face of the frame before, where the camera's motion took it: R-Net and O-Net on that box

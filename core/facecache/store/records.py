@@ -64,8 +64,10 @@ class FrameRecord:
     height: int
     width: int
     faces: list[Face] = field(default_factory=list)
-    # (N, 4) float32: the boxes the detector found, before a later stage dropped any; what a tracking
-    # detector follows into the next frame (facecache.analysis.tracking). None in records made before.
+    # (N, 5) float32: what a tracking detector follows into the next frame (facecache.analysis.tracking):
+    # x1, y1, x2, y2 and the frames since the face was last found (0: the boxes the detector found here,
+    # before a later stage dropped any; more: faces lost a few frames ago, still looked for). None in
+    # records made before tracking.
     detected: np.ndarray | None = None
 
     def has(self, stages: Stage) -> bool:
@@ -106,7 +108,7 @@ def encode(group: GroupRecords) -> tuple[dict, dict[str, np.ndarray], int]:
     detected = [group.records[fp].detected for fp in order]
     if any(boxes is not None for boxes in detected):
         meta["detected"] = [-1 if boxes is None else len(boxes) for boxes in detected]
-        arrays["detected"] = _stack([box for boxes in detected if boxes is not None for box in boxes], (4,))
+        arrays["detected"] = _stack([row for rows in detected if rows is not None for row in rows], (5,))
     return meta, arrays, len(order)
 
 
@@ -166,7 +168,7 @@ def decode(meta: dict, arrays: dict[str, np.ndarray]) -> GroupRecords:
 
 
 def _detected_boxes(meta: dict, arrays: dict[str, np.ndarray], count: int):
-    """An iterator over each record's detector boxes (None where the pack has none for it)."""
+    """An iterator over each record's tracking rows (None where the pack has none for it)."""
     counts = meta.get("detected")
     if counts is None:
         if "detected" in arrays:
@@ -175,7 +177,7 @@ def _detected_boxes(meta: dict, arrays: dict[str, np.ndarray], count: int):
     if not (isinstance(counts, list) and len(counts) == count
             and all(isinstance(n, int) and not isinstance(n, bool) and -1 <= n < 2**40 for n in counts)):
         raise CorruptPack("bad detector box counts")
-    boxes = _column(arrays, "detected", (sum(n for n in counts if n > 0), 4))
+    boxes = _column(arrays, "detected", (sum(n for n in counts if n > 0), 5))
     starts = np.cumsum([0] + [max(n, 0) for n in counts])
     return iter([None if n < 0 else boxes[start:start + n] for n, start in zip(counts, starts)])
 
