@@ -18,7 +18,7 @@ FIGURES = ("cold_s", "warm_new_source_s", "param_only_s", "partial_s", "preview_
            "warm_identity_models_ratio", "cold_reference_per_frame_ms", "cold_cpu_ms_per_frame",
            "cold_detector_only_cpu_ms_per_frame", "cold_reference_cpu_ms_per_frame", "warm_new_source_cpu_ms_per_frame",
            "warm_detector_only_cpu_ms_per_frame", "cold_identity_models_cpu_ratio", "cold_reference_cpu_ratio",
-           "warm_identity_models_cpu_ratio")
+           "warm_identity_models_cpu_ratio", "cold_every_frame_per_frame_ms", "cold_tracking_ratio")
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +41,10 @@ def test_each_run_pays_only_for_its_own_stage(result):
     assert faces >= 1
     assert runs["cold"]["inferences"]["detect"] == base + 1  # every frame and the source image
     assert runs["cold"]["written"] == base
+    # the same run detecting every whole frame, on its own cache: the same work, to compare with
+    every_frame = runs["cold_every_frame"]
+    assert every_frame["inferences"] == runs["cold"]["inferences"] and every_frame["written"] == base
+    assert result["cold_tracking_ratio"] > 0
 
     warm = runs["warm_new_source"]
     assert warm["inferences"]["detect"] == 1  # only the new source image; the clip's analysis is cached

@@ -9,13 +9,14 @@ frame, a frame is searched
 - for new faces where the picture changed (see `picture_change`), at the detector's own smallest size;
 - for faces sliding into view along the edges the camera moves towards, each size in a band as deep
   as a few such faces;
-and the whole frame is searched as before when most of the picture changed (a cut, a flash), when
-the camera zooms, or at a segment's first frame. Faces found by two searches are merged as MTCNN merges its own.
+and the whole frame is searched as before when most of the picture changed (a cut, a flash), on a
+crash zoom, or at a segment's first frame. Faces found by two searches are merged as MTCNN
+merges its own.
 
-`follow` is a pure function of the frame and the state it returns for the frame before (that
-frame's small picture, the boxes found in it and those of faces lost a few frames ago): the analyzer keeps the state between the frames
-of a segment and stores its boxes in each record (`FrameRecord.detected`), so any run, in any order,
-computes the same record for a frame.
+`follow` is a pure function of the frame and the state it returns for the frame before (that frame's
+small picture, the boxes found in it and those of faces lost a few frames ago): the analyzer keeps
+the state between the frames of a segment and stores it in each record (`FrameRecord.detected`), so
+any run, in any order, computes the same record for a frame.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ class TrackingSettings:
 
     full_above:       changed share of the frame above which the whole frame is searched;
     zoom_still:       how much the camera may zoom between two frames (a share of the picture's size) for
-                      them to be followed; a zoom is searched whole, since small faces grow into view
-                      without the picture changing once the motion is taken out;
+                      them to be followed: a crash zoom is searched whole; a slower one is followed,
+                      new ground at its edges searched in bands (a face growing past the detector's
+                      smallest size without moving is found only at the next whole search);
     edge_depth:       how deep a band along an edge the camera moves towards is searched for faces coming
                       into view, in faces of the size each pyramid scale finds;
     follow_margin:    a followed face's region: its box widened by this share of its side on each side;
@@ -50,7 +52,7 @@ class TrackingSettings:
 
     change: ChangeSettings = field(default_factory=ChangeSettings)
     full_above: float = 0.4
-    zoom_still: float = 0.002
+    zoom_still: float = 0.02
     edge_depth: float = 2.5
     follow_margin: float = 0.5
     follow_min_scale: float = 0.5
@@ -98,7 +100,6 @@ class FollowStats:
 
     whole: int = 0
     followed: int = 0
-    searched_share: float = 0.0  # summed over followed frames: the changed share searched at full detail
 
 
 class TrackingDetector:
@@ -134,7 +135,6 @@ class TrackingDetector:
             found = self._whole(frame, picture)
         else:
             self.stats.followed += 1
-            self.stats.searched_share += change.changed_fraction
             found = self._search(frame, change, followed[:, :4])
         return found, TrackState(picture, _next_rows(found, followed, self.settings.memory))
 
@@ -184,24 +184,20 @@ class TrackingDetector:
         finest = min((x for x in scales if x >= _ONET_SIDE / side), default=None)
         coarsest = min((x for x in scales if x >= _RNET_SIDE / side), default=None)
         levels = [x for x in scales if coarsest is not None and coarsest <= x <= (finest or coarsest)]
-        offset = np.array([x1, y1], np.float32)
-        candidate = np.asarray(box, np.float64) - np.tile(offset, 2)
-        found = [Detection(d.box + np.tile(offset, 2), d.score, d.kps5 + offset)
-                 for d in self.detector.refine(frame[y1:y2, x1:x2], candidate, levels)]
+        candidate = np.asarray(box, np.float64) - np.array([x1, y1, x1, y1], np.float64)
+        found = _moved_by(self.detector.refine(frame[y1:y2, x1:x2], candidate, levels), x1, y1)
         if found:
             return found
         # Lost where it was expected (it moved or turned more than the box can follow): search its
         # region for faces from half its size up, as the whole frame's search would.
-        smallest = min((x for x in scales if x >= CELL / (self.settings.follow_min_scale * side)), default=None)
-        return self._in_region(frame, (x1, y1, x2, y2), [x for x in scales if smallest is None or x <= smallest])
+        finest = min((x for x in scales if x >= CELL / (self.settings.follow_min_scale * side)), default=None)
+        return self._in_region(frame, (x1, y1, x2, y2), [x for x in scales if finest is None or x <= finest])
 
     def _in_region(self, frame: np.ndarray, region, scales: list[float]) -> list[Detection]:
         x1, y1, x2, y2 = (int(v) for v in region)
         if x2 - x1 < CELL or y2 - y1 < CELL or not scales:
             return []
-        offset = np.array([x1, y1], np.float32)
-        return [Detection(d.box + np.tile(offset, 2), d.score, d.kps5 + offset)
-                for d in self.detector.detect_at(frame[y1:y2, x1:x2], scales)]
+        return _moved_by(self.detector.detect_at(frame[y1:y2, x1:x2], scales), x1, y1)
 
 
 _FOLLOWED, _CHANGED = 0, 1  # which search found a face: the followed one wins where both found it
@@ -216,6 +212,12 @@ def _merged(found: list[tuple[int, Detection]], overlap: float) -> list[Detectio
         if not kept or overlaps(detection.box, np.array([k.box for k in kept]), "min").max() <= overlap:
             kept.append(detection)
     return sorted(kept, key=lambda d: -d.score)
+
+
+def _moved_by(detections: list[Detection], x: int, y: int) -> list[Detection]:
+    """Detections in a region whose top left is (x, y), in the frame's pixels."""
+    offset = np.array([x, y], np.float32)
+    return [Detection(d.box + np.tile(offset, 2), d.score, d.kps5 + offset) for d in detections]
 
 
 def _clipped(box, width: int, height: int) -> tuple[int, int, int, int]:

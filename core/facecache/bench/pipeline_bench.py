@@ -16,6 +16,8 @@ with a fresh cache object and analyzer (as a new run would have), all writing
 to one output folder, on one cache folder:
 
   cold               source A, params 1, first range, empty cache
+  cold_every_frame   the same with detection on every whole frame (`--tracking off`), own cache and
+                     outputs: `cold_tracking_ratio` is what following faces saves a cold run
   warm_new_source    source B, params 1, first range: the target's analysis is cached
   param_only         source B, params 2, first range: analysis and swap are cached
   partial            source B, params 2, the whole clip: the first range is up to date
@@ -116,12 +118,13 @@ class Bench:
     landmarker: str = "auto"
     recognizer: str = "auto"
     references: tuple[Path, ...] = ()  # when given, faces are selected by these reference photos
+    tracking: str = "on"
 
     def settings(self, source: Path | None = None, composite: CompositeParams = CompositeParams()) -> Settings:
         return Settings(cache_dir=str(self.cache_root), models_dir=str(self.models_dir) if self.models_dir else None,
                         providers=self.providers, sources=(str(source),) if source else (),
                         selector="reference" if self.references else "many", references=self.references,
-                        landmarker=self.landmarker, recognizer=self.recognizer,
+                        landmarker=self.landmarker, recognizer=self.recognizer, tracking=self.tracking,
                         mask_blur=composite.mask_blur, color_match=composite.color_match, opacity=composite.opacity)
 
     @property
@@ -136,6 +139,11 @@ class Bench:
         """The same runs without the 68-point landmarker and the recognizer, on their own cache and outputs."""
         return replace(self, out=self.out.with_name("out-detector-only"),
                        cache_root=self.cache_root.with_name("cache-detector-only"), landmarker="none", recognizer="none")
+
+    def every_frame(self) -> "Bench":
+        """The same runs with detection on every whole frame (`--tracking off`), on their own cache and outputs."""
+        return replace(self, out=self.out.with_name("out-every-frame"),
+                       cache_root=self.cache_root.with_name("cache-every-frame"), tracking="off")
 
     def by_reference(self, people: tuple[Path, ...]) -> "Bench":
         """The same runs swapping only the faces of `people` (reference photos), on their own cache and outputs."""
@@ -232,6 +240,8 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         runs = {}
         say(f"cold run: {base} frames, empty cache")
         runs["cold"] = pipeline.timed_run(source_a, FIRST_PARAMS, first)
+        say(f"cold run with detection on every frame (--tracking off): {base} frames, empty cache")
+        runs["cold_every_frame"] = pipeline.every_frame().timed_run(source_a, FIRST_PARAMS, first)
         say("warm run: another source face")
         runs["warm_new_source"] = pipeline.timed_run(source_b, FIRST_PARAMS, first)
         say("warm run: other composite params")
@@ -361,6 +371,10 @@ def _figures(runs: dict, stepped: dict, jumped: dict) -> dict:
         "param_only_s": runs["param_only"]["seconds"],
         "partial_s": runs["partial"]["seconds"],
         "cold_per_frame_ms": round(cold * 1000 / runs["cold"]["frames"], 2),
+        "cold_every_frame_per_frame_ms": round(runs["cold_every_frame"]["seconds"] * 1000
+                                               / runs["cold_every_frame"]["frames"], 2),
+        # tracking's cold run against the same run detecting every whole frame, measured in one run
+        "cold_tracking_ratio": _ratio(cold, runs["cold_every_frame"]["seconds"]),
         "cold_detector_only_per_frame_ms": round(runs["cold_detector_only"]["seconds"] * 1000
                                                  / runs["cold_detector_only"]["frames"], 2),
         "warm_new_source_per_frame_ms": round(warm["seconds"] * 1000 / warm["frames"], 2),
@@ -370,7 +384,8 @@ def _figures(runs: dict, stepped: dict, jumped: dict) -> dict:
         "cold_reference_per_frame_ms": round(runs["cold_reference"]["seconds"] * 1000
                                              / runs["cold_reference"]["frames"], 2),
         **{f"{name}_cpu_ms_per_frame": round(runs[name]["cpu_s"] * 1000 / runs[name]["frames"], 2)
-           for name in ("cold", "cold_detector_only", "cold_reference", "warm_new_source", "warm_detector_only")},
+           for name in ("cold", "cold_every_frame", "cold_detector_only", "cold_reference", "warm_new_source",
+                        "warm_detector_only")},
         # The default job (classic swapper, every face): the landmarker runs, the recognizer does not.
         "cold_identity_models_cpu_ratio": _ratio(runs["cold"]["cpu_s"], runs["cold_detector_only"]["cpu_s"]),
         # Selecting by reference: every face through the landmarker and the recognizer too.
