@@ -19,6 +19,7 @@ import numpy as np
 SMALL_WIDTH = 320
 _IDENTITY = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], np.float32)
 _OUTSIDE = -1000.0  # what the moved picture holds where the camera brought new ground into view
+_EDGE_CELLS = 3  # how many cells from an edge a face coming in there shows texture
 
 
 @dataclass(frozen=True)
@@ -116,12 +117,17 @@ def picture_change(earlier: np.ndarray, later: np.ndarray, frame_size: tuple[int
     # where the earlier picture's edges went: a gap of half a small pixel or more is new ground
     small_h, small_w = later.shape
     corners = np.array([[0, 0], [small_w, 0], [0, small_h], [small_w, small_h]], np.float64)
-    (left_top, right_top, left_bottom, right_bottom) = corners @ small_motion[:, :2].T.astype(np.float64) + small_motion[:, 2]
-    new_edges = (bool(min(left_top[0], left_bottom[0]) > 0.5), bool(min(left_top[1], right_top[1]) > 0.5),
-                 bool(max(right_top[0], right_bottom[0]) < small_w - 0.5),
-                 bool(max(left_bottom[1], right_bottom[1]) < small_h - 0.5))
-    return PictureChange(motion, rects, _area(rects) / float(width * height), zoom, new_edges, cells, settings.cell * scale,
-                         settings.margin, (width, height))
+    left_top, right_top, left_bottom, right_bottom = corners @ small_motion[:, :2].T.astype(np.float64) + small_motion[:, 2]
+    opened = (min(left_top[0], left_bottom[0]) > 0.5, min(left_top[1], right_top[1]) > 0.5,
+              max(right_top[0], right_bottom[0]) < small_w - 0.5, max(left_bottom[1], right_bottom[1]) < small_h - 0.5)
+    # ... where a face can come in: the cells along that edge are not all flat (a letterbox bar, a wall)
+    textured = _textured_cells(later, settings)
+    near = _EDGE_CELLS
+    edge_texture = (textured[:, :near].any(), textured[:near, :].any(), textured[:, -near:].any(),
+                    textured[-near:, :].any())
+    new_edges = tuple(bool(a and b) for a, b in zip(opened, edge_texture))
+    return PictureChange(motion, rects, _area(rects) / float(width * height), zoom, new_edges, cells,
+                         settings.cell * scale, settings.margin, (width, height))
 
 
 def textured_rects(picture: np.ndarray, frame_size: tuple[int, int],
@@ -129,15 +135,20 @@ def textured_rects(picture: np.ndarray, frame_size: tuple[int, int],
     """(rects, covered share) of the parts of a `small_picture` with any texture: a flat part (a black
     frame, the bars of a letterboxed film, a clear sky) holds no face, so a whole-frame search skips it."""
     width, height = frame_size
+    rects = _cell_rects(_textured_cells(picture, settings), settings.cell * width / picture.shape[1],
+                        settings.margin, width, height)
+    return rects, _area(rects) / float(width * height)
+
+
+def _textured_cells(picture: np.ndarray, settings: ChangeSettings) -> np.ndarray:
+    """(rows, cols) bool: the cells of a small picture whose pixels spread at least `flat_below`."""
     cell = settings.cell
     rows, cols = -(-picture.shape[0] // cell), -(-picture.shape[1] // cell)
     padded = np.zeros((rows * cell, cols * cell), np.float32)
     padded[:picture.shape[0], :picture.shape[1]] = picture
     padded[picture.shape[0]:, :] = padded[picture.shape[0] - 1:picture.shape[0], :]  # no edge at the padding
     padded[:, picture.shape[1]:] = padded[:, picture.shape[1] - 1:picture.shape[1]]
-    spread = padded.reshape(rows, cell, cols, cell).std(axis=(1, 3))
-    rects = _cell_rects(spread >= settings.flat_below, cell * width / picture.shape[1], settings.margin, width, height)
-    return rects, _area(rects) / float(width * height)
+    return padded.reshape(rows, cell, cols, cell).std(axis=(1, 3)) >= settings.flat_below
 
 
 def _steepness(picture: np.ndarray) -> np.ndarray:
