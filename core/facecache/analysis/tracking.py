@@ -10,7 +10,8 @@ frame, a frame is searched
 - for faces sliding into view along the edges the camera moves towards, each size in a band as deep
   as a few such faces;
 and the whole frame is searched as before when most of the picture changed (a cut, a flash), on a
-crash zoom, or at a segment's first frame. Faces found by two searches are merged as MTCNN
+crash zoom, or at a segment's first frame. A frame with nothing to see (black, a flash of white) has no
+face and passes the frame before it on, so a shot that resumes after it is followed on. Faces found by two searches are merged as MTCNN
 merges its own.
 
 `follow` is a pure function of the frame and the state it returns for the frame before (that frame's
@@ -122,6 +123,12 @@ class TrackingDetector:
         and the state for the frame after."""
         picture = small_picture(frame)
         height, width = frame.shape[:2]
+        textured, share = textured_rects(picture, (width, height), self.settings.change)
+        if previous is not None and not len(textured):
+            # Nothing to see (a black frame, a flash): no face, and the frame after is compared with the
+            # one before this, so the faces there are followed on
+            self.stats.followed += 1
+            return [], TrackState(previous.picture, _next_rows([], previous.rows, self.settings.memory))
         change = None
         if previous is not None and previous.picture.shape == picture.shape:
             change = picture_change(previous.picture, picture, (width, height), self.settings.change)
@@ -132,16 +139,15 @@ class TrackingDetector:
         if (change is None or change.changed_fraction > self.settings.full_above
                 or abs(change.zoom - 1.0) > self.settings.zoom_still):
             self.stats.whole += 1
-            found = self._whole(frame, picture)
+            found = self._whole(frame, textured, share)
         else:
             self.stats.followed += 1
             found = self._search(frame, change, followed[:, :4])
         return found, TrackState(picture, _next_rows(found, followed, self.settings.memory))
 
-    def _whole(self, frame: np.ndarray, picture: np.ndarray) -> list[Detection]:
-        """The whole frame's faces: the detector on the frame, or on its textured parts only when
-        flat parts (no face can be there) leave most of it out."""
-        rects, share = textured_rects(picture, frame.shape[1::-1], self.settings.change)
+    def _whole(self, frame: np.ndarray, rects: np.ndarray, share: float) -> list[Detection]:
+        """The whole frame's faces: the detector on the frame, or on its textured parts only (`rects`,
+        `share` of the frame) when flat parts (no face can be there) leave most of it out."""
         if share > self.settings.full_above:
             return self.detector.detect(frame)
         scales = self.detector.scales(*frame.shape[:2])
