@@ -66,6 +66,13 @@ def test_any_range_or_order_gives_the_same_records(tmp_path, models_dir, clip):
     backwards.analyze_media(clip, range(0, 50))
     assert encoded_records(backwards, clip) == encoded_records(at_once, clip)
 
+    # chunks as a farm runs them, the second starting right after the black frame (which passed the
+    # picture before it on: the second chunk resumes from the last frame with a face, not from it)
+    chunked = analyzer(tmp_path / "chunked", models_dir)
+    chunked.analyze_media(clip, range(0, 41))
+    chunked.analyze_media(clip, range(41, 100))
+    assert encoded_records(chunked, clip) == encoded_records(at_once, clip)
+
     # a cold preview-like look at one frame computes the frames before it in its segment
     single = analyzer(tmp_path / "single", models_dir)
     (only,) = single.analyze_media(clip, range(70, 71))

@@ -138,7 +138,8 @@ def test_only_new_frames_are_computed(bpy, addon, project, clip):
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
     first = report(scene)
     assert (first["frames"], first["written"], first["skipped"]) == (8, 8, 0)
-    assert first["inferences"]["detect"] == 8 + 1
+    # tracking follows faces from the segment's first frame: media frames 0..7 are detected first
+    assert first["inferences"]["detect"] == 8 + 8 + 1
     assert_mirrors(addon, scene, strip)
 
     strip.frame_offset_end = 0  # extend to media frames 8..23
@@ -146,12 +147,13 @@ def test_only_new_frames_are_computed(bpy, addon, project, clip):
     assert (extended["frames"], extended["written"], extended["skipped"]) == (16, 8, 8)
     assert extended["inferences"]["detect"] == 8
 
-    # a new strip of the same media (not swapped by hand) is adopted; only media frames 0..7 are new
+    # a new strip of the same media (not swapped by hand) is adopted; only media frames 0..7 are new to
+    # the swap, and the first swap's tracking detected them already
     other = add_movie(scene, clip, frame_start=100, channel=3, name="again")
     adopted = update(bpy, scene)
     assert other.faceswap.role == "ORIGINAL"
     assert (adopted["frames"], adopted["written"], adopted["skipped"]) == (24, 8, 16)
-    assert adopted["inferences"]["detect"] == 8
+    assert adopted["inferences"]["detect"] == 0
     assert_mirrors(addon, scene, other)
 
 
@@ -185,7 +187,8 @@ def test_analyze_fills_coverage(bpy, addon, project, clip):
     select_only(scene, strip)
     assert bpy.ops.faceswap.analyze() == {"FINISHED"}
     analysed = report(scene)
-    assert analysed["frames"] == 8 and analysed["inferences"]["detect"] == 8
+    # tracking follows faces from the segment's first frame: media frames 0..15 are detected first
+    assert analysed["frames"] == 8 and analysed["inferences"]["detect"] == 16 + 8
     data = addon.coverage_overlay.strip_coverage(scene, strip)
     assert (data["frames"], data["analysed"], data["swapped"]) == (8, 8, 0)
     assert data["analysed_runs"] == [(strip.frame_final_start, strip.frame_final_end)]

@@ -29,7 +29,8 @@ def test_a_frame_range_works_on_exactly_the_strips_frames_in_it(bpy, addon, proj
     assert bpy.ops.faceswap.swap(frame_start=5, frame_end=15) == {"FINISHED"}  # timeline 12..15
     first = report(project)
     assert (first["frames"], first["written"]) == (4, 4)
-    assert first["inferences"]["detect"] == 4 + 1  # the frames, and the source photo
+    # the frames, the frames before them in their segment (tracking follows faces from media frame 0), the source
+    assert first["inferences"]["detect"] == 4 + 2 + 1
     assert on_disk(addon, project, strip) == {2, 3, 4, 5}
     swapped = addon.timeline.swapped_for_uid(project, strip.faceswap.uid)
     assert (swapped.frame_final_start, swapped.frame_final_end) == (12, 31)  # placed over the whole strip

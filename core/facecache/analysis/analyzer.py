@@ -248,7 +248,7 @@ class FaceAnalyzer:
             return
         start = lacking[0] - lacking[0] % SEGMENT_FRAMES
         begin = lacking[0] - 1
-        while begin > start and not self._detected(group, begin):
+        while begin > start and not self._restart_point(group, begin):
             begin -= 1
         chain = range(max(begin, start), lacking[-1] + 1)
         wanted = set(indices)
@@ -260,9 +260,20 @@ class FaceAnalyzer:
                 yield index, frame
 
     def _detected(self, group: FrameGroup, index: int) -> bool:
-        fingerprint = group.fingerprint_at(index)
-        record = group.content.records.get(fingerprint) if fingerprint is not None else None
+        record = self._record_at(group, index)
         return record is not None and record.has(Stage.DETECT)
+
+    def _restart_point(self, group: FrameGroup, index: int) -> bool:
+        """Whether the state after media frame `index` follows from its record alone: a face was found
+        in it, so it had something to see and did not pass the picture of the frame before on."""
+        record = self._record_at(group, index)
+        return (record is not None and record.has(Stage.DETECT) and record.detected is not None
+                and bool((record.detected[:, 4] == 0).any()))
+
+    @staticmethod
+    def _record_at(group: FrameGroup, index: int) -> FrameRecord | None:
+        fingerprint = group.fingerprint_at(index)
+        return group.content.records.get(fingerprint) if fingerprint is not None else None
 
     def _followed(self, group: FrameGroup, index: int, frame: np.ndarray, state: TrackState | None) -> TrackState | None:
         """Detect media frame `index` from the state of the frame before (unless its record has a
@@ -272,7 +283,7 @@ class FaceAnalyzer:
         if record is not None and record.has(Stage.DETECT):
             if group.fingerprint_at(index) != fingerprint:
                 group.put(record, index)
-            return None if record.detected is None else TrackState.of(frame, record.detected)
+            return None if record.detected is None else self.models.get("detector").resume(frame, record.detected, state)
         detections, state = self.models.get("detector").follow(frame, state)
         self.inferences.detect += 1
         group.put(self._detection_record(frame, fingerprint, detections, state.rows), index)

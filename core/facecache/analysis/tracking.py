@@ -118,6 +118,17 @@ class TrackingDetector:
     def detect(self, frame: np.ndarray) -> list[Detection]:
         return self.detector.detect(frame)
 
+    def resume(self, frame: np.ndarray, rows: np.ndarray, previous: TrackState | None) -> TrackState:
+        """The state after `frame`, whose detection is known (its record's `rows`), as `follow` left it:
+        a frame with nothing to see passes the picture of the frame before on."""
+        if previous is not None and not self._has_something_to_see(frame):
+            return TrackState(previous.picture, np.asarray(rows, np.float32).reshape(-1, 5))
+        return TrackState.of(frame, rows)
+
+    def _has_something_to_see(self, frame: np.ndarray) -> bool:
+        height, width = frame.shape[:2]
+        return bool(len(textured_rects(small_picture(frame), (width, height), self.settings.change)[0]))
+
     def follow(self, frame: np.ndarray, previous: TrackState | None) -> tuple[list[Detection], TrackState]:
         """The faces of `frame`, searched from the state of the frame before (None: the whole frame),
         and the state for the frame after."""
