@@ -99,8 +99,9 @@ in_root() {
 build_base() {  # mmdebstrap into <root>.part, then rename: a root that exists is a finished one
     command -v mmdebstrap >/dev/null || {
         echo "== installing mmdebstrap for the Debian 13 root =="
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            mmdebstrap >/dev/null
+        # waits for another apt or dpkg to let go of its lock, as ./dev's installs do
+        apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+            apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends mmdebstrap >/dev/null
     }
     remove_tree "$ROOT.part"
     echo "== building the Debian 13 root in $ROOT (mmdebstrap, ${#PACKAGES[@]} packages and their dependencies) =="

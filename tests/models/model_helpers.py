@@ -72,10 +72,12 @@ def crc32_hex(data: bytes) -> str:
 
 @dataclass
 class ServedRequest:
+    """One request, logged when it arrives (the log's order is the order requests came in) and its answer
+    filled in before any byte of it is sent (a client that has the answer finds it logged)."""
     path: str
     range: str | None
-    status: int
-    body_bytes: int  # bytes of body actually written
+    status: int = 0
+    body_bytes: int = 0  # bytes of body written
 
 
 @dataclass
@@ -134,25 +136,34 @@ class AssetServer:
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         data = self.files.get(h.path)
         range_header = h.headers.get("Range")
+        served = ServedRequest(h.path, range_header)
+        with self._lock:
+            self.requests.append(served)
         if data is None:
+            served.status = 404
             h.send_response(404)
             h.send_header("Content-Length", "0")
             h.end_headers()
-            self._log(h.path, range_header, 404, 0)
             return
         start = 0
         status = 200
         if range_header and not self.ignore_range:
             start = int(range_header.split("=", 1)[1].split("-", 1)[0])
             if start >= len(data):
+                served.status = 416
                 h.send_response(416)
                 h.send_header("Content-Range", f"bytes */{len(data)}")
                 h.send_header("Content-Length", "0")
                 h.end_headers()
-                self._log(h.path, range_header, 416, 0)
                 return
             status = 206
         body = data[start:]
+        with self._lock:
+            cut = None
+            if h.path in self.drop_after and self.drop_times.get(h.path, 1) > 0:
+                cut = self.drop_after[h.path]
+                self.drop_times[h.path] = self.drop_times.get(h.path, 1) - 1
+        served.status, served.body_bytes = status, len(body) if cut is None else min(cut, len(body))
         h.send_response(status)
         h.send_header("Content-Length", str(len(body)))
         h.send_header("Accept-Ranges", "bytes")
@@ -161,16 +172,10 @@ class AssetServer:
         if status == 206:
             h.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
         h.end_headers()
-        with self._lock:
-            cut = None
-            if h.path in self.drop_after and self.drop_times.get(h.path, 1) > 0:
-                cut = self.drop_after[h.path]
-                self.drop_times[h.path] = self.drop_times.get(h.path, 1) - 1
         if cut is not None:
             h.wfile.write(body[:cut])
             h.wfile.flush()
             h.close_connection = True
-            self._log(h.path, range_header, status, min(cut, len(body)))
             return
         if h.path in self.stall_after:
             stall_at, seconds = self.stall_after[h.path]
@@ -179,11 +184,6 @@ class AssetServer:
             time.sleep(seconds)
             body = body[stall_at:]
         h.wfile.write(body)
-        self._log(h.path, range_header, status, len(data) - start)
-
-    def _log(self, path, range_header, status, n) -> None:
-        with self._lock:
-            self.requests.append(ServedRequest(path, range_header, status, n))
 
 
 @pytest.fixture
