@@ -232,15 +232,21 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
         report_not_followed(self, synced)
         if not strips:
             scene.faceswap.last_report = json.dumps(run_summary.empty_summary(kind="update", removed=synced["removed"]))
-            if bpy.app.background:  # blender -b, a render farm: a job that can do nothing is a failed job
-                self.report({"ERROR"}, "nothing to update: this file has no swapped strips (select movie strips, "
-                                       "press Swap, save the .blend, then submit it)")
-                return {"CANCELLED"}
-            self.report({"INFO"}, "nothing to update: no swapped strips")
-            return {"FINISHED"}
+            level, message = nothing_to_update(bpy.app.background)
+            self.report({level}, message)
+            return {"CANCELLED"} if level == "ERROR" else {"FINISHED"}
         originals = timeline.originals(scene)
         return self.launch_range(scene, "update", originals, _after_swap({s.faceswap.uid for s in originals}, synced),
                                  synced)
+
+
+def nothing_to_update(background: bool) -> tuple[str, str]:
+    """What Update says when no strip is swapped (none was, or the editor deleted the face swap groups): in
+    background mode (blender -b, a render farm) a job that can do nothing has failed; at the window, the next step."""
+    if background:
+        return "ERROR", ("nothing to update: this file has no swapped strips (select movie strips, press Swap, "
+                         "save the .blend, then submit it)")
+    return "INFO", "nothing to update: no strip is swapped; select movie strips and press Swap"
 
 
 def select_groups(scene, originals) -> None:

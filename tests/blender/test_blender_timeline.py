@@ -198,3 +198,19 @@ def test_analyze_fills_coverage(bpy, addon, project, clip):
     swap = report(scene)
     assert swap["inferences"]["detect"] == 1  # the source photo; the strip's frames were analysed
     assert addon.coverage_overlay.strip_coverage(scene, strip)["swapped"] == 8
+
+
+def test_update_after_the_face_swap_group_was_deleted_says_what_to_do(bpy, addon, project, clip):
+    scene = project
+    strip = add_movie(scene, clip, frame_start=1)
+    strip.frame_offset_end = 20  # media frames 0..3
+    select_only(scene, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    group = addon.shot_group.group_of(addon.timeline.originals(scene)[0])
+    top_strips(scene).remove(group)  # the editor deletes the face swap group
+    # in background mode (the bpy module, blender -b on a farm) a job that can do nothing fails, in farm words
+    with pytest.raises(RuntimeError, match=r"no swapped strips \(select movie strips, press Swap, save the \.blend"):
+        bpy.ops.faceswap.update()
+    # at the window, Update tells the editor the next step, not how to submit a farm job
+    level, message = addon.ops.nothing_to_update(background=False)
+    assert level == "INFO" and message.endswith("select movie strips and press Swap") and "submit" not in message

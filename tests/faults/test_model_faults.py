@@ -65,3 +65,18 @@ def test_junk_in_an_imported_folder_is_refused_and_the_default_analysis_still_ru
     analysed = cli("analyze", fault_media["portrait"], "--cache-dir", cache, "--models-dir", models, "--json")
     assert analysed.code == 0, analysed.err
     assert analysed.summary["faces"] == 1 and analysed.summary["inferences"]["landmark"] == 0
+
+
+@pytest.mark.parametrize("under", [False, True], ids=["the file", "a folder under it"])
+def test_a_models_folder_that_is_a_file_is_one_line_and_exit_6(tmp_path, fault_media, under):
+    picture = tmp_path / "s.png"
+    shutil.copy(fault_media["portrait"], picture)
+    models = picture / "models" if under else picture
+    result = cli("swap", "--source", picture, "--target", picture, "--out", tmp_path / "out",
+                 "--cache-dir", tmp_path / "cache", "--models-dir", models)
+    assert result.code == 6, result.err
+    assert result.err.strip().splitlines() == [
+        f"facecache: error: cannot use the models folder {models}{'' if not under else f' ({picture})'}: it (or a "
+        "folder above it) is a file, not a folder; pass a folder to --models-dir (or $FACECACHE_MODELS), or leave it "
+        "unset for the per-user models folder"]
+    assert not packs(tmp_path / "cache") and not list((tmp_path / "out").rglob("*.png"))  # nothing made

@@ -16,6 +16,7 @@ loaded are checked against the digest the model was checked with, so a file chan
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -24,10 +25,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.errors import ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused
+from facecache.errors import ModelChanged, ModelCorrupt, ModelError, ModelMissing, ModelRefused, os_fault
 from facecache.files import hash_bytes, set_aside
 from facecache.fingerprint import bytes_digest
-from facecache.locations import resolve_models_dir
+from facecache.locations import MODELS_DIR_ENV, resolve_models_dir
 from facecache.models import derived
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, Catalog, ModelFile, ModelSpec,
                                       ReleaseSource)
@@ -65,6 +66,18 @@ class ModelStatus:
                 "paths": {k: str(v) for k, v in self.paths.items()}, "location": self.location}
 
 
+def _check_folder(root: Path) -> None:
+    """A models folder that is a file, or lies under one, is refused in one line (no model could be found or
+    installed there, and "not installed" would send the user to install one)."""
+    for path in (root, *root.parents):
+        if path.exists():
+            if not path.is_dir():
+                fault = NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+                raise os_fault(fault, "use the models folder", root, hint="pass a folder to --models-dir (or "
+                               f"${MODELS_DIR_ENV}), or leave it unset for the per-user models folder")
+            return
+
+
 class InstalledModels:
     """Models in one folder (plus folders imported in place). Not shared between processes in memory:
     each process opens its own store; the registry file on disk is the shared part. `base_url`, `fetcher`,
@@ -74,6 +87,7 @@ class InstalledModels:
                  base_url: str | None = None, fetcher: PackageFetcher | None = None,
                  retries: int = 3, timeout: float = 60.0):
         self.root = resolve_models_dir(models_dir).expanduser().absolute()
+        _check_folder(self.root)
         self.catalog = catalog
         self.base_url = base_url or os.environ.get(MODELS_URL_ENV) or FACEFUSION_ASSETS_URL
         self.fetcher = fetcher or PackageFetcher()
