@@ -107,6 +107,9 @@ def test_one_vocabulary_for_what_a_run_did():
                                      "model runs: detect 0, swap 0; 0.52 s")
     new_source = {**summary, "written": 48, "skipped": 0, "analysis_cache": {"hits": 48}}
     assert "48 frames written, 0 frames up to date; analyses from cache 48" in describe_run(new_source)
+    one = {**summary, "frames": 2, "written": 1, "skipped": 1, "faces_turned_away": 1}  # the singular where it applies
+    assert describe_run(one).startswith("2 frames: 1 frame written, 1 frame up to date; analyses from cache 0")
+    assert "; 1 face turned past the yaw limit left as it was" in describe_run(one)
 
 
 @pytest.mark.parametrize("summary, expected", [

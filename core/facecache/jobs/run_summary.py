@@ -21,17 +21,23 @@ def empty_summary(**fields) -> dict:
     return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, **fields}
 
 
+def frames(count: int) -> str:
+    """"1 frame", "0 frames", "48 frames"."""
+    return f"{count} frame" if count == 1 else f"{count} frames"
+
+
 def describe_run(summary: dict) -> str:
-    parts = [f"{summary.get('frames', 0)} frames"]
+    parts = [frames(summary.get("frames", 0))]
     if "written" in summary:
-        parts[0] += (f": {summary.get('written', 0)} frames written, "
-                     f"{summary.get('skipped', 0)} frames up to date")
+        parts[0] += f": {frames(summary.get('written', 0))} written, {frames(summary.get('skipped', 0))} up to date"
     analysis = summary.get("analysis_cache") or {}
     text = "; ".join(parts + [f"analyses from cache {analysis.get('hits', 0)}",
                               "model runs: " + (", ".join(f"{stage} {count}" for stage, count in
                                                           (summary.get("inferences") or {}).items()) or "none")])
     if summary.get("faces_turned_away"):
-        text += f"; {summary['faces_turned_away']} faces turned past the yaw limit left as they were"
+        turned = summary["faces_turned_away"]
+        text += ("; 1 face turned past the yaw limit left as it was" if turned == 1
+                 else f"; {turned} faces turned past the yaw limit left as they were")
     if "seconds" in summary:
         text += f"; {summary['seconds']:.2f} s"
     return text
