@@ -127,3 +127,18 @@ def test_a_preview_goes_ahead_of_a_running_job_and_cancel_is_a_message(engine, t
     resumed = engine.final(rest)["summary"]
     assert resumed["written"] + resumed["skipped"] == 40 and not resumed["cancelled"]
     assert resumed["skipped"] >= result["written"]  # the frames finished before the cancel were kept
+
+
+def test_a_request_whose_input_ends_names_the_one_job_mode(tmp_path):
+    """The session ends with its input (that is how the add-on ends it), so a request piped in alone is not run;
+    its answer says so and names the mode that runs one job from a pipe, which then answers it."""
+    request = json.dumps({"id": 3, "kind": "cache_stats", "settings": {"cache_dir": str(tmp_path / "cache")}})
+    served = subprocess.run([sys.executable, "-m", "facecache.worker", "--serve"], input=request + "\n",
+                            capture_output=True, text=True, timeout=120)
+    (answer,) = [json.loads(line) for line in served.stdout.splitlines()]
+    assert (answer["id"], answer["type"], answer["kind"]) == (3, "error", "Cancelled")
+    assert answer["message"].startswith("cancelled before it started: the engine session ends when its input ends")
+    assert "`echo JOB | python -m facecache.worker` (without --serve)" in answer["message"]
+    one_job = subprocess.run([sys.executable, "-m", "facecache.worker"], input=request + "\n",
+                             capture_output=True, text=True, timeout=120)
+    assert one_job.returncode == 0 and json.loads(one_job.stdout.splitlines()[-1])["type"] == "result"

@@ -21,10 +21,13 @@ usable one, else null), and so does a request whose id is already queued or runn
 id's answers belong to the first request; the refused id is in "refused_id").
 
 The process keeps the pipeline parts and preview sessions warm (`engine.Engine`) and ends when its
-caller is gone: stdin closed (Blender quit or died), its answers no longer read, or its parent process
-gone (an orphan whose stdin another process still holds). Then it cancels what runs and what waits,
-and exits; with `exit_after` it exits at the latest that many seconds later, whatever still runs
-(everything it writes is atomic, so nothing is left half-written).
+caller is gone: stdin closed (Blender quit or died, or the add-on ended the session), its answers no
+longer read, or its parent process gone (an orphan whose stdin another process still holds). Then it
+cancels what runs and what waits, and exits; with `exit_after` it exits at the latest that many seconds
+later, whatever still runs (everything it writes is atomic, so nothing is left half-written). So a
+request whose input ends right after it (`echo REQUEST | python -m facecache.worker --serve`) is
+answered "cancelled before it started", the message naming the one-job mode, which is the way to run
+one request from a pipe: `echo JOB | python -m facecache.worker`.
 """
 
 from __future__ import annotations
@@ -111,6 +114,7 @@ class Server:
         self._ready = threading.Condition()
         self._closed = False
         self._gone = threading.Event()  # set once the caller is gone
+        self._gone_because = ""  # how the caller showed it is gone, e.g. "its input ends"
         self._exit_after = exit_after
 
     def serve(self) -> int:
@@ -123,17 +127,18 @@ class Server:
 
     def _emit(self, message: dict) -> None:
         if self._emit_line(message) is False:  # the caller no longer reads: it is gone
-            self.close()
+            self.close("its answers are no longer read")
 
     # -- the caller's end ---------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """The caller is gone: cancel what runs and what waits; the session ends (and, with
-        `exit_after`, the process does at the latest that long after)."""
+    def close(self, because: str = "its caller ended it") -> None:
+        """The caller is gone (`because` says how that showed): cancel what runs and what waits; the session
+        ends (and, with `exit_after`, the process does at the latest that long after)."""
         with self._ready:
             if self._closed:
                 return
             self._closed = True
+            self._gone_because = because
             self._gone.set()
             for request in self._known.values():
                 request.cancel.set()
@@ -148,7 +153,7 @@ class Server:
         alive = parent_watch()
         while not self._gone.wait(PARENT_POLL_SECONDS):
             if not alive():
-                self.close()
+                self.close("its parent process is gone")
 
     # -- requests in ----------------------------------------------------------------------------
 
@@ -163,7 +168,7 @@ class Server:
         except (OSError, ValueError):
             pass  # stdin itself failed (closed under us): the caller is gone
         finally:
-            self.close()
+            self.close("its input ends")
 
     def _skip_line(self, start: bytes | str) -> None:
         newline = b"\n" if isinstance(start, bytes) else "\n"
@@ -225,7 +230,7 @@ class Server:
             self.engine.previews.close_all()  # what previews collected goes to the cache before a job
         try:
             if request.cancel.is_set():
-                raise Cancelled("cancelled before it started")
+                raise Cancelled(self._not_started())
             summary = run_job(request.job, self._emitter(request), request.cancel, self.engine)
             self._emit({"id": request.id, "type": "result", "summary": summary})
         except Exception as exc:  # noqa: BLE001 - every failure is an answer; the session goes on
@@ -236,6 +241,12 @@ class Server:
             if not request.quick:
                 # A job may have changed outputs, models or sources behind the preview sessions.
                 self.engine.previews.close_all()
+
+    def _not_started(self) -> str:
+        if not self._closed:
+            return "cancelled before it started"
+        return (f"cancelled before it started: the engine session ends when {self._gone_because}; to run one job "
+                "from a pipe, use the one-job mode: `echo JOB | python -m facecache.worker` (without --serve)")
 
     def _emitter(self, request: Request):
         def emit(message: dict) -> None:
