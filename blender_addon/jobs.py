@@ -103,6 +103,7 @@ def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None 
         raise RuntimeError("a face swap job is already running: wait for it or press Cancel")
     status = runtime.STATE.job
     status.running, status.kind, status.progress, status.text = True, kind, 0.0, f"{kind}: starting"
+    status.done, status.total, status.media = 0, 0, frozenset(item["media"] for item in items if "media" in item)
     _state.scene, _state.on_done, _state.items = scene.name, on_done, items
     engine_client.SESSION.configure(engine_environment())
     job = engine_client.SESSION.request({"kind": kind, "settings": engine_settings(scene), "items": items,
@@ -130,7 +131,7 @@ def _tick():
     finished = job.poll()
     if not finished:
         status = runtime.STATE.job
-        status.progress = job.fraction
+        status.progress, status.done, status.total = job.fraction, job.done, job.total
         status.text = f"{job.job['kind']}: {job.label} {job.done}/{job.total}"
         _redraw(("UI",))  # the progress bar only: the strips change when the job is done
         return PROGRESS_SECONDS

@@ -16,6 +16,13 @@ class JobStatus:
     kind: str = ""
     progress: float = 0.0  # 0..1
     text: str = ""  # the status line: progress while running, then the summary or the error
+    done: int = 0  # frames done of `total`, while running
+    total: int = 0
+    media: frozenset[str] = frozenset()  # the media paths the job works on
+
+    def works_on(self, media: str) -> bool:
+        """Whether a running job is making this media file's frames (its panel then shows the job)."""
+        return self.running and media in self.media
 
 
 @dataclass

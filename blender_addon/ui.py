@@ -144,6 +144,13 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
                 layout.label(text="Not a movie strip or a face swap group")
                 return
         draw_frame_size(layout, scene, strip)
+        job = runtime.STATE.job
+        if job.works_on(paths.media_path(strip)):
+            # Its counts would lag the job until it ends, and an instruction could only start a second job
+            layout.label(text=f"{job.kind.capitalize()} running: {job.done} / {job.total} frames" if job.total
+                         else f"{job.kind.capitalize()} starting", icon="TIME")
+            draw_not_followed(layout, strip.faceswap.not_followed, context)
+            return
         data = coverage_overlay.strip_coverage(scene, strip)
         layout.label(text=f"Analysed {data['analysed']} / {data['frames']} frames")
         layout.label(text=f"Swapped {data['swapped']} / {data['frames']} frames")

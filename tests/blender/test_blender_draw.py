@@ -117,6 +117,13 @@ def test_panels_and_overlays_never_touch_the_file_system(bpy, addon, project, cl
     assert bpy.ops.faceswap.update() == {"FINISHED"}
     drawn = draw_everything(bpy, addon, project, monkeypatch)  # before any tick: the job is running whatever its speed
     assert any(name == "progress" for name, _bound in drawn)
-    assert "Swapped strip out of date: press Update" in labels(drawn)
+    # the strip's panel shows the job at work on it, no counts that lag it and nothing to press
+    assert "Update starting" in labels(drawn) and not any("press Update" in t or "Swapped " in t for t in labels(drawn))
+    status = addon.runtime.STATE.job
+    status.done, status.total = 3, 6  # as a tick sets them from the engine's progress
+    text = labels(draw_everything(bpy, addon, project, monkeypatch))
+    assert "Update running: 3 / 6 frames" in text and not any("press Update" in t for t in text)
     while addon.jobs._tick() is not None:
         time.sleep(0.02)
+    text = labels(draw_everything(bpy, addon, project, monkeypatch))  # the job done: the strip's counts again
+    assert "Swapped 6 / 6 frames" in text and "Swapped strip up to date" in text
