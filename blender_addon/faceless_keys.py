@@ -7,13 +7,19 @@ passes the picture below through untouched. So the swapped strip's `blend_alpha`
 constant interpolation, to 0 from each timeline frame that shows a media frame the engine wrote
 without a face, and back to 1 where a face comes. The picture is the same either way (the pixel is
 transparent under any transform, crop or flip), and the shot's own opacity and fades are its face
-swap group's (`shot_group`), so this property is the extension's alone. Where the engine has not said
+swap group's (`shot_group`), so this property is the extension's. Where the engine has not said
 which frames have no face, the keys are left as they are; a frame it has not said about shows its file.
+
+An opacity the editor sets on the swapped strip itself (a value other than 1 without keys, or keys that
+are not this module's: not constant, not 0 or 1, or with modifiers) is theirs: `set_by_hand` tells, and
+the timeline keeps it, saying that those frames are then not keyed out (`timeline.key_faceless`).
 """
 
 from __future__ import annotations
 
-from . import compat
+from . import compat, strip_copy
+
+_PARKED = "faceswap: the editor's opacity"  # a strip name no strip has: curves kept there outlive a strip
 
 PROPERTY = "blend_alpha"
 
@@ -25,6 +31,34 @@ def opacity_keys(first_frame: int, media_frames: list[int], faceless: set[int]) 
     if 0.0 not in shown:
         return []
     return [(first_frame + i, value) for i, value in enumerate(shown) if i == 0 or value != shown[i - 1]]
+
+
+def set_by_hand(scene, strip) -> bool:
+    """Whether the strip's opacity is the editor's rather than this module's (see the module's doc)."""
+    curve = _curve(scene, strip.path_from_id(PROPERTY))
+    if curve is None:
+        return strip.blend_alpha != 1.0
+    return bool(len(curve.modifiers)) or any(point.interpolation != "CONSTANT" or point.co[1] not in (0.0, 1.0)
+                                             for point in curve.keyframe_points)
+
+
+def park_hand_opacity(scene, strip) -> tuple | None:
+    """Before a swapped strip is removed to be made anew: the opacity the editor set on it, its curves moved
+    where removing the strip leaves them (Blender deletes a strip's curves with it); None when it is ours.
+    `take_hand_opacity` gives it to the new strip."""
+    if not set_by_hand(scene, strip):
+        return None
+    path, own = strip.path_from_id(PROPERTY), strip.path_from_id()  # 'sequence_editor.strips_all["x"].blend_alpha'
+    parked = f'{own[:own.index("[")]}["{_PARKED}"]{path[len(own):]}'
+    strip_copy.move_curves(scene, path, parked)
+    return strip.blend_alpha, parked
+
+
+def take_hand_opacity(scene, strip, parked: tuple | None) -> None:
+    if parked is not None:
+        value, path = parked
+        strip.blend_alpha = value
+        strip_copy.move_curves(scene, path, strip.path_from_id(PROPERTY))
 
 
 def key_opacity(scene, strip, keys: list[tuple[int, float]]) -> bool:

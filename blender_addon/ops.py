@@ -152,7 +152,7 @@ def sync_summary(synced: dict | None) -> dict:
     if synced is None:
         return {}
     return {"resynced": synced["created_or_moved"], "removed": synced["removed"],
-            "not_followed": synced["not_followed"]}
+            "not_followed": synced["not_followed"], "kept": synced["kept"]}
 
 
 def refresh_images(scene) -> None:
@@ -263,10 +263,14 @@ def select_groups(scene, originals) -> None:
 
 
 def report_not_followed(operator, synced: dict) -> None:
-    """One warning per edit a swapped strip does not follow (also shown in the strip's panel)."""
+    """One warning per edit a swapped strip does not follow, and a line for each thing the editor set on a
+    swapped strip that is kept (both also shown in the strip's panel)."""
     for name, problems in synced["not_followed"].items():
         for problem in problems:
             operator.report({"WARNING"}, f"{name}: {problem}")
+    for name, notes in synced["kept"].items():
+        for note in notes:
+            operator.report({"INFO"}, f"{name}: kept {note}")
 
 
 class FACESWAP_OT_preview_frame(bpy.types.Operator):

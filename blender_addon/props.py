@@ -87,6 +87,8 @@ class FaceSwapStrip(bpy.types.PropertyGroup):
                               description="On a group: the original's and the group's frame ranges at the last update")
     not_followed: StringProperty(name="Not Followed",
                                  description="Edits of this original its swapped strip does not follow, one a line")
+    kept: StringProperty(name="Kept", description="What the editor set on the swapped strip itself, kept as it is, "
+                                                  "and what that costs, one a line")
     settings_key: StringProperty(name="Settings Key", description="Settings the swapped frames were made with")
 
 

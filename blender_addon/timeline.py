@@ -161,15 +161,20 @@ def point_elements(scene) -> int:
     return changed
 
 
-def key_faceless(scene, original, swapped, place, unknown=None) -> None:
+def key_faceless(scene, original, swapped, place, unknown=None) -> str | None:
     """Key the swapped strip's opacity to 0 over the frames the engine last said hold no face
-    (`faceless_keys`); where it has not said, `unknown` keys (None: the keys stay as they are)."""
+    (`faceless_keys`); where it has not said, `unknown` keys (None: the keys stay as they are). An opacity
+    the editor set on the swapped strip is kept, and what that costs is returned, with what to do."""
+    if faceless_keys.set_by_hand(scene, swapped):
+        return (f"opacity of {swapped.name!r}, set by hand: its frames without a face are not skipped in playback "
+                "while it is; the shot's opacity belongs on its face swap group, the swap's in the Face Swap panel")
     faceless = runtime.STATE.faceless.get(paths.media_path(original))
     layout = place["layout"]
     if faceless is not None:
         faceless_keys.key_opacity(scene, swapped, faceless_keys.opacity_keys(layout.first, layout.media, faceless))
     elif unknown is not None:
         faceless_keys.key_opacity(scene, swapped, unknown)
+    return None
 
 
 def mirror_geometry(scene, original, swapped) -> list[str]:
@@ -188,25 +193,27 @@ def mirror_geometry(scene, original, swapped) -> list[str]:
 
 
 def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
-    """Create or refresh the swapped strip of one original inside its group.
-    Returns (swapped strip or None, problems: edits it does not follow, each with what to do)."""
+    """Create or refresh the swapped strip of one original inside its group. Returns (swapped strip or None,
+    problems: edits it does not follow, each with what to do; kept: what the editor set on the swapped strip
+    itself, kept, and what that costs)."""
     try:
         place = placement(scene, original)
     except frame_mapping.UnsupportedStrip as exc:
         if existing is not None:
             existing.mute = True  # a face on the wrong frames is worse than none
-        return existing, problems + [str(exc)]
+        return existing, problems + [str(exc)], []
     layout = place["layout"]
     if existing is not None and existing.parent_meta() == group and _matches(existing, place):
         existing.mute = original.mute
         existing.faceswap.link = original.faceswap.uid
-        key_faceless(scene, original, existing, place)
-        return existing, problems + mirror_geometry(scene, original, existing)
+        kept = key_faceless(scene, original, existing, place)
+        return existing, problems + mirror_geometry(scene, original, existing), [kept] if kept else []
     settings_key = existing.faceswap.settings_key if existing is not None else ""
+    hand_opacity = faceless_keys.park_hand_opacity(scene, existing) if existing is not None else None
     if existing is not None:
         shot_group.siblings(scene, existing).remove(existing)
     if layout is None:
-        return None, problems
+        return None, problems, []
     names = element_names(scene, original, place)
     strip = compat.meta_contents(group).new_image(original.name + SUFFIX, os.path.join(place["folder"], names[0]),
                                                   place["channel"], layout.first)
@@ -221,15 +228,17 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
     strip.faceswap.uid = new_uid()
     strip.faceswap.link = original.faceswap.uid
     strip.faceswap.settings_key = settings_key
-    key_faceless(scene, original, strip, place, unknown=[])  # no keys a strip of that name left behind
-    return strip, problems + mirror_geometry(scene, original, strip)
+    faceless_keys.take_hand_opacity(scene, strip, hand_opacity)
+    kept = key_faceless(scene, original, strip, place, unknown=[])  # no keys of ours a strip of that name left
+    return strip, problems + mirror_geometry(scene, original, strip), [kept] if kept else []
 
 
 def sync_all(scene, only=None) -> dict:
     """Re-sync swapped strips with their originals (all, or those in `only`): groups made or refreshed,
     swapped strips placed; swapped strips and groups whose original is gone are removed. Records on
-    each original what its swapped strip does not follow (`faceswap.not_followed`).
-    Returns {"originals": [...], "created_or_moved": n, "removed": n, "not_followed": {name: [problem]}}."""
+    each original what its swapped strip does not follow (`faceswap.not_followed`) and what the editor set on
+    the swapped strip itself that is kept (`faceswap.kept`). Returns {"originals": [...], "created_or_moved": n,
+    "removed": n, "not_followed": {name: [problem]}, "kept": {name: [note]}}."""
     adopt_same_media(scene)
     fix_identities(scene)
     targets = [s for s in originals(scene) if only is None or s.name in only]
@@ -237,17 +246,20 @@ def sync_all(scene, only=None) -> dict:
     for group in {g.as_pointer(): g for _, g, _ in grouped}.values():
         shot_group.fit(group)
     removed = _remove_strays(scene)
-    changed, not_followed = 0, {}
+    changed, not_followed, kept_notes = 0, {}, {}
     for original, group, problems in grouped:
         before = overlay_of(original)
         before_uid = before.faceswap.uid if before is not None else None
-        strip, problems = sync_swapped(scene, original, before, group, problems)
-        original.faceswap.not_followed = "\n".join(problems)
+        strip, problems, kept = sync_swapped(scene, original, before, group, problems)
+        original.faceswap.not_followed, original.faceswap.kept = "\n".join(problems), "\n".join(kept)
         if problems:
             not_followed[original.name] = problems
+        if kept:
+            kept_notes[original.name] = kept
         if strip is None or strip.faceswap.uid != before_uid:
             changed += 1
-    return {"originals": targets, "created_or_moved": changed, "removed": removed, "not_followed": not_followed}
+    return {"originals": targets, "created_or_moved": changed, "removed": removed, "not_followed": not_followed,
+            "kept": kept_notes}
 
 
 def _remove_strays(scene) -> int:

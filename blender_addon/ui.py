@@ -162,6 +162,7 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
                 layout.label(text="Swapped strip up to date" if ok else "Swapped strip out of date: press Update",
                              icon="CHECKMARK" if ok else "ERROR")
             draw_not_followed(layout, strip.faceswap.not_followed, context)
+            draw_kept(layout, strip.faceswap.kept, context)
 
 
 def draw_frame_size(layout, scene, movie) -> None:
@@ -188,6 +189,12 @@ def draw_not_followed(layout, text: str, context) -> None:
         wrapped_label(box.column(align=True), f"Not followed: {what}", context, icon="ERROR")
         if todo:
             wrapped_label(box.column(align=True), todo, context)
+
+
+def draw_kept(layout, text: str, context) -> None:
+    """What the editor set on the swapped strip itself, kept as it is (recorded by the last Update), and its cost."""
+    for line in filter(None, text.split("\n")):
+        wrapped_label(layout.box().column(align=True), f"Kept: {line}", context, icon="INFO")
 
 
 class FACESWAP_PT_models(_Panel, bpy.types.Panel):

@@ -442,3 +442,54 @@ def test_swap_inside_an_opened_meta_strip_and_legacy_swapped_strips(bpy, addon, 
     assert_no_work(update(bpy, shot.scene))
     assert "old.swap" not in [s.name for s in top_strips(shot.scene)]
     assert old.parent_meta().faceswap.role == "GROUP" and addon.timeline.overlay_of(old) is not None
+
+
+def test_the_editors_opacity_on_the_swapped_strip_is_kept_and_said(bpy, addon, make_shot):
+    """The swapped strip's opacity keys out its frames without a face; an opacity the editor sets on it
+    (a value, or a fade of their own) is theirs: Update keeps it, says what that costs, and the strip stays up
+    to date. Cleared, the frames without a face are keyed out again."""
+    shot = make_shot()
+    scene, swapped = shot.scene, swapped_of(shot)
+    path = swapped.path_from_id("blend_alpha")
+
+    def curve():
+        return next((c for c in compat().animation_curves(scene) if c.data_path == path), None)
+
+    def opacities() -> list[float]:
+        values = []
+        for frame in range(1, FRAMES + 1):
+            scene.frame_set(frame)
+            values.append(round(swapped_of(shot).blend_alpha, 3))
+        return values
+
+    keyed_out = [1.0] * (FRAMES - 1) + [0.0]
+    assert opacities() == keyed_out
+    compat().remove_animation_curve(scene, curve())
+    swapped.blend_alpha = 0.5  # half the swap shows: the editor's own blend
+    result = update(bpy, scene)
+    assert result["written"] == 0 and result["not_followed"] == {}
+    (note,) = result["kept"]["shot"]
+    assert note.startswith("opacity of 'shot.swap', set by hand: its frames without a face are not skipped")
+    assert opacities() == [0.5] * FRAMES and shot.original.faceswap.kept == note
+    assert addon.timeline.is_up_to_date(scene, shot.original)
+
+    swapped.blend_alpha = 1.0  # a fade of their own, from 1 to 0 over frames 1-8 (Blender's default easing)
+    swapped.keyframe_insert("blend_alpha", frame=1)
+    swapped.blend_alpha = 0.0
+    swapped.keyframe_insert("blend_alpha", frame=8)
+    fade = opacities()
+    assert update(bpy, scene)["kept"]["shot"] == [note]
+    assert opacities() == fade and fade[0] == 1.0 and fade[7] == 0.0 and 0.0 < fade[3] < 1.0
+
+    uid = swapped_of(shot).faceswap.uid
+    shot.original.frame_offset_start = 2  # trimmed: Update makes the swapped strip anew, the fade goes with it
+    assert update(bpy, scene)["kept"]["shot"] == [note]
+    assert swapped_of(shot).faceswap.uid != uid and opacities()[2:] == fade[2:]
+    shot.original.frame_offset_start = 0
+    assert update(bpy, scene)["kept"]["shot"] == [note] and opacities() == fade
+
+    compat().remove_animation_curve(scene, curve())  # cleared: frames without a face are keyed out again
+    swapped_of(shot).blend_alpha = 1.0
+    result = update(bpy, scene)
+    assert result["kept"] == {} and shot.original.faceswap.kept == ""
+    assert opacities() == keyed_out
