@@ -17,9 +17,7 @@ the timeline keeps it, saying that those frames are then not keyed out (`timelin
 
 from __future__ import annotations
 
-from . import compat, strip_copy
-
-_PARKED = "faceswap: the editor's opacity"  # a strip name no strip has: curves kept there outlive a strip
+from . import compat
 
 PROPERTY = "blend_alpha"
 
@@ -40,25 +38,6 @@ def set_by_hand(scene, strip) -> bool:
         return strip.blend_alpha != 1.0
     return bool(len(curve.modifiers)) or any(point.interpolation != "CONSTANT" or point.co[1] not in (0.0, 1.0)
                                              for point in curve.keyframe_points)
-
-
-def park_hand_opacity(scene, strip) -> tuple | None:
-    """Before a swapped strip is removed to be made anew: the opacity the editor set on it, its curves moved
-    where removing the strip leaves them (Blender deletes a strip's curves with it); None when it is ours.
-    `take_hand_opacity` gives it to the new strip."""
-    if not set_by_hand(scene, strip):
-        return None
-    path, own = strip.path_from_id(PROPERTY), strip.path_from_id()  # 'sequence_editor.strips_all["x"].blend_alpha'
-    parked = f'{own[:own.index("[")]}["{_PARKED}"]{path[len(own):]}'
-    strip_copy.move_curves(scene, path, parked)
-    return strip.blend_alpha, parked
-
-
-def take_hand_opacity(scene, strip, parked: tuple | None) -> None:
-    if parked is not None:
-        value, path = parked
-        strip.blend_alpha = value
-        strip_copy.move_curves(scene, path, strip.path_from_id(PROPERTY))
 
 
 def key_opacity(scene, strip, keys: list[tuple[int, float]]) -> bool:

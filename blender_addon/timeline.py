@@ -21,6 +21,7 @@ from . import (compat, faceless_keys, frame_mapping, paths, pending_frame, runti
                strip_elements)
 
 SUFFIX = ".swap"
+REPLACED = " (replaced)"  # a swapped strip's name for the moment Update makes it anew
 # What places the picture, per image: mirrored from the original onto its swapped strip (the two
 # images have the same size, so the same values put them on the same pixels).
 GEOMETRY = (("transform", "offset_x"), ("transform", "offset_y"), ("transform", "scale_x"),
@@ -209,10 +210,11 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
         kept = key_faceless(scene, original, existing, place)
         return existing, problems + mirror_geometry(scene, original, existing), [kept] if kept else []
     settings_key = existing.faceswap.settings_key if existing is not None else ""
-    hand_opacity = faceless_keys.park_hand_opacity(scene, existing) if existing is not None else None
     if existing is not None:
-        shot_group.siblings(scene, existing).remove(existing)
+        existing.name += REPLACED  # its curves follow the name; the new strip takes the name
     if layout is None:
+        if existing is not None:
+            shot_group.siblings(scene, existing).remove(existing)
         return None, problems, []
     names = element_names(scene, original, place)
     strip = compat.meta_contents(group).new_image(original.name + SUFFIX, os.path.join(place["folder"], names[0]),
@@ -228,9 +230,27 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
     strip.faceswap.uid = new_uid()
     strip.faceswap.link = original.faceswap.uid
     strip.faceswap.settings_key = settings_key
-    faceless_keys.take_hand_opacity(scene, strip, hand_opacity)
+    if existing is not None:
+        carry_own_settings(scene, existing, strip)
+        shot_group.siblings(scene, existing).remove(existing)
+        strip.channel = place["channel"]  # Blender put it above while the old strip was there
     kept = key_faceless(scene, original, strip, place, unknown=[])  # no keys of ours a strip of that name left
     return strip, problems + mirror_geometry(scene, original, strip), [kept] if kept else []
+
+
+def carry_own_settings(scene, old, new) -> None:
+    """What the editor set on a swapped strip itself, given to the strip made anew in its place: blend mode,
+    saturation, multiply, colour modifiers and an opacity set by hand, keyframes included (the rest is the
+    original's, or the extension's)."""
+    new.blend_type = old.blend_type
+    carried = [prop for prop, _ in shot_group.COMPOSITE if prop != faceless_keys.PROPERTY]
+    if faceless_keys.set_by_hand(scene, old):
+        carried.append(faceless_keys.PROPERTY)
+    for prop in carried:
+        setattr(new, prop, getattr(old, prop))
+        strip_copy.move_curves(scene, old.path_from_id(prop), new.path_from_id(prop))
+    if len(old.modifiers):
+        strip_copy.move_modifiers(scene, old, new)
 
 
 def sync_all(scene, only=None) -> dict:

@@ -447,7 +447,8 @@ def test_swap_inside_an_opened_meta_strip_and_legacy_swapped_strips(bpy, addon, 
 def test_the_editors_opacity_on_the_swapped_strip_is_kept_and_said(bpy, addon, make_shot):
     """The swapped strip's opacity keys out its frames without a face; an opacity the editor sets on it
     (a value, or a fade of their own) is theirs: Update keeps it, says what that costs, and the strip stays up
-    to date. Cleared, the frames without a face are keyed out again."""
+    to date; made anew by Update, the strip keeps it and the editor's other settings. Cleared, the frames
+    without a face are keyed out again."""
     shot = make_shot()
     scene, swapped = shot.scene, swapped_of(shot)
     path = swapped.path_from_id("blend_alpha")
@@ -482,9 +483,15 @@ def test_the_editors_opacity_on_the_swapped_strip_is_kept_and_said(bpy, addon, m
     assert opacities() == fade and fade[0] == 1.0 and fade[7] == 0.0 and 0.0 < fade[3] < 1.0
 
     uid = swapped_of(shot).faceswap.uid
-    shot.original.frame_offset_start = 2  # trimmed: Update makes the swapped strip anew, the fade goes with it
+    swapped.blend_type, swapped.color_saturation = "ADD", 0.8  # more of the editor's own, on the swapped strip
+    swapped.modifiers.new("Grade", "COLOR_BALANCE").color_balance.gain = (1.1, 1.0, 0.9)
+    shot.original.frame_offset_start = 2  # trimmed: Update makes the swapped strip anew, all of it goes along
     assert update(bpy, scene)["kept"]["shot"] == [note]
-    assert swapped_of(shot).faceswap.uid != uid and opacities()[2:] == fade[2:]
+    anew = swapped_of(shot)
+    assert anew.faceswap.uid != uid and opacities()[2:] == fade[2:]
+    assert (anew.name, anew.blend_type, round(anew.color_saturation, 3)) == ("shot.swap", "ADD", 0.8)
+    assert [m.name for m in anew.modifiers] == ["Grade"] and tuple(anew.modifiers[0].color_balance.gain) == \
+        pytest.approx((1.1, 1.0, 0.9))
     shot.original.frame_offset_start = 0
     assert update(bpy, scene)["kept"]["shot"] == [note] and opacities() == fade
 
