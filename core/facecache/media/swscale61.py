@@ -1,0 +1,162 @@
+"""Blender 4.2's picture of planar YUV that swscale filters vertically: FFmpeg 6.1's "scaled" path, to the bit.
+
+Blender 4.2 and 4.3 convert a movie's frames with the swscale of the FFmpeg they are built with (6.1.1 in
+4.2), flags SWS_BILINEAR | SWS_FULL_CHR_H_INT, to RGBA. Without SWS_ACCURATE_RND, 8-bit 4:2:0 and 4:2:2 of
+an even height take swscale's "unscaled" converter, which the swscale PyAV ships reproduces to the bit
+(yuv_to_bgr.py). Every other format takes the scaled path: chroma filtered up to the luma grid, then one
+output stage per row. Where the chroma is subsampled vertically (4:2:0 beyond 8 bits, 4:4:0), FFmpeg 6.1's
+output stage differs from FFmpeg 8's, so this module computes 6.1's picture in integers as 6.1 does
+(libswscale: hScale8To15_c / hScale16To15_c, initFilter, yuv2rgb_full_1_c, yuv2rgb_write_full,
+ff_yuv2rgb_c_init_tables; the facts, not the code):
+
+- horizontal: chroma upsampled to the luma width with bilinear weights centred between luma samples
+  (1/4 and 3/4 of its two nearest samples; the first and last column their own sample), to a 15-bit
+  intermediate: the 14-bit filter's sum >> (bits - 1). Luma is the sample << (15 - bits).
+- vertical: the two-tap filter's taps are chroma rows k-1 and k for output row 2k, k and k+1 for row 2k+1
+  (weights 1/4, 3/4 and 3/4, 1/4). The output stage (yuv2rgb_full_1_c) ignores the weight: it takes the
+  first row alone when the second one's weight is under 1/2 (rows 2k+1; row 0, whose filter is its own
+  row), else the plain average of the two (rows 2k, and the last row, whose filter swscale moves one row
+  up, weighing its second tap fully).
+- colour: Y' = (4 Y15 - y_offset) x y_coeff + 2^21, R = Y' + V v2r, G = Y' + V v2g + U u2g, B = Y' + U u2b
+  with U, V = 4 (C15 - 2^14) (one row) or 2 (C15a + C15b - 2^15) (two), clipped to 30 bits, >> 22. The
+  coefficients come from the stream's matrix (ff_yuv2rgb_coeffs, as sws_getCoefficients picks them) and
+  range (limited: y_coeff 255/219 in 13 bits, offset 16 << 9; full: the chroma gains x 224/255).
+
+Checked against bpy 4.2.23's renders (docs/blender.md): bit-exact for 10- and 12-bit 4:2:0 (BT.601, 709 and
+2020, limited and full range, with alpha), 8-bit 4:4:0, 96x96 to 1280x720. Even widths and heights only: an
+odd one makes swscale's filter steps uneven, not modelled here (`takes_scaled_path` says no).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
+import cv2
+import numpy as np
+
+# ff_yuv2rgb_coeffs (FFmpeg 6.1, libswscale/yuv2rgb.c): {crv, cbu, cgu, cgv} by AVColorSpace tag, as
+# sws_getCoefficients gives them (tags outside these: BT.601's).
+_COEFFICIENTS = {1: (117489, 138438, 13975, 34925), 4: (104448, 132798, 24759, 53109),
+                 5: (104597, 132201, 25675, 53279), 6: (104597, 132201, 25675, 53279),
+                 7: (117579, 136230, 16907, 35559), 9: (110013, 140363, 12277, 42626),
+                 10: (110013, 140363, 12277, 42626)}
+_BT601 = 5
+_SHIFT = 22  # yuv2rgb_write_full: R >> 22
+_BITS = (8, 10, 12)  # the 15-bit intermediate holds these exactly
+_BANDS = 2
+
+
+def takes_scaled_path(bits: int, subsampling: tuple[int, int], width: int, height: int) -> bool:
+    """Whether Blender 4.2 (FFmpeg 6.1's swscale, its flags) shows a planar YUV frame by the scaled path with
+    a vertical chroma filter, as this module computes it: chroma subsampled vertically (4:2:0, 4:4:0), not
+    8-bit 4:2:0 (the unscaled converter takes that at even heights; odd ones are not modelled), even sizes."""
+    step_x, step_y = subsampling
+    return (step_y == 2 and bits in _BITS and not (bits == 8 and step_x == 2)
+            and height % 2 == 0 and width % step_x == 0)
+
+
+def coefficients(tag: int, full_range: bool) -> dict[str, int]:
+    """yuv2rgb_write_full's integer coefficients (ff_yuv2rgb_c_init_tables, default brightness, contrast and
+    saturation): y_coeff, y_offset and the four chroma gains, for an AVColorSpace tag and range."""
+    crv, cbu, cgu, cgv = _COEFFICIENTS.get(tag, _COEFFICIENTS[_BT601])
+    cgu, cgv = -cgu, -cgv
+    if full_range:
+        cy, oy = 1 << 16, 0
+        crv, cbu, cgu, cgv = (_c_div(gain * 224, 255) for gain in (crv, cbu, cgu, cgv))
+    else:
+        cy, oy = (1 << 16) * 255 // 219, 16 << 16
+
+    def round_to_int16(value: int) -> int:  # (value + 2^15) >> 16, an arithmetic shift
+        return (value + (1 << 15)) >> 16
+
+    return {"y_coeff": round_to_int16(cy << 13), "y_offset": round_to_int16(oy << 9),
+            "v2r": round_to_int16(crv << 13), "v2g": round_to_int16(cgv << 13),
+            "u2g": round_to_int16(cgu << 13), "u2b": round_to_int16(cbu << 13)}
+
+
+def _c_div(numerator: int, denominator: int) -> int:
+    """C's integer division (towards zero)."""
+    quotient = abs(numerator) // abs(denominator)
+    return quotient if (numerator < 0) == (denominator < 0) else -quotient
+
+
+def chroma_rows(height: int, chroma_height: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first, second): the chroma rows each output row's U and V average (the same row twice where it
+    takes one row alone), for a plane subsampled vertically."""
+    rows = np.arange(height)
+    second = np.minimum(rows // 2, chroma_height - 1)
+    first = second.copy()
+    if chroma_height > 1:  # one chroma row: swscale's filter is a single tap
+        even = (rows % 2 == 0) & (rows > 0)
+        first[even] -= 1
+        first[-1], second[-1] = chroma_height - 2, chroma_height - 1  # the last row's filter, moved inside
+    return first, second
+
+
+def bgr_matrix(tag: int, full_range: bool, bits: int) -> np.ndarray:
+    """The 3x4 matrix from (Y, U sum, V sum) to B, G, R in units of one 8-bit step, the floor of which is
+    yuv2rgb_write_full's output before it saturates: Y the luma sample, a sum the two chroma rows' horizontal
+    sums of four weights (left + 3 x own, or 3 x own + right) added (one row: twice its sum).
+
+    In yuv2rgb_write_full's units, 4 Y15 = Y << (17 - bits) and U = 2^(14 - bits) x sum - 2^16; its +2^21
+    and the floor (>> 22) are folded into the offset so that rounding to nearest gives the floor (the
+    values are multiples of 2^-22: none lies half way)."""
+    k = coefficients(tag, full_range)
+    luma = k["y_coeff"] << (17 - bits)
+    chroma = 1 << (14 - bits)
+    base = (1 << (_SHIFT - 1)) - k["y_offset"] * k["y_coeff"]
+    rows = {"b": (0, k["u2b"]), "g": (k["v2g"], k["u2g"]), "r": (k["v2r"], 0)}
+    matrix = np.zeros((3, 4))
+    for row, colour in enumerate("bgr"):
+        v_gain, u_gain = rows[colour]
+        matrix[row] = (luma, u_gain * chroma, v_gain * chroma, base - (u_gain + v_gain) * (1 << 16))
+    matrix /= 1 << _SHIFT
+    matrix[:, 3] += -0.5 + 2.0 ** -(_SHIFT + 1)
+    return matrix
+
+
+def to_bgr(luma: np.ndarray, u: np.ndarray, v: np.ndarray, bits: int, step_x: int, tag: int, full_range: bool,
+           pool: Executor | None = None) -> np.ndarray:
+    """8-bit BGR (height, width, 3) of a frame's planes (luma at full size, chroma at half height and
+    1/step_x width), as FFmpeg 6.1's swscale gives it with Blender 4.2's flags; `pool` shares the rows out."""
+    height, width = luma.shape
+    first, second = chroma_rows(height, u.shape[0])
+    matrix = bgr_matrix(tag, full_range, bits)
+    out = np.empty((height, width, 3), np.uint8)
+
+    def convert(top: int, bottom: int) -> None:  # output rows [top, bottom)
+        low, high = int(first[top:bottom].min()), int(second[top:bottom].max()) + 1
+        sums = []
+        for plane in (u, v):
+            across = _horizontal_sums(plane[low:high], step_x, width)
+            sums.append(np.add(across[first[top:bottom] - low], across[second[top:bottom] - low]))
+        merged = cv2.merge([luma[top:bottom].astype(np.int32), *sums])
+        shown = cv2.transform(merged, matrix)  # int32: exact (double arithmetic, integers < 2^31)
+        np.clip(shown, 0, 255, out=shown)
+        out[top:bottom] = shown
+
+    bands = 1 if pool is None else _BANDS
+    edges = [height * band // bands for band in range(bands + 1)]
+    spans = [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+    if len(spans) == 1:
+        convert(*spans[0])
+    else:
+        for done in [pool.submit(convert, *span) for span in spans]:
+            done.result()
+    return out
+
+
+def _horizontal_sums(rows: np.ndarray, step_x: int, width: int) -> np.ndarray:
+    """int32 (rows, width): each pixel's chroma as the sum of the four weights of its bilinear filter (1/4
+    and 3/4 of its two nearest samples; 4 x its own where there is no subsampling or at the edges)."""
+    samples = rows[:, :-(-width // step_x)].astype(np.int32)
+    if step_x == 1:
+        return samples * 4
+    tripled = samples * 3
+    sums = np.empty((samples.shape[0], width), np.int32)
+    even, odd = sums[:, 0::2], sums[:, 1::2]  # even: the left neighbour and its own; odd: its own and the right
+    np.add(tripled[:, 1:], samples[:, :-1], out=even[:, 1:])
+    np.add(tripled[:, :-1], samples[:, 1:], out=odd[:, :-1])
+    even[:, 0] = samples[:, 0] * 4
+    odd[:, -1] = samples[:, -1] * 4
+    return sums
