@@ -23,8 +23,9 @@ ff_yuv2rgb_c_init_tables; the facts, not the code):
   range (limited: y_coeff 255/219 in 13 bits, offset 16 << 9; full: the chroma gains x 224/255).
 
 Checked against bpy 4.2.23's renders (docs/blender.md): bit-exact for 10- and 12-bit 4:2:0 (BT.601, 709 and
-2020, limited and full range, with alpha), 8-bit 4:4:0, 96x96 to 1280x720. Even widths and heights only: an
-odd one makes swscale's filter steps uneven, not modelled here (`takes_scaled_path` says no).
+2020, limited and full range, with alpha), 8-bit 4:4:0, 96x96 to 1280x720. Even widths and heights of 8
+or more only: an odd one makes swscale's filter steps uneven, a tiny one its filters shorter; neither is
+modelled here (`takes_scaled_path` says no, and swscale converts them).
 """
 
 from __future__ import annotations
@@ -43,16 +44,20 @@ _COEFFICIENTS = {1: (117489, 138438, 13975, 34925), 4: (104448, 132798, 24759, 5
 _BT601 = 5
 _SHIFT = 22  # yuv2rgb_write_full: R >> 22
 _BITS = (8, 10, 12)  # the 15-bit intermediate holds these exactly
+_MIN_CHROMA = 4  # initFilter caps a filter at its source's size - 2 taps: below 4 samples, fewer than 2
 _BANDS = 2
+_BLOCK = 32  # rows at a time (even): a 1080p block's int32 arrays stay in the cache
 
 
 def takes_scaled_path(bits: int, subsampling: tuple[int, int], width: int, height: int) -> bool:
     """Whether Blender 4.2 (FFmpeg 6.1's swscale, its flags) shows a planar YUV frame by the scaled path with
     a vertical chroma filter, as this module computes it: chroma subsampled vertically (4:2:0, 4:4:0), not
-    8-bit 4:2:0 (the unscaled converter takes that at even heights; odd ones are not modelled), even sizes."""
+    8-bit 4:2:0 (the unscaled converter takes that at even heights; odd ones are not modelled), even sizes of
+    at least 8 (a filter over fewer than 4 chroma samples has fewer taps in swscale: not modelled)."""
     step_x, step_y = subsampling
     return (step_y == 2 and bits in _BITS and not (bits == 8 and step_x == 2)
-            and height % 2 == 0 and width % step_x == 0)
+            and height % 2 == 0 and width % step_x == 0
+            and height >= 2 * _MIN_CHROMA and (step_x == 1 or width >= 2 * _MIN_CHROMA))
 
 
 def coefficients(tag: int, full_range: bool) -> dict[str, int]:
@@ -81,62 +86,53 @@ def _c_div(numerator: int, denominator: int) -> int:
 
 
 def chroma_rows(height: int, chroma_height: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first, second): the chroma rows each output row's U and V average (the same row twice where it
+    """(first, second): the chroma rows whose U and V each output row averages (the same row twice where it
     takes one row alone), for a plane subsampled vertically."""
     rows = np.arange(height)
     second = np.minimum(rows // 2, chroma_height - 1)
     first = second.copy()
     if chroma_height > 1:  # one chroma row: swscale's filter is a single tap
-        even = (rows % 2 == 0) & (rows > 0)
-        first[even] -= 1
+        first[(rows % 2 == 0) & (rows > 0)] -= 1
         first[-1], second[-1] = chroma_height - 2, chroma_height - 1  # the last row's filter, moved inside
     return first, second
 
 
-def bgr_matrix(tag: int, full_range: bool, bits: int) -> np.ndarray:
-    """The 3x4 matrix from (Y, U sum, V sum) to B, G, R in units of one 8-bit step, the floor of which is
-    yuv2rgb_write_full's output before it saturates: Y the luma sample, a sum the two chroma rows' horizontal
-    sums of four weights (left + 3 x own, or 3 x own + right) added (one row: twice its sum).
+def gains(tag: int, full_range: bool, bits: int) -> tuple[int, int, dict[str, tuple[int, int, int]]]:
+    """yuv2rgb_write_full in the units this module works in: (luma gain, offset, {colour: (U-sum gain,
+    V-sum gain, offset)}), so that a colour's 32-bit value (before clipping and >> 22) is
+    luma gain x Y + offset + U-sum gain x U sum + V-sum gain x V sum + the colour's offset. Y is the luma
+    sample; a chroma sum is the two chroma rows' horizontal sums of the four filter weights added (left +
+    3 x own, or 3 x own + right; one row: twice its sum).
 
-    In yuv2rgb_write_full's units, 4 Y15 = Y << (17 - bits) and U = 2^(14 - bits) x sum - 2^16; its +2^21
-    and the floor (>> 22) are folded into the offset so that rounding to nearest gives the floor (the
-    values are multiples of 2^-22: none lies half way)."""
+    Its units: 4 Y15 = Y << (17 - bits), and U = 2^(14 - bits) x U sum - 2^16 (one row: 4 (C15 - 2^14);
+    two: 2 (C15a + C15b - 2^15)); the rounding 2^21 goes in the offset."""
     k = coefficients(tag, full_range)
-    luma = k["y_coeff"] << (17 - bits)
     chroma = 1 << (14 - bits)
-    base = (1 << (_SHIFT - 1)) - k["y_offset"] * k["y_coeff"]
-    rows = {"b": (0, k["u2b"]), "g": (k["v2g"], k["u2g"]), "r": (k["v2r"], 0)}
-    matrix = np.zeros((3, 4))
-    for row, colour in enumerate("bgr"):
-        v_gain, u_gain = rows[colour]
-        matrix[row] = (luma, u_gain * chroma, v_gain * chroma, base - (u_gain + v_gain) * (1 << 16))
-    matrix /= 1 << _SHIFT
-    matrix[:, 3] += -0.5 + 2.0 ** -(_SHIFT + 1)
-    return matrix
+    colours = {"b": (k["u2b"], 0), "g": (k["u2g"], k["v2g"]), "r": (0, k["v2r"])}
+    return (k["y_coeff"] << (17 - bits), (1 << (_SHIFT - 1)) - k["y_offset"] * k["y_coeff"],
+            {colour: (u * chroma, v * chroma, -(u + v) << 16) for colour, (u, v) in colours.items()})
 
 
 def to_bgr(luma: np.ndarray, u: np.ndarray, v: np.ndarray, bits: int, step_x: int, tag: int, full_range: bool,
            pool: Executor | None = None) -> np.ndarray:
     """8-bit BGR (height, width, 3) of a frame's planes (luma at full size, chroma at half height and
-    1/step_x width), as FFmpeg 6.1's swscale gives it with Blender 4.2's flags; `pool` shares the rows out."""
+    1/step_x width), as FFmpeg 6.1's swscale gives it with Blender 4.2's flags; `pool` shares the rows out.
+
+    In 32-bit integers that wrap as FFmpeg's do (a value past 2^31, only from code values beyond the legal
+    range at 12 bits, wraps negative and shows black there too). Every product names its dtype: numpy 1.26
+    would otherwise compute a uint16 array times a small int32 scalar in 16 bits."""
     height, width = luma.shape
-    first, second = chroma_rows(height, u.shape[0])
-    matrix = bgr_matrix(tag, full_range, bits)
+    chroma_height = u.shape[0]
+    luma_gain, offset, colours = gains(tag, full_range, bits)
     out = np.empty((height, width, 3), np.uint8)
 
-    def convert(top: int, bottom: int) -> None:  # output rows [top, bottom)
-        low, high = int(first[top:bottom].min()), int(second[top:bottom].max()) + 1
-        sums = []
-        for plane in (u, v):
-            across = _horizontal_sums(plane[low:high], step_x, width)
-            sums.append(np.add(across[first[top:bottom] - low], across[second[top:bottom] - low]))
-        merged = cv2.merge([luma[top:bottom].astype(np.int32), *sums])
-        shown = cv2.transform(merged, matrix)  # int32: exact (double arithmetic, integers < 2^31)
-        np.clip(shown, 0, 255, out=shown)
-        out[top:bottom] = shown
+    def convert(top: int, bottom: int) -> None:  # output rows [top, bottom), top even
+        for start in range(top, bottom, _BLOCK):  # in blocks of rows that stay in the cache
+            _convert_block(luma, u, v, step_x, luma_gain, offset, colours, start, min(start + _BLOCK, bottom),
+                           out)
 
     bands = 1 if pool is None else _BANDS
-    edges = [height * band // bands for band in range(bands + 1)]
+    edges = [min(height, -(-height * band // bands // 2) * 2) for band in range(bands + 1)]
     spans = [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
     if len(spans) == 1:
         convert(*spans[0])
@@ -146,17 +142,67 @@ def to_bgr(luma: np.ndarray, u: np.ndarray, v: np.ndarray, bits: int, step_x: in
     return out
 
 
+def _convert_block(luma: np.ndarray, u: np.ndarray, v: np.ndarray, step_x: int, luma_gain: int, offset: int,
+                   colours: dict[str, tuple[int, int, int]], top: int, bottom: int, out: np.ndarray) -> None:
+    """Output rows [top, bottom) (top even) into `out`."""
+    height, width = luma.shape
+    chroma_height = u.shape[0]
+    low = max(top // 2 - 1, 0)
+    high = min((bottom - 1) // 2 + 1, chroma_height)
+    sums = [_horizontal_sums(plane[low:high], step_x, width) for plane in (u, v)]
+    base = np.multiply(luma[top:bottom], np.int32(luma_gain), dtype=np.int32)
+    base += np.int32(offset)
+    value = np.empty_like(base)
+    rows = np.empty(sums[0].shape, np.int32)
+    channels = []
+    for colour in "bgr":
+        u_gain, v_gain, colour_offset = colours[colour]
+        if u_gain:
+            np.multiply(sums[0], np.int32(u_gain), out=rows, dtype=np.int32)
+            if v_gain:
+                rows += np.multiply(sums[1], np.int32(v_gain), dtype=np.int32)
+        else:
+            np.multiply(sums[1], np.int32(v_gain), out=rows, dtype=np.int32)
+        rows += np.int32(colour_offset // 2)  # each output row adds two chroma rows
+        _add_row_pairs(rows, low, top, bottom, height, chroma_height, value)
+        value += base
+        value >>= _SHIFT
+        channels.append(cv2.convertScaleAbs(cv2.max(value, 0)))  # 0-255, saturated
+    cv2.merge(channels, dst=out[top:bottom])
+
+
+def _add_row_pairs(rows: np.ndarray, low: int, top: int, bottom: int, height: int, chroma_height: int,
+                   out: np.ndarray) -> None:
+    """Output rows [top, bottom) (top even) into `out`: each the sum of its two chroma rows of `rows` (which
+    holds chroma rows from `low` on), as `chroma_rows` pairs them, by slices rather than gathers."""
+    first = top // 2 - low  # the chroma row of output rows `top` and `top` + 1, in `rows`
+    odd = out[1::2]  # rows 2k+1: chroma row k twice
+    np.add(rows[first:first + odd.shape[0]], rows[first:first + odd.shape[0]], out=odd)
+    even = out[0::2]  # rows 2k: chroma rows k-1 and k; row 0: row 0 twice
+    start = 0
+    if top == 0:
+        np.add(rows[first], rows[first], out=even[0])
+        start = 1
+    count = even.shape[0] - start
+    if count > 0:
+        np.add(rows[first + start - 1:first + start - 1 + count], rows[first + start:first + start + count],
+               out=even[start:])
+    if bottom == height and chroma_height > 1:  # the last row: chroma rows h-2 and h-1
+        np.add(rows[chroma_height - 2 - low], rows[chroma_height - 1 - low], out=out[-1])
+
+
 def _horizontal_sums(rows: np.ndarray, step_x: int, width: int) -> np.ndarray:
-    """int32 (rows, width): each pixel's chroma as the sum of the four weights of its bilinear filter (1/4
-    and 3/4 of its two nearest samples; 4 x its own where there is no subsampling or at the edges)."""
-    samples = rows[:, :-(-width // step_x)].astype(np.int32)
+    """(rows, width), uint16 (at most 4 x 4095): each pixel's chroma as the sum of the four weights of its
+    bilinear filter (1/4 and 3/4 of its two nearest samples; 4 x its own where there is no subsampling or at
+    the edges)."""
+    samples = rows[:, :-(-width // step_x)].astype(np.uint16, copy=False)
     if step_x == 1:
-        return samples * 4
-    tripled = samples * 3
-    sums = np.empty((samples.shape[0], width), np.int32)
+        return samples * np.uint16(4)
+    tripled = samples * np.uint16(3)
+    sums = np.empty((samples.shape[0], width), np.uint16)
     even, odd = sums[:, 0::2], sums[:, 1::2]  # even: the left neighbour and its own; odd: its own and the right
     np.add(tripled[:, 1:], samples[:, :-1], out=even[:, 1:])
     np.add(tripled[:, :-1], samples[:, 1:], out=odd[:, :-1])
-    even[:, 0] = samples[:, 0] * 4
-    odd[:, -1] = samples[:, -1] * 4
+    np.add(tripled[:, 0], samples[:, 0], out=even[:, 0])
+    np.add(tripled[:, -1], samples[:, -1], out=odd[:, -1])
     return sums
