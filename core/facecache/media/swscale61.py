@@ -151,8 +151,8 @@ def _convert_block(luma: np.ndarray, u: np.ndarray, v: np.ndarray, step_x: int, 
     high = min((bottom - 1) // 2 + 1, chroma_height)
     sums = [_horizontal_sums(plane[low:high], step_x, width) for plane in (u, v)]
     base = np.multiply(luma[top:bottom], np.int32(luma_gain), dtype=np.int32)
-    base += np.int32(offset)
     value = np.empty_like(base)
+    shifted = np.empty(base.shape, np.int16)
     rows = np.empty(sums[0].shape, np.int32)
     channels = []
     for colour in "bgr":
@@ -163,11 +163,11 @@ def _convert_block(luma: np.ndarray, u: np.ndarray, v: np.ndarray, step_x: int, 
                 rows += np.multiply(sums[1], np.int32(v_gain), dtype=np.int32)
         else:
             np.multiply(sums[1], np.int32(v_gain), out=rows, dtype=np.int32)
-        rows += np.int32(colour_offset // 2)  # each output row adds two chroma rows
+        rows += np.int32((offset + colour_offset) // 2)  # the offsets (even), as each output row adds two rows
         _add_row_pairs(rows, low, top, bottom, height, chroma_height, value)
         value += base
-        value >>= _SHIFT
-        channels.append(cv2.convertScaleAbs(cv2.max(value, 0)))  # 0-255, saturated
+        np.right_shift(value, _SHIFT, out=shifted, casting="unsafe")  # -512 to 511
+        channels.append(np.clip(shifted, 0, 255, out=np.empty(base.shape, np.uint8), casting="unsafe"))
     cv2.merge(channels, dst=out[top:bottom])
 
 
