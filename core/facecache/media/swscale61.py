@@ -85,18 +85,6 @@ def _c_div(numerator: int, denominator: int) -> int:
     return quotient if (numerator < 0) == (denominator < 0) else -quotient
 
 
-def chroma_rows(height: int, chroma_height: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first, second): the chroma rows whose U and V each output row averages (the same row twice where it
-    takes one row alone), for a plane subsampled vertically."""
-    rows = np.arange(height)
-    second = np.minimum(rows // 2, chroma_height - 1)
-    first = second.copy()
-    if chroma_height > 1:  # one chroma row: swscale's filter is a single tap
-        first[(rows % 2 == 0) & (rows > 0)] -= 1
-        first[-1], second[-1] = chroma_height - 2, chroma_height - 1  # the last row's filter, moved inside
-    return first, second
-
-
 def gains(tag: int, full_range: bool, bits: int) -> tuple[int, int, dict[str, tuple[int, int, int]]]:
     """yuv2rgb_write_full in the units this module works in: (luma gain, offset, {colour: (U-sum gain,
     V-sum gain, offset)}), so that a colour's 32-bit value (before clipping and >> 22) is
@@ -174,7 +162,7 @@ def _convert_block(luma: np.ndarray, u: np.ndarray, v: np.ndarray, step_x: int, 
 def _add_row_pairs(rows: np.ndarray, low: int, top: int, bottom: int, height: int, chroma_height: int,
                    out: np.ndarray) -> None:
     """Output rows [top, bottom) (top even) into `out`: each the sum of its two chroma rows of `rows` (which
-    holds chroma rows from `low` on), as `chroma_rows` pairs them, by slices rather than gathers."""
+    holds chroma rows from `low` on; a row taken alone counts twice), by slices rather than gathers."""
     first = top // 2 - low  # the chroma row of output rows `top` and `top` + 1, in `rows`
     odd = out[1::2]  # rows 2k+1: chroma row k twice
     np.add(rows[first:first + odd.shape[0]], rows[first:first + odd.shape[0]], out=odd)
