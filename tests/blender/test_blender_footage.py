@@ -21,14 +21,9 @@ from facecache.media.reader import MediaReader
 from footage import CORPUS, write_clip
 
 pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
-# Where the engine's picture is not yet Blender's, said so (docs/blender.md's footage table).
-KNOWN_GAPS = {("blender-4.2", "HEVC 10-bit BT.2020"): "Blender 4.2 and 4.3 convert 10-bit 4:2:0 otherwise than "
-              "swscale with their flags does here (mean 5.7/255, max 76-99 on bpy 4.2.23); 10-bit 4:2:2 matches",
-              **{("blender-4.2", name): "Blender 4.2 and 4.3 convert 10-bit 4:2:0 otherwise than swscale with "
-                 "their flags does here" for name in ("iPhone HDR: HEVC 10-bit BT.2020 HLG", "HDR10: HEVC 10-bit "
-                                                      "BT.2020 PQ", "BT.2020 SDR (BT.709 transfer)")},
-              ("blender-4.2", "interlaced (top field first)"): "Blender 4.2 and 4.3 show field-coded 4:2:0 "
-              "otherwise than swscale with their flags does here (mean 9/255, max 224 on bpy 4.2.23)"}
+# Where the engine's picture is not yet Blender's under a rules' name, said so (docs/blender.md's footage
+# table): {(rules, clip): why}. None at present.
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 # Blender 5.2 maps more tags to colour spaces (the stream's full CICP, movie_read.cc): not followed yet.
 KNOWN_GAPS_5_2 = {"BT.709 gamma 2.2": "Blender 5.2 shows BT.709 with gamma 2.2 through its Rec.709 g2.2 space "

@@ -8,8 +8,8 @@ and checked against bpy's own renders by tests/blender/test_blender_footage.py):
   ignored); 4.2 shows the coded picture;
 - colour: YUV to RGB by the matrix the stream is tagged with (BT.601 when untagged, whatever the height),
   in the range it is tagged with; 4.4 and later take each pixel's chroma from its own sample (swscale's SWS_POINT),
-  4.2 interpolates it (SWS_BILINEAR); 5.0 and later show a clip tagged HDR (BT.2020 with HLG or PQ)
-  through its colour space, 4.5 and 4.2 as its code values;
+  4.2 interpolates it (SWS_BILINEAR, as FFmpeg 6.1's swscale does: swscale61.py); 5.0 and later show a clip
+  tagged HDR (BT.2020 with HLG or PQ) through its colour space, 4.5 and 4.2 as its code values;
 - time: frame N of the strip shows the last frame whose timestamp is at or before
   round(N / (fps * time_base)) + start_time, fps being FFmpeg's guess (av_guess_frame_rate): a variable
   frame rate repeats or skips frames to follow the clock; the strip's length comes from the stream's
@@ -30,7 +30,7 @@ from facecache import choices
 class PictureRules:
     name: str  # one of choices.PICTURE_RULES
     rotate: bool  # apply the display matrix's quarter turns
-    nearest_chroma: bool  # each pixel takes the chroma sample it lies in (else swscale's bilinear)
+    nearest_chroma: bool  # each pixel takes the chroma sample it lies in (else FFmpeg 6.1 swscale's bilinear)
     display_spaces: bool  # HDR and other tagged colour spaces shown through Blender's view (display_spaces.py)
 
 

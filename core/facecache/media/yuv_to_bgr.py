@@ -6,8 +6,16 @@ the chroma sample it lies in, and the matrix is applied exactly and rounded. The
 255/255 off bpy 5.0.1's render), so planar YUV is converted here: the chroma planes repeated onto the luma
 grid, then one 3x4 matrix (cv2.transform, rounding and saturating), in bands of rows on a thread each.
 That matches bpy 5.0.1's render within
-1/255 (tests/blender/test_blender_footage.py). Other pixel formats (RGB, palette, alpha, NV12) and the 4.2
-rules go through swscale with Blender's flags.
+1/255 (tests/blender/test_blender_footage.py).
+
+Blender 4.2 converts with FFmpeg 6.1's swscale, flags SWS_BILINEAR | SWS_FULL_CHR_H_INT. PyAV's swscale with
+those flags gives its picture to the bit for 8-bit 4:2:0 and 4:2:2 (6.1's "unscaled" converter) and for
+what 6.1 filters horizontally alone (4:2:2 and 4:4:4 beyond 8 bits), but not where 6.1 filters the chroma
+vertically (4:2:0 beyond 8 bits, 4:4:0): that is computed here as 6.1 does (swscale61.py). And FFmpeg 8
+converts a frame flagged interlaced field by field (each field's chroma from its own rows), 6.1 as one
+picture: an interlaced 8-bit 4:2:0 frame is handed to swscale as a progressive copy.
+Other pixel formats (RGB, palette, alpha, NV12) go through swscale with the rules' flags.
+`to_bgr` is the one place that chooses.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
+from facecache.media import swscale61
 from facecache.media.display_spaces import display_transform
 from facecache.media.picture_rules import PictureRules
 
@@ -72,10 +81,15 @@ def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = No
         bgr = np.rint(shown_through(rgb)[..., ::-1] * 255).astype(np.uint8)
     elif rules.nearest_chroma and layout is not None:
         bgr = _planar_yuv_to_bgr(frame, *layout, pool)
+    elif layout is not None and swscale61.takes_scaled_path(*layout, frame.width, frame.height):
+        bits, (step_x, _) = layout
+        bgr = swscale61.to_bgr(*_planes(frame, *layout), bits, step_x, colour_tag(frame), is_full_range(frame),
+                               pool)
     else:
-        bgr = frame.reformat(format="bgr24", src_colorspace=colour_tag(frame),
-                             src_color_range=_FULL_RANGE if is_full_range(frame) else 1,
-                             interpolation=_swscale_flags(rules)).to_ndarray()
+        progressive = _progressive(frame) if layout is not None and layout[1][1] == 2 else frame
+        bgr = progressive.reformat(format="bgr24", src_colorspace=colour_tag(frame),
+                                   src_color_range=_FULL_RANGE if is_full_range(frame) else 1,
+                                   interpolation=_swscale_flags(rules)).to_ndarray()
     turn = quarter_turns(frame, rules)
     return cv2.rotate(bgr, _TURNS[turn]) if turn else bgr
 
@@ -92,9 +106,22 @@ def _swscale_flags(rules: PictureRules):
     return flags
 
 
-def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int],
-                       pool: Executor | None, as_float: bool = False) -> np.ndarray:
-    """8-bit BGR; with `as_float`, float32 BGR in 0-1 (unclipped), for a display transform to follow."""
+def _progressive(frame: av.VideoFrame) -> av.VideoFrame:
+    """A frame flagged interlaced, copied into one that is not (the same planes): FFmpeg 8's swscale would
+    convert it field by field, FFmpeg 6.1's (Blender 4.2's) converts the woven picture."""
+    if not getattr(frame, "interlaced_frame", False):
+        return frame
+    copy = type(frame)(frame.width, frame.height, frame.format.name)
+    for source, target in zip(frame.planes, copy.planes):
+        row_bytes = min(source.line_size, target.line_size)
+        rows = min(source.buffer_size // source.line_size, target.buffer_size // target.line_size)
+        np.frombuffer(target, np.uint8).reshape(-1, target.line_size)[:rows, :row_bytes] = \
+            np.frombuffer(source, np.uint8).reshape(-1, source.line_size)[:rows, :row_bytes]
+    return copy
+
+
+def _planes(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int]) -> list[np.ndarray]:
+    """Views of the Y, U and V planes (8-bit: uint8, else uint16), without their padding."""
     height, width = frame.height, frame.width
     dtype = np.uint8 if bits == 8 else np.uint16
     step_x, step_y = subsampling
@@ -102,6 +129,15 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, 
     for channel, plane in enumerate(frame.planes[:3]):
         rows, columns = (height, width) if channel == 0 else (-(-height // step_y), -(-width // step_x))
         planes.append(np.frombuffer(plane, dtype).reshape(-1, plane.line_size // dtype().itemsize)[:rows, :columns])
+    return planes
+
+
+def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int],
+                       pool: Executor | None, as_float: bool = False) -> np.ndarray:
+    """8-bit BGR; with `as_float`, float32 BGR in 0-1 (unclipped), for a display transform to follow."""
+    height, width = frame.height, frame.width
+    step_x, step_y = subsampling
+    planes = _planes(frame, bits, subsampling)
     matrix = _bgr_matrix(colour_tag(frame), is_full_range(frame), bits)
     if bits > 8:  # Blender's float path: swscale puts white at 255 x 256 of 65535 (measured on bpy 5.0.1)
         matrix *= _FLOAT_WHITE
