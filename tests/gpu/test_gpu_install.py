@@ -70,8 +70,12 @@ def test_a_rerun_fetches_only_the_wheels_still_missing(standin_set, runtime_dir,
     standin, served = standin_set
     library, onnxruntime = standin.libraries[0], standin.onnxruntime[this_python()]
     pip_index.withdraw(onnxruntime.filename)  # the run breaks at its second wheel
-    with pytest.raises(DownloadError, match=f"pip could not download onnxruntime-gpu==1.26.0"):
+    with pytest.raises(DownloadError, match=f"pip could not download onnxruntime-gpu==1.26.0") as caught:
         installer(standin).install("12")
+    # one line naming the log, which holds pip's own words
+    log = runtime_dir / "logs" / f"pip-{standin.platform}.log"
+    assert "\n" not in str(caught.value) and "ERROR" not in str(caught.value) and f"is in {log}" in str(caught.value)
+    assert "ERROR: No matching distribution found for onnxruntime-gpu==1.26.0" in log.read_text()
     assert RuntimeFolder.resolve().installed() is None  # nothing half-installed is used
     assert downloads_left(runtime_dir) == [library.filename]  # the first wheel, whole and checked, is kept
     pip_index.publish(onnxruntime.project, onnxruntime.filename, served[onnxruntime.filename])
@@ -132,7 +136,8 @@ def test_another_cuda_set_replaces_the_installed_one(standin_set, runtime_dir):
 def test_uninstall_removes_the_runtime_and_frees_its_bytes(standin_set, runtime_dir):
     standin, _ = standin_set
     report = installer(standin).install("12")
-    assert installer(standin).uninstall() == report.disk_bytes > 0
+    log_bytes = (runtime_dir / "logs" / f"pip-{standin.platform}.log").stat().st_size  # pip's output, removed too
+    assert installer(standin).uninstall() == report.disk_bytes + log_bytes > log_bytes > 0
     assert not runtime_dir.exists()
     assert installer(standin).uninstall() == 0
 
