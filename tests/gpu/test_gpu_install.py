@@ -234,3 +234,24 @@ def test_an_install_whose_lock_was_taken_over_changes_nothing_more(tmp_path):
     assert Lease.acquire(lock, 600, PRIVATE)  # another install took it over (this one had stopped too long)
     with pytest.raises(GpuRuntimeError, match="another install or removal has started since; nothing more"):
         _still_held(held)
+
+
+def test_the_dry_run_lists_each_wheels_pinned_size_and_sha256(runtime_dir):
+    """What a studio's IT approves before the download: every file, its size and the SHA-256 it is checked
+    against (no URL: the pins name no host, pip takes the files from the index it is set up for)."""
+    wanted = pins.runtime_set("12", "win_amd64").wheels_for("cp313")
+    command = [sys.executable, "-m", "facecache", "gpu", "install", "--dry-run", "--cuda", "12",
+               "--platform", "win_amd64", "--python", "cp313"]
+    done = subprocess.run(command + ["--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["wheels"] == [{"filename": w.filename, "project": w.project, "version": w.version, "size": w.size,
+                               "sha256": w.sha256, "requirement": f"{w.project}=={w.version} --hash=sha256:{w.sha256}"}
+                              for w in wanted]
+    assert plan["download_bytes"] == sum(w.size for w in wanted)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[0].endswith(f"{len(wanted)} wheels, 1.9 GB to download, each checked "
+                                                      "against its pinned size and SHA-256:")
+    assert lines[1:] == [f"  {w.filename}  {w.size} bytes  sha256:{w.sha256}" for w in wanted]
+    assert not runtime_dir.exists()  # nothing was downloaded, nothing made
