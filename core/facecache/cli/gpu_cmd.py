@@ -61,16 +61,22 @@ def register(commands) -> None:
 
 def run_install(args: argparse.Namespace) -> int:
     try:
-        return _install(args)
-    except KeyboardInterrupt:  # before the install began (the install itself says what it leaves)
+        installer = GpuRuntimeInstaller(args.runtime_dir, platform=args.platform, stall=args.stall_timeout)
+        # the driver read once (nvidia-smi) for the plan shown and the install, which then says why its CUDA
+        driver = read_driver() if installer.location.platform == this_platform() else None
+        plan = installer.plan(args.cuda, args.pythons, driver)
+    except KeyboardInterrupt:
         raise Interrupted("interrupted before the download began: nothing was downloaded or installed") from None
+    try:
+        return _install(args, installer, driver, plan)
+    except KeyboardInterrupt:  # the install itself says what it leaves (Interrupted): this one came from outside
+        # its bounds, or a second Ctrl-C while it stopped
+        raise Interrupted("interrupted: run `facecache gpu install` again (it removes anything this run left "
+                          "part-way and fetches only the wheels not kept whole), or `facecache gpu uninstall` to "
+                          "remove it all") from None
 
 
-def _install(args: argparse.Namespace) -> int:
-    installer = GpuRuntimeInstaller(args.runtime_dir, platform=args.platform, stall=args.stall_timeout)
-    # the driver read once (nvidia-smi) for the plan shown and the install, which then says why its CUDA
-    driver = read_driver() if installer.location.platform == this_platform() else None
-    plan = installer.plan(args.cuda, args.pythons, driver)
+def _install(args: argparse.Namespace, installer: GpuRuntimeInstaller, driver, plan) -> int:
     if args.dry_run:
         if args.json:
             print_json(args, {"folder": str(installer.location.folder), **plan.as_dict()})

@@ -182,7 +182,8 @@ class GpuRuntimeInstaller:
         """What an install that stopped part-way leaves, read from the folder (its lock already released)."""
         after = self.location.installed()
         if after is not None and after != before:
-            state = f"the NVIDIA GPU runtime (CUDA {after.cuda}) was installed in {self.location.folder} before it stopped"
+            state = (f"the NVIDIA GPU runtime (CUDA {after.cuda}) was installed in {self.location.folder} "
+                     "before it stopped")
         elif before is not None:
             state = f"the NVIDIA GPU runtime installed before (CUDA {before.cuda}) is unchanged"
         else:
