@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -142,7 +143,8 @@ def nothing_half_installed(runtime_dir: Path, platform: str) -> None:
 def test_ctrl_c_exits_130_in_one_line_saying_what_is_kept(two_wheels, runtime_dir, asset_server, tmp_path):
     library, onnxruntime = two_wheels.libraries[0], two_wheels.onnxruntime[this_python()]
     asset_server.stall_after[f"/wheels/{onnxruntime.filename}"] = (onnxruntime.size // 2, HELD_S)
-    install = run_cli(tmp_path, two_wheels)
+    # pip's own timeout (15 s) must not end the stalled wheel before Ctrl-C on a loaded machine
+    install = run_cli(tmp_path, two_wheels, env={**os.environ, "PIP_DEFAULT_TIMEOUT": str(HELD_S)})
     try:
         lines = Lines(install.stderr)
         # progress in bytes while the second wheel arrives, and part of it on disk: then Ctrl-C (the whole group)
@@ -239,8 +241,10 @@ def test_progress_off_a_terminal_is_in_bytes_and_a_stall_mid_wheel_stops(two_whe
                                                                          tmp_path):
     library = two_wheels.libraries[0]
     asset_server.stall_after[f"/wheels/{library.filename}"] = (library.size // 2, HELD_S)
-    # a stall bound longer than the progress lines' interval (5 s): a line comes before the stall is found
-    install = run_cli(tmp_path, two_wheels, "--stall-timeout", "6")
+    # a stall bound longer than the progress lines' interval (5 s), so a line comes before the stall is found,
+    # and than pip takes to start on a loaded machine; pip's own timeout longer still (it would end it itself)
+    install = run_cli(tmp_path, two_wheels, "--stall-timeout", "15",
+                      env={**os.environ, "PIP_DEFAULT_TIMEOUT": str(HELD_S), "PIP_RETRIES": "0"})
     try:
         out, err = install.communicate(timeout=BOUND_S)
     finally:
@@ -249,11 +253,16 @@ def test_progress_off_a_terminal_is_in_bytes_and_a_stall_mid_wheel_stops(two_whe
             install.wait()
     lines = err.splitlines()
     assert install.returncode == 2, err
-    progress = [line for line in lines if line.startswith("installing the NVIDIA GPU runtime: ")]
+    # bytes of the whole download, every 5 s while the first wheel arrives and then stalls; one line at least
+    # after its first half arrived (the stall is found 15 s after it, a line is due every 5 s)
     total = f"{two_wheels.download_bytes(this_python()) / 1000:.1f} KB"
-    assert progress and all(f" KB of {total} 1/2 {library.filename} (" in line for line in progress), lines
+    pattern = re.compile(rf"installing the NVIDIA GPU runtime: (\d+ B|[\d.]+ KB) of {re.escape(total)} "
+                         rf"1/2 {re.escape(library.filename)} \(\d+ s\)")
+    progress = [line for line in lines if line.startswith("installing the NVIDIA GPU runtime: ")]
+    assert progress and all(pattern.fullmatch(line) for line in progress), lines
+    assert any(pattern.fullmatch(line).group(1).endswith(" KB") for line in progress), lines
     assert lines[-1].startswith(f"facecache: error: the download of {library.project} {library.version} stalled: "
-                                "no byte arrived for 6 s (") and " had arrived), so pip was stopped" in lines[-1]
+                                "no byte arrived for 15 s (") and " had arrived), so pip was stopped" in lines[-1]
     assert "not one byte" not in lines[-1] and "Traceback" not in err
     nothing_half_installed(runtime_dir, two_wheels.platform)
     assert downloads_left(runtime_dir) == []
@@ -280,6 +289,7 @@ def test_cancelling_the_engines_install_job_stops_pip_and_keeps_the_whole_wheels
     library, onnxruntime = two_wheels.libraries[0], two_wheels.onnxruntime[this_python()]
     asset_server.stall_after[f"/wheels/{onnxruntime.filename}"] = (onnxruntime.size // 2, HELD_S)
     monkeypatch.setattr(pins, "runtime_set", lambda cuda, platform: two_wheels)
+    monkeypatch.setenv("PIP_DEFAULT_TIMEOUT", str(HELD_S))  # pip's own timeout does not end it before Cancel
     cancel, messages, ended = threading.Event(), [], {}
 
     def job() -> None:
