@@ -317,16 +317,20 @@ def test_cancelling_the_engines_install_job_stops_pip_and_keeps_the_whole_wheels
 
 def test_cancel_while_unpacking_leaves_the_runtime_as_it_was(two_wheels, runtime_dir):
     def cancel_at_unpacking(event) -> None:
-        if event.file.startswith("unpacking") and not cancel.is_set():
-            cancel.set()
+        """Cancel once the first wheel is unpacked into the staging folder and the second is next."""
+        if event.file.startswith("unpacking"):
             unpacking.append(event.file)
+            if len(unpacking) == 2:
+                assert [p for p in runtime_dir.iterdir() if ".partial-" in p.name]  # the staging folder, filled
+                cancel.set()
 
     cancel, unpacking = threading.Event(), []
     with pytest.raises(Cancelled) as caught:  # a first install, cancelled while it unpacks
         GpuRuntimeInstaller(sets=lambda cuda, platform: two_wheels).install("12", progress=cancel_at_unpacking,
                                                                              cancel=cancel)
-    assert unpacking and str(caught.value).startswith("cancelled: nothing was installed and no partial download "
-                                                      "is kept; 2 wheels downloaded whole (")
+    assert len(unpacking) == 2
+    assert str(caught.value).startswith("cancelled: nothing was installed and no partial download is kept; 2 wheels "
+                                        "downloaded whole (")
     nothing_half_installed(runtime_dir, two_wheels.platform)
     assert downloads_left(runtime_dir) == sorted(w.filename for w in two_wheels.wheels_for(this_python()))
 
@@ -339,7 +343,7 @@ def test_cancel_while_unpacking_leaves_the_runtime_as_it_was(two_wheels, runtime
                                         "unchanged and no partial download is kept; 2 wheels"):
         GpuRuntimeInstaller(sets=lambda cuda, platform: other).install("13", progress=cancel_at_unpacking,
                                                                         cancel=cancel)
-    assert RuntimeFolder.resolve().installed().cuda == "12" and unpacking
+    assert RuntimeFolder.resolve().installed().cuda == "12" and len(unpacking) == 2
     assert RuntimeFolder.resolve().disk_bytes() == installed.disk_bytes
     assert not [p for p in runtime_dir.iterdir() if p.name.startswith(".")]
 
