@@ -67,6 +67,16 @@ def run_cli(tmp_path: Path, standin: pins.RuntimeSet, *args: str, env: dict | No
                             start_new_session=True)
 
 
+def stop(process: subprocess.Popen) -> None:
+    """End a command a failed test left running, with its pip."""
+    if process.poll() is None:
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+        process.wait()
+
+
 class Lines:
     """A process's stderr lines as they come, read on a thread (so that a wait for one is bounded)."""
 
@@ -155,9 +165,7 @@ def test_ctrl_c_exits_130_in_one_line_saying_what_is_kept(two_wheels, runtime_di
         assert install.wait(timeout=BOUND_S) == 130
         seen = lines.rest()
     finally:
-        if install.poll() is None:
-            os.killpg(install.pid, signal.SIGKILL)
-            install.wait()
+        stop(install)
     errors = [line for line in seen if line.startswith("facecache: error:")]
     assert errors == [seen[-1]] and not any("Traceback" in line or "ERROR" in line for line in seen), seen
     assert errors[0].startswith("facecache: error: interrupted: nothing was installed and no partial download is "
@@ -221,9 +229,7 @@ def test_an_index_that_never_answers_is_a_stall_said_in_one_line(two_wheels, run
     try:
         out, err = install.communicate(timeout=BOUND_S)
     finally:
-        if install.poll() is None:
-            os.killpg(install.pid, signal.SIGKILL)
-            install.wait()
+        stop(install)
     library = two_wheels.libraries[0]
     assert install.returncode == 2 and silent_index.accepted  # pip did ask the index
     errors = [line for line in err.splitlines() if line.startswith("facecache:")]
@@ -248,9 +254,7 @@ def test_progress_off_a_terminal_is_in_bytes_and_a_stall_mid_wheel_stops(two_whe
     try:
         out, err = install.communicate(timeout=BOUND_S)
     finally:
-        if install.poll() is None:
-            os.killpg(install.pid, signal.SIGKILL)
-            install.wait()
+        stop(install)
     lines = err.splitlines()
     assert install.returncode == 2, err
     # bytes of the whole download, every 5 s while the first wheel arrives and then stalls; one line at least
