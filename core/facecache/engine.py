@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from facecache.errors import FaceCacheError, os_fault
+from facecache.errors import Cancelled, FaceCacheError, os_fault
 from facecache.jobs.run_summary import describe_run, empty_summary
 from facecache.locations import resolve_models_from
 from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache, path_value
@@ -46,10 +46,6 @@ EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
 MAX_ITEM_FRAMES = 1_000_000  # media frames of one item: 11 hours at 25 frames a second
 MEDIA_RANGE = ("media", "start", "stop")
 OUTPUT_RANGE = ("media", "start", "stop", "out")
-
-
-class Cancelled(FaceCacheError):
-    """The job was cancelled; finished work is kept."""
 
 
 class Engine:
@@ -310,7 +306,7 @@ def _import_models(job: Job) -> dict:
 def _gpu(job: Job) -> dict:
     from facecache.gpu.jobs import gpu_job
 
-    return gpu_job(job.kind, job.fields, job.settings, job.emit)
+    return gpu_job(job.kind, job.fields, job.settings, job.emit, job.cancel)
 
 
 def error_message(exc: BaseException) -> dict:

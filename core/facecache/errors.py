@@ -80,6 +80,16 @@ class DownloadError(ModelError):
     """A download (from a package index or a model URL) failed."""
 
 
+class Cancelled(FaceCacheError):
+    """The job was cancelled (the add-on's Cancel, through the engine session); the message says what is kept."""
+
+
+class Interrupted(FaceCacheError):
+    """Ctrl-C (SIGINT) stopped the command; the message says what was kept and what was removed."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
 class BadValue(FaceCacheError, ValueError):
     """A value given by the user is out of its range; the message names the allowed range."""
 

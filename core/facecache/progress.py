@@ -12,6 +12,7 @@ and the Blender extension would have to vendor it.
 
     bar = ProgressLine("clip.mp4")
     bar(12, 48, "12 written, 0 up to date")      # per frame; prints at most every INTERVAL_S off a terminal
+    ProgressLine("downloading", counts=bytes_of)  # "downloading: 12.3 MB of 1.9 GB (35 s)"
     with still_working("building the extension"):
         build()
 """
@@ -34,8 +35,9 @@ class ProgressLine:
 
     def __init__(self, label: str, stream: TextIO | None = None, interval: float = INTERVAL_S,
                  clock: Callable[[], float] = time.monotonic, terminal: bool | None = None,
-                 heartbeat: float = HEARTBEAT_S):
+                 heartbeat: float = HEARTBEAT_S, counts: Callable[[int, int], str] | None = None):
         self.label = label
+        self.counts = counts or _frames
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = _is_terminal(self.stream) if terminal is None else terminal
         self.interval = interval
@@ -56,12 +58,13 @@ class ProgressLine:
         detail = f" {detail}" if detail else ""
         if self.terminal:
             filled = int(_BAR_WIDTH * min(done, total) / total)
-            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] {done}/{total}"
+            shown = f"{done}/{total}" if self.counts is _frames else self.counts(done, total)
+            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] {shown}"
                               f"{detail}\033[K" + ("\n" if finished else ""))
             self.stream.flush()
             return
         with self._lock:
-            self._counts = f"{done}/{total} frames{detail}"
+            self._counts = f"{self.counts(done, total)}{detail}"
             now = self.clock()
             if (finished and self._printed) or (not finished and now - self._last_line >= self.interval):
                 self._line(now)
@@ -71,6 +74,10 @@ class ProgressLine:
             self._finished.set()
         elif start_beating:
             threading.Thread(target=self._beat, name="facecache-progress", daemon=True).start()
+
+    def close(self) -> None:
+        """The step ended before its count was reached (an error, an interruption): no more heartbeats."""
+        self._finished.set()
 
     def _line(self, now: float) -> None:
         self.stream.write(f"{self.label}: {self._counts} ({now - self._started:.0f} s)\n")
@@ -111,6 +118,24 @@ def still_working(label: str, stream: TextIO | None = None, interval: float = IN
         if printed:
             stream.write(f"{label}: done in {time.monotonic() - started:.0f} s\n")
             stream.flush()
+
+
+def _frames(done: int, total: int) -> str:
+    return f"{done}/{total} frames"
+
+
+def bytes_of(done: int, total: int) -> str:
+    """`counts` of a download for ProgressLine: "12.3 MB of 1.9 GB"."""
+    return f"{human_bytes(done)} of {human_bytes(total)}"
+
+
+def human_bytes(n: float) -> str:
+    """A byte count as people read it: 512 B, 3.4 MB, 1.9 GB (powers of 1000, as the index's sizes)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
 
 
 def _is_terminal(stream: TextIO) -> bool:

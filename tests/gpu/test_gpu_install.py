@@ -70,8 +70,12 @@ def test_a_rerun_fetches_only_the_wheels_still_missing(standin_set, runtime_dir,
     standin, served = standin_set
     library, onnxruntime = standin.libraries[0], standin.onnxruntime[this_python()]
     pip_index.withdraw(onnxruntime.filename)  # the run breaks at its second wheel
-    with pytest.raises(DownloadError, match=f"pip could not download onnxruntime-gpu==1.26.0"):
+    with pytest.raises(DownloadError, match=f"pip could not download onnxruntime-gpu==1.26.0") as caught:
         installer(standin).install("12")
+    # one line naming the log, which holds pip's own words
+    log = runtime_dir / "logs" / f"pip-{standin.platform}.log"
+    assert "\n" not in str(caught.value) and "ERROR" not in str(caught.value) and f"is in {log}" in str(caught.value)
+    assert "ERROR: No matching distribution found for onnxruntime-gpu==1.26.0" in log.read_text()
     assert RuntimeFolder.resolve().installed() is None  # nothing half-installed is used
     assert downloads_left(runtime_dir) == [library.filename]  # the first wheel, whole and checked, is kept
     pip_index.publish(onnxruntime.project, onnxruntime.filename, served[onnxruntime.filename])
@@ -132,7 +136,8 @@ def test_another_cuda_set_replaces_the_installed_one(standin_set, runtime_dir):
 def test_uninstall_removes_the_runtime_and_frees_its_bytes(standin_set, runtime_dir):
     standin, _ = standin_set
     report = installer(standin).install("12")
-    assert installer(standin).uninstall() == report.disk_bytes > 0
+    log_bytes = (runtime_dir / "logs" / f"pip-{standin.platform}.log").stat().st_size  # pip's output, removed too
+    assert installer(standin).uninstall() == report.disk_bytes + log_bytes > log_bytes > 0
     assert not runtime_dir.exists()
     assert installer(standin).uninstall() == 0
 
@@ -229,3 +234,24 @@ def test_an_install_whose_lock_was_taken_over_changes_nothing_more(tmp_path):
     assert Lease.acquire(lock, 600, PRIVATE)  # another install took it over (this one had stopped too long)
     with pytest.raises(GpuRuntimeError, match="another install or removal has started since; nothing more"):
         _still_held(held)
+
+
+def test_the_dry_run_lists_each_wheels_pinned_size_and_sha256(runtime_dir):
+    """What a studio's IT approves before the download: every file, its size and the SHA-256 it is checked
+    against (no URL: the pins name no host, pip takes the files from the index it is set up for)."""
+    wanted = pins.runtime_set("12", "win_amd64").wheels_for("cp313")
+    command = [sys.executable, "-m", "facecache", "gpu", "install", "--dry-run", "--cuda", "12",
+               "--platform", "win_amd64", "--python", "cp313"]
+    done = subprocess.run(command + ["--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["wheels"] == [{"filename": w.filename, "project": w.project, "version": w.version, "size": w.size,
+                               "sha256": w.sha256, "requirement": f"{w.project}=={w.version} --hash=sha256:{w.sha256}"}
+                              for w in wanted]
+    assert plan["download_bytes"] == sum(w.size for w in wanted)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[0].endswith(f"{len(wanted)} wheels, 1.9 GB to download, each checked "
+                                                      "against its pinned size and SHA-256:")
+    assert lines[1:] == [f"  {w.filename}  {w.size} bytes  sha256:{w.sha256}" for w in wanted]
+    assert not runtime_dir.exists()  # nothing was downloaded, nothing made

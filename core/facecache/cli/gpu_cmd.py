@@ -9,12 +9,15 @@ from pathlib import Path
 from facecache import choices
 from facecache.cli.common import add_command, human_bytes, print_json
 from facecache.cli.models_cmd import ProgressBar
+from facecache.errors import Interrupted
 from facecache.gpu import pins
 from facecache.gpu.driver import read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
 from facecache.gpu.pins import this_platform
+from facecache.gpu.wheels import STALL_ENV, STALL_SECONDS
 from facecache.locations import GPU_RUNTIME_DIR_ENV, MODELS_DIR_ENV
-from facecache.progress import still_working
+from facecache.models.download import Progress
+from facecache.progress import ProgressLine, bytes_of
 
 
 def register(commands) -> None:
@@ -30,7 +33,12 @@ def register(commands) -> None:
                               "(Blender 5.1+); repeat it (default: the Python running this command)")
     install.add_argument("--platform", choices=pins.PLATFORMS, default=None,
                          help="install for another platform (a NAS serving Windows nodes, from Linux)")
-    install.add_argument("--dry-run", action="store_true", help="say what would be downloaded, download nothing")
+    install.add_argument("--dry-run", action="store_true",
+                         help="say what would be downloaded (each wheel's file, size and pinned SHA-256), download "
+                              "nothing")
+    install.add_argument("--stall-timeout", type=float, default=None, metavar="SECONDS",
+                         help=f"give a download up when no byte arrived for this long (default: ${STALL_ENV}, else "
+                              f"{STALL_SECONDS:.0f})")
     uninstall = add_command(actions, "uninstall", "remove the NVIDIA GPU runtime of this platform")
     uninstall.add_argument("--platform", choices=pins.PLATFORMS, default=None, help="another platform's runtime")
     status = add_command(actions, "status", "which execution providers are usable here, and why the others are not")
@@ -52,28 +60,48 @@ def register(commands) -> None:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    installer = GpuRuntimeInstaller(args.runtime_dir, platform=args.platform)
-    # the driver read once (nvidia-smi) for the plan shown and the install, which then says why its CUDA
-    driver = read_driver() if installer.location.platform == this_platform() else None
-    plan = installer.plan(args.cuda, args.pythons, driver)
+    try:
+        installer = GpuRuntimeInstaller(args.runtime_dir, platform=args.platform, stall=args.stall_timeout)
+        # the driver read once (nvidia-smi) for the plan shown and the install, which then says why its CUDA
+        driver = read_driver() if installer.location.platform == this_platform() else None
+        plan = installer.plan(args.cuda, args.pythons, driver)
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted before the download began: nothing was downloaded or installed") from None
+    try:
+        return _install(args, installer, driver, plan)
+    except KeyboardInterrupt:  # the install itself says what it leaves (Interrupted): this one came from outside
+        # its bounds, or a second Ctrl-C while it stopped
+        raise Interrupted("interrupted: run `facecache gpu install` again (it removes anything this run left "
+                          "part-way and fetches only the wheels not kept whole), or `facecache gpu uninstall` to "
+                          "remove it all") from None
+
+
+def _install(args: argparse.Namespace, installer: GpuRuntimeInstaller, driver, plan) -> int:
     if args.dry_run:
         if args.json:
             print_json(args, {"folder": str(installer.location.folder), **plan.as_dict()})
         else:
             print(f"CUDA {plan.cuda} ({plan.reason}) into {installer.location.folder}: "
-                  + (f"{len(plan.wheels)} wheels, {human_bytes(plan.download_bytes)} to download"
-                     if plan.wheels else "already installed"))
+                  + (f"{len(plan.wheels)} wheels, {human_bytes(plan.download_bytes)} to download, each checked "
+                     "against its pinned size and SHA-256:" if plan.wheels else "already installed"))
+            for wheel in plan.wheels:
+                print(f"  {wheel.filename}  {wheel.size} bytes  sha256:{wheel.sha256}")
         return 0
     if not args.json:
         print(f"CUDA {plan.cuda} ({plan.reason}): {human_bytes(plan.download_bytes)} to download into "
               f"{installer.location.folder}", file=sys.stderr)
     if sys.stderr.isatty() and not args.json:
         bar = ProgressBar(sys.stderr)
-        report = installer.install(args.cuda, args.pythons, progress=bar, driver=driver)
-        bar.finish()
+        try:
+            report = installer.install(args.cuda, args.pythons, progress=bar, driver=driver)
+        finally:
+            bar.finish()
     else:
-        with still_working("installing the NVIDIA GPU runtime"):
-            report = installer.install(args.cuda, args.pythons, driver=driver)
+        lines = InstallLines(sys.stderr)
+        try:
+            report = installer.install(args.cuda, args.pythons, progress=lines, driver=driver)
+        finally:
+            lines.close()
     if args.json:
         print_json(args, report.as_dict())
         return 0
@@ -82,6 +110,28 @@ def run_install(args: argparse.Namespace) -> int:
           f"{state} in {report.folder} for {', '.join(report.pythons)}: {human_bytes(report.disk_bytes)} on disk")
     print("check it with `facecache gpu status`; remove it with `facecache gpu uninstall`")
     return 0
+
+
+class InstallLines:
+    """Off a terminal (a log, a pipe, a farm): the bytes downloaded so far, every few seconds and again while
+    nothing arrives (facecache.progress.ProgressLine), then one line a wheel unpacked."""
+
+    LABEL = "installing the NVIDIA GPU runtime"
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.bytes = ProgressLine(self.LABEL, stream, terminal=False, counts=bytes_of)
+
+    def __call__(self, event: Progress) -> None:
+        if event.total:
+            self.bytes(event.done, event.total, event.file)
+        else:  # a step without bytes: unpacking a wheel
+            self.bytes.close()
+            self.stream.write(f"{self.LABEL}: {event.file}\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        self.bytes.close()
 
 
 def run_uninstall(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@
     installer.plan("12", ["cp311"]).download_bytes     # what would be downloaded, before asking anything
     installer.install(progress=cb)                     # CUDA 12 or 13 as the driver allows, this Python's wheel
     installer.install(pythons=["cp311", "cp313"])      # another Python only adds its onnxruntime-gpu wheel
+    installer.install(cancel=event)                    # event.set() from another thread stops it (Cancelled)
     installer.uninstall()
 
 Every wheel is downloaded by pip, with the user's pip settings (facecache.gpu.wheels: a wheel that arrived
@@ -13,28 +14,36 @@ written last. The user's Python and Blender's wheel folder are never touched. On
 time per runtime folder: each holds `locks/install.lock` (facecache.store.lease: a claim file created
 exclusively, renewed while it works, taken over once its holder has died or stopped renewing), so
 Blender's preferences and a `facecache gpu` command cannot interleave.
+
+An install that stops part-way (Ctrl-C: `Interrupted`, exit code 130; the add-on's Cancel: `Cancelled`)
+stops pip at once, removes pip's working folder and any staging folder, and says in one line what it
+leaves: the runtime installed before, unchanged (or nothing installed), and the wheels that arrived whole,
+kept in `downloads/` so that installing again fetches only the rest. A download with no new byte for the
+stall bound (facecache.gpu.wheels) stops the same way. pip's output is in `logs/pip-<platform>.log`.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from facecache.errors import EXIT_NO_SPACE, FaceCacheError, os_fault
+from facecache.errors import EXIT_NO_SPACE, Cancelled, FaceCacheError, Interrupted, os_fault
 from facecache.files import folder_bytes
 from facecache.gpu import pins
 from facecache.gpu.driver import Driver, choose_cuda, read_driver
 from facecache.gpu.layout import Installed, RuntimeFolder, write_manifest
 from facecache.gpu.pins import this_platform, this_python
-from facecache.gpu.wheels import FETCHING_PREFIX, fetch_wheels
+from facecache.gpu.wheels import FETCHING_PREFIX, fetch_wheels, stall_seconds, stop_if_cancelled
 from facecache.models.download import Progress, ProgressCallback
 from facecache.models.pypi_fetch import PackageFetcher
 from facecache.permissions import permissions_for
+from facecache.progress import human_bytes
 from facecache.store.claims import HeldClaim
 from facecache.store.lease import Lease
 
@@ -66,7 +75,15 @@ class Plan:
 
     def as_dict(self) -> dict:
         return {"cuda": self.cuda, "reason": self.reason, "pythons": list(self.pythons),
-                "download_bytes": self.download_bytes, "wheels": [w.filename for w in self.wheels]}
+                "download_bytes": self.download_bytes, "wheels": [wheel_pin(w) for w in self.wheels]}
+
+
+def wheel_pin(wheel: pins.Wheel) -> dict:
+    """What the install will download and check, for a studio's IT to approve: the pinned file, its size and
+    SHA-256, and the line `pip download --no-deps --require-hashes -r FILE` checks it with. No URL: the pins
+    name no host; pip takes the file from the index it is set up for (PyPI: files.pythonhosted.org)."""
+    return {"filename": wheel.filename, "project": wheel.project, "version": wheel.version, "size": wheel.size,
+            "sha256": wheel.sha256, "requirement": f"{wheel.project}=={wheel.version} --hash=sha256:{wheel.sha256}"}
 
 
 @dataclass(frozen=True)
@@ -82,17 +99,21 @@ class InstallReport:
 
 
 class GpuRuntimeInstaller:
-    """`sets(cuda, platform)` gives the pinned wheels (tests pass stand-in wheels of the same names and layout);
-    `fetcher` runs pip (default: this Python's pip, with the user's pip settings)."""
+    """`sets(cuda, platform)` gives the pinned wheels (default: facecache.gpu.pins; tests pass stand-in wheels of
+    the same names and layout); `fetcher` runs pip (default: this Python's pip, with the user's pip settings,
+    its output in the runtime's pip log); `stall`: seconds without a new byte before a download is given up
+    (default: $FACECACHE_GPU_STALL_SECONDS, else 60)."""
 
     def __init__(self, runtime_dir: str | os.PathLike | None = None, *, platform: str | None = None,
-                 sets: Callable[[str, str], pins.RuntimeSet] = pins.runtime_set,
-                 fetcher: PackageFetcher | None = None):
+                 sets: Callable[[str, str], pins.RuntimeSet] | None = None,
+                 fetcher: PackageFetcher | None = None, stall: float | None = None):
         self.location = RuntimeFolder.resolve(runtime_dir, platform)
-        self.sets = sets
-        # No time bound on one wheel (cuDNN is 700 MB): pip's own network timeout ends a stalled connection.
+        self.sets = sets if sets is not None else pins.runtime_set
+        self.stall = stall
+        # No time bound on one wheel (cuDNN is 700 MB): the stall bound ends a download that stopped moving.
         # No pip cache either: the wheels are kept in the downloads folder, not a second time in pip's cache.
-        self.fetcher = fetcher or PackageFetcher(pip_args=("--no-cache-dir",), timeout=None)
+        self.fetcher = fetcher or PackageFetcher(pip_args=("--no-cache-dir",), timeout=None,
+                                                 log_file=self.location.pip_log)
 
     # --- what would happen ---------------------------------------------------------------------------
 
@@ -128,22 +149,61 @@ class GpuRuntimeInstaller:
     # --- install -----------------------------------------------------------------------------------
 
     def install(self, cuda: str | None = None, pythons: Sequence[str] | None = None,
-                progress: ProgressCallback | None = None, driver: Driver | None = None) -> InstallReport:
-        with self._exclusive() as lock:
-            plan = self.plan(cuda, pythons, driver)  # under the lock: what an install that just ended left counts
-            if plan.wheels:
-                self._remove_stale_folders()
-                self._check_space(plan)
-                files = fetch_wheels(plan.wheels, self.location.downloads, self.fetcher, progress, lock.keep_alive)
-                if plan.replace:
-                    self._install_set(plan, files, progress, lock)
-                else:
-                    self._add_pythons(plan, files, progress, lock)
-                for path in files.values():
-                    path.unlink(missing_ok=True)
-            installed = self.location.installed()
-            return InstallReport(self.location.folder, plan, tuple(sorted(installed.pythons)) if installed else (),
-                                 self.location.disk_bytes())
+                progress: ProgressCallback | None = None, driver: Driver | None = None,
+                cancel: threading.Event | None = None) -> InstallReport:
+        """Install as planned; `cancel` set (from another thread) stops it within half a second of pip's
+        download (`Cancelled`), Ctrl-C at once (`Interrupted`); either says what is left."""
+        stall = stall_seconds(self.stall)
+        before = self.location.installed()
+        try:
+            with self._exclusive() as lock:
+                plan = self.plan(cuda, pythons, driver)  # under the lock: what an install that just ended left
+                if plan.wheels:
+                    self._remove_stale_folders()
+                    self._check_space(plan)
+                    self.location.pip_log.unlink(missing_ok=True)  # the log holds this install's pip only
+                    files = fetch_wheels(plan.wheels, self.location.downloads, self.fetcher, progress,
+                                         lock.keep_alive, cancel, stall)
+                    if plan.replace:
+                        self._install_set(plan, files, progress, lock, cancel)
+                    else:
+                        self._add_pythons(plan, files, progress, lock, cancel)
+                    for path in files.values():
+                        path.unlink(missing_ok=True)
+                installed = self.location.installed()
+                return InstallReport(self.location.folder, plan,
+                                     tuple(sorted(installed.pythons)) if installed else (), self.location.disk_bytes())
+        except (KeyboardInterrupt, Interrupted):
+            raise Interrupted(f"interrupted: {self.left_behind(before)}") from None
+        except Cancelled:
+            raise Cancelled(f"cancelled: {self.left_behind(before)}") from None
+
+    def left_behind(self, before: Installed | None) -> str:
+        """What an install that stopped part-way leaves, read from the folder (its lock already released)."""
+        after = self.location.installed()
+        if after is not None and after != before:
+            state = (f"the NVIDIA GPU runtime (CUDA {after.cuda}) was installed in {self.location.folder} "
+                     "before it stopped")
+        elif before is not None:
+            state = f"the NVIDIA GPU runtime installed before (CUDA {before.cuda}) is unchanged"
+        else:
+            state = "nothing was installed"
+        downloads = self.location.downloads
+        known = {w.filename for cuda in pins.CUDA_MAJORS for w in _set_or_none(self.sets, cuda, self.location.platform)}
+        try:
+            entries = sorted(downloads.iterdir()) if downloads.is_dir() else []
+            partial = [p for p in entries if p.name.startswith(FETCHING_PREFIX)]
+            whole = [(p, p.stat().st_size) for p in entries if p.name in known and p.is_file()]
+        except OSError as exc:
+            return f"{state}; what is kept in {downloads} cannot be read ({exc.strerror or exc})"
+        state += (f" and a partial download is left in {partial[0]} (the next install removes it)" if partial
+                  else " and no partial download is kept")
+        if not whole:
+            return state + ": install again (`facecache gpu install`) to start over"
+        count, size = len(whole), sum(size for _, size in whole)
+        return (f"{state}; {count} wheel{'s' if count > 1 else ''} downloaded whole ({human_bytes(size)}) "
+                f"{'are' if count > 1 else 'is'} kept in {downloads}, so installing again (`facecache gpu install`) "
+                f"fetches only the rest (`facecache gpu uninstall` removes {'them' if count > 1 else 'it'})")
 
     @contextmanager
     def _exclusive(self) -> Iterator[HeldClaim]:
@@ -178,40 +238,45 @@ class GpuRuntimeInstaller:
                                   "add-on's preferences)")
 
     def _install_set(self, plan: Plan, files: dict[pins.Wheel, Path], progress: ProgressCallback | None,
-                     lock: HeldClaim) -> None:
+                     lock: HeldClaim, cancel: threading.Event | None) -> None:
         """A new CUDA set: everything unpacked into a staging folder, then renamed into place."""
         wanted = self.sets(plan.cuda, self.location.platform)
         staging = self.location.root / f".{self.location.platform}.partial-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
-        for wheel, path in files.items():
-            _report(progress, f"unpacking {wheel.filename}")
-            lock.keep_alive()
-            unpack_wheel(path, staging if wheel.is_library else staging / wheel.python)
-        write_manifest(staging, Installed(plan.cuda, pins.ONNXRUNTIME[plan.cuda], _libraries(wanted),
-                                          {p: wanted.onnxruntime[p].filename for p in plan.pythons}))
-        _still_held(lock)
-        folder = self.location.folder
-        old = self.location.root / f".{self.location.platform}.old-{os.getpid()}"
-        if folder.exists():
-            _rename(folder, old, "replace")
-        os.replace(staging, folder)
-        shutil.rmtree(old, ignore_errors=True)
+        try:
+            for wheel, path in files.items():
+                _report(progress, f"unpacking {wheel.filename}")
+                stop_if_cancelled(cancel)
+                lock.keep_alive()
+                unpack_wheel(path, staging if wheel.is_library else staging / wheel.python)
+            write_manifest(staging, Installed(plan.cuda, pins.ONNXRUNTIME[plan.cuda], _libraries(wanted),
+                                              {p: wanted.onnxruntime[p].filename for p in plan.pythons}))
+            stop_if_cancelled(cancel)
+            _still_held(lock)
+        except BaseException:  # a failure, Cancel or Ctrl-C: no staging folder is left
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _swap_in(staging, self.location.folder, self.location.root / f".{self.location.platform}.old-{os.getpid()}")
 
     def _add_pythons(self, plan: Plan, files: dict[pins.Wheel, Path], progress: ProgressCallback | None,
-                     lock: HeldClaim) -> None:
+                     lock: HeldClaim, cancel: threading.Event | None) -> None:
         """onnxruntime-gpu for more Pythons beside the installed libraries."""
         installed = self.location.installed()
         for wheel, path in files.items():
             _report(progress, f"unpacking {wheel.filename}")
-            lock.keep_alive()
             staging = self.location.folder / f".{wheel.python}.partial-{os.getpid()}"
             shutil.rmtree(staging, ignore_errors=True)
-            unpack_wheel(path, staging)
-            _still_held(lock)
-            site = self.location.site(wheel.python)
-            if site.exists():
-                _rename(site, self.location.folder / f".{wheel.python}.old-{os.getpid()}", "replace")
-            os.replace(staging, site)
+            try:
+                stop_if_cancelled(cancel)
+                lock.keep_alive()
+                unpack_wheel(path, staging)
+                stop_if_cancelled(cancel)
+                _still_held(lock)
+            except BaseException:  # a failure, Cancel or Ctrl-C: no staging folder is left
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            _swap_in(staging, self.location.site(wheel.python),
+                     self.location.folder / f".{wheel.python}.old-{os.getpid()}")
             installed.pythons[wheel.python] = wheel.filename
             write_manifest(self.location.folder, installed)
         self._remove_stale_folders()
@@ -231,7 +296,11 @@ class GpuRuntimeInstaller:
                 _rename(folder, aside, "remove")
                 shutil.rmtree(aside, ignore_errors=True)
             freed += self._remove_stale_folders() + self._remove_downloads()
-        for name in (self.location.downloads, self.location.root / "locks", self.location.root):
+            if self.location.pip_log.is_file():
+                freed += self.location.pip_log.stat().st_size
+                self.location.pip_log.unlink(missing_ok=True)
+        for name in (self.location.downloads, self.location.pip_log.parent, self.location.root / "locks",
+                     self.location.root):
             try:
                 name.rmdir()  # only when empty: another platform's runtime stays
             except OSError:
@@ -313,6 +382,21 @@ def _still_held(lock: HeldClaim) -> None:
     if lock.lost:
         raise GpuRuntimeError("this install stopped for over ten minutes and another install or removal has "
                               "started since; nothing more was changed: run it again once that one has ended")
+
+
+def _swap_in(staging: Path, place: Path, aside: Path) -> None:
+    """Rename `staging` to `place`, the folder there set `aside` first and deleted after; should this be
+    stopped between the two renames (Ctrl-C), the folder set aside goes back, so nothing is half-replaced."""
+    if place.exists():
+        _rename(place, aside, "replace")
+    try:
+        os.replace(staging, place)
+    except BaseException:
+        if aside.exists() and not place.exists():
+            os.replace(aside, place)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _rename(source: Path, target: Path, doing: str) -> None:

@@ -1,16 +1,21 @@
 """The engine's GPU jobs (the add-on's preferences ask through the engine session, like every request):
 
     {"kind": "gpu_status", "sessions": true}        facecache.gpu.status.gpu_status
-    {"kind": "gpu_install", "cuda": "12"}           download and unpack; progress in bytes
+    {"kind": "gpu_install", "cuda": "12"}           download and unpack; progress in bytes; a cancel stops pip
     {"kind": "gpu_uninstall"}
 
 The runtime folder is the engine process's ($FACECACHE_GPU_RUNTIME, which the add-on sets from its
 preferences, else the per-user data folder's gpu-runtime). An install or removal takes effect in the
 next engine process: the add-on restarts it afterwards.
+
+A cancel of a gpu_install (the add-on's Cancel) stops pip within half a second and answers an error of kind
+"Cancelled" saying what is left: nothing half-installed, the wheels that arrived whole kept for the next
+install. A download with no new byte for $FACECACHE_GPU_STALL_SECONDS (default 60) fails the same way.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from facecache.gpu.install import GpuRuntimeInstaller
@@ -18,7 +23,8 @@ from facecache.jobs.run_summary import empty_summary
 from facecache.models.download import Progress
 
 
-def gpu_job(kind: str, job: dict, settings, emit: Callable[[dict], None]) -> dict:
+def gpu_job(kind: str, job: dict, settings, emit: Callable[[dict], None],
+            cancel: threading.Event | None = None) -> dict:
     summary = empty_summary()
     if kind == "gpu_status":
         from facecache.gpu.status import gpu_status
@@ -29,7 +35,8 @@ def gpu_job(kind: str, job: dict, settings, emit: Callable[[dict], None]) -> dic
         def progress(event: Progress) -> None:
             emit({"type": "progress", "done": event.done, "total": event.total or 0, "label": event.file})
 
-        summary["gpu_install"] = GpuRuntimeInstaller().install(job.get("cuda"), progress=progress).as_dict()
+        summary["gpu_install"] = GpuRuntimeInstaller().install(job.get("cuda"), progress=progress,
+                                                               cancel=cancel).as_dict()
     else:
         installer = GpuRuntimeInstaller()
         summary["gpu_uninstall"] = {"folder": str(installer.location.folder), "freed_bytes": installer.uninstall()}

@@ -8,6 +8,7 @@
         cp313/onnxruntime/...         ... for Python 3.13 (Blender 5.1 and later), when asked for
       downloads/                      wheels pip fetched, kept until the install is complete (facecache.gpu.wheels)
       locks/install.lock              held by the one install or removal at work (facecache.gpu.install)
+      logs/pip-linux_x86_64.log       what pip said during the last install for that platform
 
 Nothing here is used without its manifest, so a half-done install or removal is never used.
 """
@@ -69,6 +70,11 @@ class RuntimeFolder:
     @property
     def downloads(self) -> Path:
         return self.root / "downloads"
+
+    @property
+    def pip_log(self) -> Path:
+        """pip's commands and output during this platform's last install (named in its failures)."""
+        return self.root / "logs" / f"pip-{self.platform}.log"
 
     def site(self, python: str) -> Path:
         """The folder holding the `onnxruntime` package for Python tag `python`."""

