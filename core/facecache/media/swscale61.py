@@ -35,6 +35,8 @@ from concurrent.futures import Executor
 import cv2
 import numpy as np
 
+from facecache.media.row_bands import in_bands
+
 # ff_yuv2rgb_coeffs (FFmpeg 6.1, libswscale/yuv2rgb.c): {crv, cbu, cgu, cgv} by AVColorSpace tag, as
 # sws_getCoefficients gives them (tags outside these: BT.601's).
 _COEFFICIENTS = {1: (117489, 138438, 13975, 34925), 4: (104448, 132798, 24759, 53109),
@@ -45,7 +47,6 @@ _BT601 = 5
 _SHIFT = 22  # yuv2rgb_write_full: R >> 22
 _BITS = (8, 10, 12)  # the 15-bit intermediate holds these exactly
 _MIN_CHROMA = 4  # initFilter caps a filter at its source's size - 2 taps: below 4 samples, fewer than 2
-_BANDS = 2
 _BLOCK = 32  # rows at a time (even): a 1080p block's int32 arrays stay in the cache
 
 
@@ -119,14 +120,7 @@ def to_bgr(luma: np.ndarray, u: np.ndarray, v: np.ndarray, bits: int, step_x: in
             _convert_block(luma, u, v, step_x, luma_gain, offset, colours, start, min(start + _BLOCK, bottom),
                            out)
 
-    bands = 1 if pool is None else _BANDS
-    edges = [min(height, -(-height * band // bands // 2) * 2) for band in range(bands + 1)]
-    spans = [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
-    if len(spans) == 1:
-        convert(*spans[0])
-    else:
-        for done in [pool.submit(convert, *span) for span in spans]:
-            done.result()
+    in_bands(convert, height, 2, pool)
     return out
 
 
