@@ -15,7 +15,8 @@ from facecache.cli.common import (add_cache_options, add_command, add_model_opti
                                   parse_frame_range, print_json)
 from facecache.media.picture_rules import picture_rules
 from facecache.jobs.run_summary import describe_run
-from facecache.pipeline import Settings, build_analyzer
+from facecache.gpu.status import session_report
+from facecache.pipeline import Parts, Settings, build_analyzer
 from facecache.progress import ProgressLine
 from facecache.store.records import Face
 
@@ -64,7 +65,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     settings = Settings.from_args(args)
     for path in args.media:  # every file and range checked before any work starts
         check_frames(path, args.frames, picture_rules(settings.picture_rules))
-    analyzer = build_analyzer(settings)
+    parts = Parts()
+    analyzer = build_analyzer(settings, parts)
     per_media = []
     for path in args.media:
         frames = analyzer.analyze_media(path, args.frames, progress=ProgressLine(path.name))
@@ -82,6 +84,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         "inferences": analyzer.inferences.as_dict(),
         "seconds": round(time.perf_counter() - start, 3),
         "media": per_media,
+        **session_report(parts.sessions(settings.providers)),  # where the models ran, and a GPU fallback
     }
     if args.pretty:
         print_json(args, summary, indent=2)

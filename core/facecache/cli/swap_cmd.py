@@ -22,7 +22,8 @@ from facecache.jobs.movie_job import MOVIE_FORM, make_movie, plan_movie
 from facecache.jobs.run_summary import describe_run
 from facecache.jobs.swap_job import check_outside_cache, prepare_output_folder
 from facecache.locations import resolve_cache_dir
-from facecache.pipeline import Settings, build_pipeline
+from facecache.gpu.status import session_report
+from facecache.pipeline import Parts, Settings, build_pipeline
 from facecache.progress import ProgressLine
 
 
@@ -104,7 +105,8 @@ def run_swap(args: argparse.Namespace) -> int:
     note = timing_note(args.target, rules)
     if note:
         print(f"facecache: note: {note}", file=sys.stderr)
-    pipeline = build_pipeline(settings)
+    parts = Parts()
+    pipeline = build_pipeline(settings, parts)
     job = pipeline.swap_job()
     bar = ProgressLine(args.target.name)
 
@@ -120,7 +122,8 @@ def run_swap(args: argparse.Namespace) -> int:
         report, made = make_movie(job, args.target, plan, pipeline.analyzer.cache.root, progress,
                                   lambda done, total: encoding(done, total, "encoded"))
     summary = {**pipeline.summary(report, str(args.target)), "seconds": round(time.perf_counter() - start, 3),
-               "out": str(args.out), **({"frame_rate_note": note} if note else {})}
+               "out": str(args.out), **({"frame_rate_note": note} if note else {}),
+               **session_report(parts.sessions(settings.providers))}  # where the models ran, a GPU fallback
     if made is not None:
         summary["movie"] = made.as_dict()
     if "warning" in summary:
