@@ -214,3 +214,30 @@ def test_update_after_the_face_swap_group_was_deleted_says_what_to_do(bpy, addon
     # at the window, Update tells the editor the next step, not how to submit a farm job
     level, message = addon.ops.nothing_to_update(background=False)
     assert level == "INFO" and message.endswith("select movie strips and press Swap") and "submit" not in message
+
+
+def test_two_scenes_of_one_project_share_a_clips_frames(bpy, addon, project, clip):
+    """A second scene with a strip of the same clip: its own face swap group, the frames the first scene made
+    reused (same cache, same outputs), only the new ones computed; each scene's Update leaves the other be."""
+    first = project
+    strip = add_movie(first, clip, frame_start=1)
+    strip.frame_offset_end = 16  # media frames 0..7
+    select_only(first, strip)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    second = bpy.data.scenes.new("second")
+    second.sequence_editor_create()
+    second.faceswap.sources.add().filepath = first.faceswap.sources[0].filepath
+    addon.compat.set_sequencer_scene(bpy.context, second)
+    try:
+        other = add_movie(second, clip, frame_start=10)
+        other.frame_offset_start, other.frame_offset_end = 4, 12  # media frames 4..11
+        select_only(second, other)
+        assert bpy.ops.faceswap.swap() == {"FINISHED"}
+        shared = report(second)
+        assert (shared["frames"], shared["written"], shared["skipped"]) == (8, 4, 4)  # 4..7 made by the first
+        assert [s.faceswap.role for s in top_strips(second)] == ["GROUP"]
+    finally:
+        addon.compat.set_sequencer_scene(bpy.context, first)
+    again = update(bpy, first)
+    assert (again["written"], again["not_followed"]) == (0, {})
+    assert [s.faceswap.role for s in top_strips(first)] == ["GROUP"]
