@@ -2,8 +2,8 @@
 decoded by the engine: the render of the face swap group equals the engine's own composite of the frame (its
 full swapped frame, output form "full", made by the extension's engine session under this Blender's picture
 rules), which Blender shows as a plain image; and the face did change. Blender composites the overlay over a
-10-bit clip in float, the engine in 8 bits: no channel may be off by more than 3/255 (measured: 1 on bpy 5.0.1, 4.2.23 and 4.5.15).
-On every Blender: the rules differ between them (4.2's swscale model for 10-bit 4:2:0, woven fields)."""
+10-bit clip in float, the engine in 8 bits: no channel may be off by more than 3/255 (measured: 1 on bpy
+5.0.1, 4.2.23 and 4.5.15). On every Blender: their rules differ (4.2's swscale model for 10-bit 4:2:0)."""
 
 from __future__ import annotations
 
