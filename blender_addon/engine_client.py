@@ -111,7 +111,8 @@ class Request:
             self.result = message.get("summary", {})
         elif kind == "error":
             cancelled = message.get("kind") == "Cancelled"
-            self.error = "cancelled" if cancelled else message.get("message", "the engine failed")
+            # the engine's own line ("cancelled: ..." says what is kept), or the word when it gave none
+            self.error = message.get("message") or ("cancelled" if cancelled else "the engine failed")
             self.error_kind = message.get("kind", "")
 
     @property
@@ -223,9 +224,11 @@ class EngineSession:
             for request in orphans:
                 del self._requests[request.id]
         for request in orphans:
-            message = "cancelled" if request.cancelled else (
-                f"the face swap engine stopped unexpectedly ({death_cause(returncode, self._stderr)}); "
-                "the next request starts it again")
+            if request.cancelled:  # the engine ended while stopping it (the session was ended): a cancel
+                request.messages.put({"type": "error", "message": "cancelled", "kind": "Cancelled"})
+                continue
+            message = (f"the face swap engine stopped unexpectedly ({death_cause(returncode, self._stderr)}); "
+                       "the next request starts it again")
             request.messages.put({"type": "error", "message": message, "kind": "EngineDied"})
 
     def _read_stderr(self, process: subprocess.Popen) -> None:

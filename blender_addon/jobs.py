@@ -134,6 +134,7 @@ def _tick():
         status.progress, status.done, status.total = job.fraction, job.done, job.total
         status.text = f"{job.job['kind']}: {job.label} {job.done}/{job.total}"
         _redraw(("UI",))  # the progress bar only: the strips change when the job is done
+        _redraw(("WINDOW",), "PREFERENCES")  # where the GPU runtime's install shows its progress
         return PROGRESS_SECONDS
     _finish(job)
     return None
@@ -158,7 +159,7 @@ def _finish(job) -> None:
         if scene is not None:
             scene.faceswap.last_report = json.dumps(summary, sort_keys=True)
     else:
-        status.text = "cancelled" if job.error == "cancelled" else f"error: {friendly(job.error or '', job.error_kind)}"
+        status.text = job.error if job.error_kind == "Cancelled" else f"error: {friendly(job.error or '', job.error_kind)}"
     if scene is not None and on_done is not None:
         on_done(scene, job)
     _redraw()
@@ -178,12 +179,12 @@ def cancel() -> bool:
     return True
 
 
-def _redraw(regions: tuple[str, ...] | None = None) -> None:
-    """Redraw the sequencer areas (only their regions of these types, when given)."""
+def _redraw(regions: tuple[str, ...] | None = None, area_type: str = "SEQUENCE_EDITOR") -> None:
+    """Redraw the sequencer areas, or those of `area_type` (only their regions of these types, when given)."""
     wm = bpy.context.window_manager
     for window in getattr(wm, "windows", ()):
         for area in window.screen.areas:
-            if area.type != "SEQUENCE_EDITOR":
+            if area.type != area_type:
                 continue
             if regions is None:
                 area.tag_redraw()

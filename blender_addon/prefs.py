@@ -64,6 +64,11 @@ def _draw_gpu(box, prefs, context) -> None:
                       "been measured faster than the CPU for these models, so Automatic uses the CPU.", context)
         return
     box.prop(prefs, "gpu_runtime_dir")
+    job = runtime.STATE.job
+    if job.running and job.kind in gpu_ops.RUNTIME_JOBS:  # its progress and a way to stop it, where it was started
+        box.progress(factor=job.progress, text=job.text)
+        box.operator("faceswap.cancel", icon="CANCEL")
+        return
     status = runtime.STATE.gpu
     for line in _status_lines(status):
         wrapped_label(box.column(align=True), line, context)

@@ -63,3 +63,20 @@ def test_a_cuda_job_on_the_cpu_is_reported_once_in_the_report_and_the_panel(bpy,
         assert "gpu_warning" not in json.loads(project.faceswap.last_report)  # said once
     finally:
         addon.prefs.execution_provider = "auto"
+
+
+def test_the_runtimes_install_shows_its_progress_and_cancel_in_the_preferences(bpy, addon, project, monkeypatch):
+    """While the GPU runtime installs, the preferences (where it was started) show its progress and Cancel in
+    place of the buttons; the job's state is runtime state, as the sidebar's progress is."""
+    status = addon.runtime.STATE.job
+    monkeypatch.setattr(status, "running", True)
+    monkeypatch.setattr(status, "kind", "gpu_install")
+    monkeypatch.setattr(status, "progress", 0.25)
+    monkeypatch.setattr(status, "text", "gpu_install: 0.5 GB of 2.0 GB 1/8")
+    drawn = draw_preferences(bpy, addon, monkeypatch)
+    assert ("progress", {"factor": 0.25, "text": "gpu_install: 0.5 GB of 2.0 GB 1/8"}) in drawn
+    operators = [bound.get("operator") for name, bound in drawn if name == "operator"]
+    assert "faceswap.cancel" in operators and "faceswap.gpu_install" not in operators
+    monkeypatch.setattr(status, "running", False)  # done: the buttons again
+    operators = [bound.get("operator") for name, bound in draw_preferences(bpy, addon, monkeypatch) if name == "operator"]
+    assert "faceswap.gpu_install" in operators and "faceswap.cancel" not in operators
