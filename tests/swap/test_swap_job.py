@@ -120,7 +120,7 @@ def test_target_without_a_face_is_passed_through_unchanged(tmp_path, models_dir,
                "--models-dir", str(models_dir), "--providers", "cpu"]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     assert "warning: no face found in" in done.stderr and "empty.png" in done.stderr
-    assert "1 frames written" in done.stdout
+    assert "1 frame: 1 frame written" in done.stdout
     summary = json.loads(subprocess.run(command + ["--json"], capture_output=True, text=True, check=True).stdout)
     assert summary["written"] == 0 and "warning" not in summary  # up to date: nothing new to say
 
