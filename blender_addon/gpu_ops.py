@@ -110,6 +110,5 @@ class FACESWAP_OT_gpu_uninstall(_GpuOperator, bpy.types.Operator):
         return self.start(context, "gpu_uninstall", _restart_and_check)
 
 
-RUNTIME_JOBS = ("gpu_install", "gpu_uninstall")  # drawn in the preferences while they run, with Cancel
 classes = (FACESWAP_OT_gpu_check, FACESWAP_OT_gpu_install, FACESWAP_OT_gpu_uninstall)
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -35,6 +35,8 @@ _state = JobInFlight()
 # How often a running job's progress is taken from the engine and the sidebar redrawn: the UI shows it moving
 # at least every 100 ms (the GUI suite measures the gaps between redraws while a job runs).
 PROGRESS_SECONDS = 0.05
+# Jobs the preferences start and draw while they run (the GPU runtime's), with their progress and Cancel.
+RUNTIME_JOBS = ("gpu_install", "gpu_uninstall")
 
 MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own names for them (facecache.locations)
 GPU_RUNTIME_DIR_ENV = "FACECACHE_GPU_RUNTIME"
@@ -134,7 +136,8 @@ def _tick():
         status.progress, status.done, status.total = job.fraction, job.done, job.total
         status.text = f"{job.job['kind']}: {job.label} {job.done}/{job.total}"
         _redraw(("UI",))  # the progress bar only: the strips change when the job is done
-        _redraw(("WINDOW",), "PREFERENCES")  # where the GPU runtime's install shows its progress
+        if job.job["kind"] in RUNTIME_JOBS:
+            _redraw(("WINDOW",), "PREFERENCES")
         return PROGRESS_SECONDS
     _finish(job)
     return None

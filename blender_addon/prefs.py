@@ -8,7 +8,7 @@ import sys
 import bpy
 from bpy.props import FloatProperty, StringProperty
 
-from . import engine_client, gpu_ops, runtime
+from . import engine_client, gpu_ops, jobs, runtime
 from .props import choices, enum_property
 from .ui import wrapped_label
 
@@ -65,7 +65,7 @@ def _draw_gpu(box, prefs, context) -> None:
         return
     box.prop(prefs, "gpu_runtime_dir")
     job = runtime.STATE.job
-    if job.running and job.kind in gpu_ops.RUNTIME_JOBS:  # its progress and a way to stop it, where it was started
+    if job.running and job.kind in jobs.RUNTIME_JOBS:  # its progress and a way to stop it, where it was started
         box.progress(factor=job.progress, text=job.text)
         box.operator("faceswap.cancel", icon="CANCEL")
         return

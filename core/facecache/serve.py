@@ -40,8 +40,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from facecache.errors import FaceCacheError
-from facecache.engine import Cancelled, Engine, error_message, is_quick, run_job
+from facecache.errors import Cancelled, FaceCacheError
+from facecache.engine import Engine, error_message, is_quick, run_job
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a timeline's items fit many times over
 MAX_ID_CHARS = 200

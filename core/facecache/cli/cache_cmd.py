@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime
 
-from facecache.cli.common import add_cache_options, add_command, human_bytes, open_cache, parse_duration, parse_size, print_json
+from facecache.cli.common import add_cache_options, add_command, open_cache, parse_duration, parse_size, print_json
+from facecache.progress import human_bytes
 
 
 def register(commands) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from facecache import choices
 from facecache.locations import CACHE_DIR_ENV, MODELS_DIR_ENV, resolve_cache_dir
-from facecache.progress import human_bytes  # noqa: F401 - the commands' byte counts
 from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
 
 # Option names are the pipeline settings' names (`facecache.pipeline.Settings`), so a parsed

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from facecache import choices
-from facecache.cli.common import add_command, human_bytes, print_json
+from facecache.cli.common import add_command, print_json
 from facecache.cli.models_cmd import ProgressBar
 from facecache.errors import Interrupted
 from facecache.gpu import pins
@@ -17,7 +17,7 @@ from facecache.gpu.pins import this_platform
 from facecache.gpu.wheels import STALL_ENV, STALL_SECONDS
 from facecache.locations import GPU_RUNTIME_DIR_ENV, MODELS_DIR_ENV
 from facecache.models.download import Progress
-from facecache.progress import ProgressLine, bytes_of
+from facecache.progress import ProgressLine, bytes_of, human_bytes
 
 
 def register(commands) -> None:

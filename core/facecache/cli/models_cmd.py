@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from facecache.cli.common import add_command, human_bytes, print_json
+from facecache.cli.common import add_command, print_json
 from facecache.errors import EXIT_FOUND_BAD
 from facecache.models.download import Progress
 from facecache.locations import MODELS_DIR_ENV, MODELS_FROM_ENV, resolve_models_from
 from facecache.models.store import ModelStore
-from facecache.progress import still_working
+from facecache.progress import human_bytes, still_working
 
 
 def register(commands) -> None:
