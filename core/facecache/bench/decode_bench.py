@@ -1,7 +1,9 @@
 """`facecache bench decode`: what reading a movie as Blender shows it costs, against OpenCV's decoder (the
 engine's before it read movies by Blender's rules), measured in one run on the same files.
 
-Two clips are written with FFmpeg's encoders: 1080p H.264 tagged BT.709 (a camera's) and 4K HEVC. For each,
+Three clips are written with FFmpeg's encoders: 1080p H.264 tagged BT.709 (a camera's) twice, with two slices a
+frame (x264's sliced threads, as its library writes by default on 2 cores) and with one (frame threads, as
+the `ffmpeg` command writes), and 4K HEVC. For each,
 the median time of a frame read in order and of a frame reached by a jump (a seek), through the engine's
 MediaReader under each picture rule and through cv2.VideoCapture. Goals: the engine in order is no slower
 than OpenCV, and a jump lands on the exact frame (checked against the frame read in order).
@@ -23,7 +25,10 @@ from facecache.fingerprint import frame_fingerprint
 from facecache.media.picture_rules import RULES
 from facecache.media.reader import MediaReader
 
-CLIPS = {"1080p_h264": ("libx264", (1920, 1080), 48, 1), "4k_hevc": ("libx265", (3840, 2160), 24, 1)}
+# name: (encoder, size, frames, colour tag, encoder options)
+CLIPS = {"1080p_h264": ("libx264", (1920, 1080), 48, 1, {"g": "12", "x264-params": "sliced-threads=0:slices=2"}),
+         "1080p_h264_one_slice": ("libx264", (1920, 1080), 48, 1, {"g": "12", "x264-params": "sliced-threads=0"}),
+         "4k_hevc": ("libx265", (3840, 2160), 24, 1, {"x265-params": "log-level=error"})}
 
 
 def run(work: Path | None = None) -> dict:
@@ -41,15 +46,14 @@ def run(work: Path | None = None) -> dict:
     return {**figures, "goals": goals, "goals_met": met}
 
 
-def _write(path: Path, codec: str, size: tuple[int, int], frames: int, colorspace: int) -> Path:
+def _write(path: Path, codec: str, size: tuple[int, int], frames: int, colorspace: int, options: dict) -> Path:
     """A clip of a textured, moving picture (noise over gradients: the encoder has detail to code)."""
     width, height = size
     rng = np.random.default_rng(7)
     texture = rng.integers(0, 60, (height, width + frames * 8, 3), np.uint8)
     ramp = np.linspace(0, 190, width + frames * 8, dtype=np.float32)[None, :, None].astype(np.uint8)
     with av.open(str(path), "w") as container:
-        quiet = {"x265-params": "log-level=error"} if codec == "libx265" else {"g": "12"}
-        stream = container.add_stream(codec, rate=25, options=quiet)
+        stream = container.add_stream(codec, rate=25, options=options)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.colorspace = stream.codec_context.color_primaries = colorspace
         for index in range(frames):

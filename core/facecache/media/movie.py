@@ -16,13 +16,14 @@ movie's size is known from its first decoded frame, so it is read only when aske
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from facecache.errors import FaceCacheError
+from facecache.media import decoder_threads
 from facecache.media.picture_rules import PictureRules
 from facecache.models.runtime_import import newer_macos_needed
 from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
@@ -30,8 +31,6 @@ from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
 # Up to this many frames ahead, decoding on is cheaper than a seek (a keyframe interval of H.264 is
 # commonly 12-250 frames; a seek decodes from the keyframe before the target anyway).
 _MAX_DECODE_AHEAD = 20
-# FFmpeg's decoder threads: frames and slices, as Blender sets them (movie_read.cc, startffmpeg).
-_THREADING = "AUTO"
 # Blender seeks to a keyframe before the target less three frames: FFmpeg seeks by DTS, which can lie
 # before the PTS (movie_read.cc, ffmpeg_get_seek_pts).
 _SEEK_MARGIN_FRAMES = 3
@@ -64,6 +63,11 @@ class Movie:
         self.path = path
         self.rules = rules
         self._av = av = import_av()
+        # The next frame, decoded on a thread of its own while the caller converts the last one: FFmpeg
+        # releases the GIL while it decodes. Nothing else touches the container until it is taken.
+        self._decoder = ThreadPoolExecutor(1, thread_name_prefix="facecache-decode")
+        self._ahead: Future | None = None
+        self._pool: ThreadPoolExecutor | None = None  # the colour conversion's threads, made on first use
         try:
             self._container = av.open(str(path))
         except (av.FFmpegError, UnicodeDecodeError, ValueError) as exc:
@@ -71,14 +75,13 @@ class Movie:
                              "file, or re-export it as MP4 (H.264) or PNG frames") from None
         streams = self._container.streams.video
         if not streams:
-            self._container.close()
+            self.close()
             raise MediaError(f"{path} holds no video stream: pass a video, an image or a folder of frames")
         self._stream = streams[0]
         context = self._stream.codec_context
         if context is None:
-            self._container.close()
+            self.close()
             raise MediaError(f"{path} holds video that FFmpeg has no decoder for: re-export it as MP4 (H.264)")
-        self._stream.thread_type = _THREADING
         self.coded_size = (context.width, context.height)
         rate = self._stream.guessed_rate or self._stream.average_rate
         if not rate or not self._stream.time_base:
@@ -94,8 +97,17 @@ class Movie:
         self._before: av.VideoFrame | None = None  # the one before it (Blender's "backup" frame)
         self._ended = False  # the decoder reached the end of the stream since the last seek
         self._turn: int | None = None
-        self._pool: ThreadPoolExecutor | None = None  # the colour conversion's threads, made on first use
+        self.thread_type = self._choose_threads()
+        self._seek(self._start)  # choosing the threads read a packet
         self.frame_count = self._length()
+
+    def _choose_threads(self) -> str:
+        try:
+            chosen = decoder_threads.thread_type(self._container, self._stream)
+        except self._av.FFmpegError:  # a damaged first packet: decoding says so in its own words
+            chosen = decoder_threads.BLENDERS_CHOICE
+        self._stream.thread_type = chosen
+        return chosen
 
     def _length(self) -> int:
         """Blender's strip length: lround(stream duration x fps), else the container's, else nb_frames."""
@@ -169,6 +181,7 @@ class Movie:
         return target, before
 
     def _seek(self, target: int) -> None:
+        self._drop_ahead()
         offset = max(int(target - self._steps_per_frame * _SEEK_MARGIN_FRAMES), 0)
         try:
             self._container.seek(offset, backward=True, any_frame=False, stream=self._stream)
@@ -176,12 +189,26 @@ class Movie:
             self._container.close()
             self._container = self._av.open(str(self.path))
             self._stream = self._container.streams.video[0]
-            self._stream.thread_type = _THREADING
+            self._stream.thread_type = self.thread_type
         self._frames = self._container.decode(self._stream)
         self._recent = self._before = None
         self._ended = False
 
     def _next(self) -> av.VideoFrame | None:
+        """The next decoded frame (None at the end), the one after it set decoding meanwhile."""
+        ahead, self._ahead = self._ahead, None
+        frame = ahead.result() if ahead is not None else self._decode_next()
+        if frame is not None:
+            self._ahead = self._decoder.submit(self._decode_next)
+        return frame
+
+    def _drop_ahead(self) -> None:
+        """Wait for the frame being decoded ahead and forget it (a seek or close follows)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.exception()  # its error, if any, concerns a frame no longer wanted
+
+    def _decode_next(self) -> av.VideoFrame | None:
         if self._frames is None:
             self._frames = self._container.decode(self._stream)
         while True:
@@ -198,6 +225,8 @@ class Movie:
                 return frame
 
     def close(self) -> None:
+        self._drop_ahead()
+        self._decoder.shutdown()
         self._container.close()
         if self._pool is not None:
             self._pool.shutdown()
