@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from facecache.media.picture_rules import RULES
+from facecache.media.movie import stream_colour_tags
 from facecache.media.reader import STILL_DECODER_ID, MediaError, MediaReader, decoder_id_for
 from footage import VFR_SHOWN, frame_number, pattern, write_clip, write_vfr_clip
 
@@ -72,15 +73,54 @@ def test_the_colour_matrix_and_range_come_from_the_stream_tags(tmp_path):
     assert np.abs(capture.read()[1].astype(int) - expected).max() > 20
 
 
-def test_videos_are_keyed_by_their_rules_and_stills_by_opencv(tmp_path):
-    clip = write_clip(tmp_path / "clip.mp4", frames=2)
-    keys = {decoder_id_for(clip, rules) for rules in RULES.values()}
-    assert len(keys) == len(RULES) and STILL_DECODER_ID not in keys
-    with MediaReader(clip, RULES["blender-4.2"]) as reader:
-        assert reader.decoder_id == decoder_id_for(clip, RULES["blender-4.2"])
+def test_videos_are_keyed_by_the_rules_whose_picture_they_are_and_stills_by_opencv(tmp_path):
+    plain = write_clip(tmp_path / "clip.mp4", frames=2, colorspace=1)  # BT.709, shown alike by 5.0 and 5.2
+    gamma22 = write_clip(tmp_path / "g22.mp4", frames=2, colorspace=1, transfer=4)  # 5.2 shows it otherwise
+
+    def keys(clip):
+        return {name: decoder_id_for(clip, rules, lambda: stream_colour_tags(clip)) for name, rules in RULES.items()}
+
+    assert keys(plain)["blender-5.2"] == keys(plain)["blender-5"] == "ffmpeg-picture-1|blender-5"
+    assert len(set(keys(plain).values())) == 3 and len(set(keys(gamma22).values())) == 4
+    assert keys(gamma22)["blender-5.2"] == "ffmpeg-picture-1|blender-5.2"
+    for clip in (plain, gamma22):
+        with MediaReader(clip, RULES["blender-5.2"]) as reader:
+            assert reader.decoder_id == keys(clip)["blender-5.2"]
+
+    def unasked():
+        raise AssertionError("the colour tags matter to 5.2's rules alone")
+
+    assert decoder_id_for(gamma22, RULES["blender-5"], unasked) == "ffmpeg-picture-1|blender-5"
     cv2.imwrite(str(tmp_path / "still.png"), np.zeros((4, 4, 3), np.uint8))
-    assert decoder_id_for(tmp_path / "still.png", RULES["blender-5"]) == STILL_DECODER_ID == decoder_id_for(
-        tmp_path, RULES["blender-5"])
+    assert decoder_id_for(tmp_path / "still.png", RULES["blender-5.2"], unasked) == STILL_DECODER_ID == decoder_id_for(
+        tmp_path, RULES["blender-5.2"], unasked)
+
+
+def test_blender_5_2_shows_bt709_with_gamma_2_2_through_its_space_and_5_0_as_decoded(tmp_path):
+    clip = write_clip(tmp_path / "g22.mp4", frames=1, colorspace=1, transfer=4, pix_fmt="yuv444p",
+                      codec_options={"qp": "0"})
+    with MediaReader(clip, RULES["blender-5"]) as reader:
+        ((_, decoded),) = reader.frames([0])
+    with MediaReader(clip, RULES["blender-5.2"]) as reader:
+        ((_, shown),) = reader.frames([0])
+    linear = np.power(decoded / 255.0, 2.2)  # the sRGB encoding of the code values to the power 2.2
+    expected = np.where(linear <= 0.0031308, 12.92 * linear, 1.055 * np.power(linear, 1 / 2.4) - 0.055) * 255
+    assert np.abs(shown - expected).max() <= 0.5 and np.abs(shown.astype(int) - decoded).max() >= 5  # up to 9 apart
+
+
+def test_a_videos_colour_tags_are_read_once_per_file_version(tmp_path, monkeypatch):
+    from facecache.media import identity
+    from facecache.store.cache import FaceCache
+
+    cache = FaceCache(tmp_path / "cache")
+    clip = write_clip(tmp_path / "g22.mp4", frames=1, colorspace=1, transfer=4)
+    assert identity.colour_tags(clip, cache) == (1, 4)
+
+    def opened(path):
+        raise AssertionError(f"{path} opened again")
+
+    monkeypatch.setattr(identity, "stream_colour_tags", opened)
+    assert identity.colour_tags(clip, cache) == (1, 4)
 
 
 def test_opencv_written_mp4_is_read(tmp_path):

@@ -93,16 +93,20 @@ OUTPUT_FORMS = (
 # Whose picture of a movie the engine analyses: the rules of the Blender that shows it
 # (facecache.media.picture_rules). The add-on passes its own Blender's; the CLI uses the newest.
 PICTURE_RULES = (
-    Choice("blender-5", "Blender 5", "The picture Blender 5.0 to 5.2 show: turned upright by the clip's display "
-           "matrix, chroma taken per sample, HDR (BT.2020 HLG or PQ) through Blender's view"),
+    Choice("blender-5.2", "Blender 5.2", "The picture Blender 5.2 shows: as Blender 5.0's, and BT.709 tagged with "
+           "gamma 2.2 through Blender's view"),
+    Choice("blender-5", "Blender 5.0 and 5.1", "The picture Blender 5.0 and 5.1 show: turned upright by the clip's "
+           "display matrix, chroma taken per sample, HDR (BT.2020 HLG or PQ) through Blender's view"),
     Choice("blender-4.5", "Blender 4.4 and 4.5", "The picture Blender 4.4 and 4.5 show: as Blender 5's, but HDR "
            "as its code values"),
     Choice("blender-4.2", "Blender 4.2 and 4.3", "The picture Blender 4.2 and 4.3 show: as coded (a phone's "
            "portrait clip lies on its side), chroma interpolated"),
 )
 # The Blender versions from which each rule holds, newest first: 4.4's reader applies the display matrix and
-# point-sampled chroma (4.5.15 measured; 4.4 has no bpy module to test), 5.0's maps HDR tags to colour spaces.
-PICTURE_RULES_SINCE = (((5, 0, 0), "blender-5"), ((4, 4, 0), "blender-4.5"), ((0, 0, 0), "blender-4.2"))
+# point-sampled chroma (4.5.15 measured; 4.4 has no bpy module to test), 5.0's maps HDR tags to colour spaces,
+# 5.2's the whole CICP (5.1.2 and 5.2.3 measured).
+PICTURE_RULES_SINCE = (((5, 2, 0), "blender-5.2"), ((5, 0, 0), "blender-5"), ((4, 4, 0), "blender-4.5"),
+                       ((0, 0, 0), "blender-4.2"))
 
 
 def picture_rules_for(version: tuple[int, ...]) -> str:
@@ -133,7 +137,7 @@ SOURCE_FACE = Number("source_face", "Source Face",
                      "Which face of each source image: 0 = the largest, 1 = the next, ...", 0, 99, 0)
 
 DEFAULTS = {"detector": "mtcnn", "tracking": "on", "landmarker": "auto", "recognizer": "auto", "swapper": "classic",
-            "selector": "one", "providers": "auto", "output_form": "auto", "picture_rules": "blender-5"}
+            "selector": "one", "providers": "auto", "output_form": "auto", "picture_rules": "blender-5.2"}
 
 
 SWITCHES = ("auto", "none")  # the landmarker and recognizer choices that are not a model

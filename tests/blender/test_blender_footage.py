@@ -25,11 +25,6 @@ pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
 # table): {(rules, clip): why}. None at present.
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
-# Blender 5.2 maps more tags to colour spaces (the stream's full CICP, movie_read.cc): not followed yet.
-KNOWN_GAPS_5_2 = {"BT.709 gamma 2.2": "Blender 5.2 shows BT.709 with gamma 2.2 through its Rec.709 g2.2 space "
-                  "(mean 1.4/255 off the picture as decoded, which 4.4-5.1 show)"}
-
-
 # Blender 4.2's Windows build, under Wine 10 (./dev test-windows-blender): 8-bit 4:2:2 shows otherwise than
 # swscale with its flags does here, over whole regions (max 255); its 4:2:0 matches. Not known yet whether
 # Windows' FFmpeg build or Wine makes the difference; 5.0.1's Windows build matches everywhere.
@@ -39,9 +34,8 @@ KNOWN_GAPS_WINDOWS_4_2 = {name: f"Blender 4.2 on Windows (under Wine) shows 8-bi
                                                              ("DNxHR SQ", "mean 6.7/255, max 255"))}
 
 
-def known_gap(bpy, rules_name: str, name: str) -> str | None:
-    series = tuple(bpy.app.version[:2])
-    return (KNOWN_GAPS.get((rules_name, name)) or (series >= (5, 2) and KNOWN_GAPS_5_2.get(name))
+def known_gap(rules_name: str, name: str) -> str | None:
+    return (KNOWN_GAPS.get((rules_name, name))
             or (sys.platform == "win32" and rules_name == "blender-4.2" and KNOWN_GAPS_WINDOWS_4_2.get(name)) or None)
 
 
@@ -91,7 +85,7 @@ def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_pat
         # to open (it writes the clip in every bpy module).
         pytest.skip(f"this Blender binary's process cannot write the clip ({exc})")
     rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
-    gap = known_gap(bpy, rules.name, name)
+    gap = known_gap(rules.name, name)
     if gap:  # strict: a gap closed shows as a failure, so the table is kept true
         request.applymarker(pytest.mark.xfail(strict=True, reason=gap))
     length, pictures = blender_pictures(bpy, tmp_path, clip)

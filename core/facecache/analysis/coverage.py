@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from facecache.analysis.analyzer import FaceAnalyzer, segments
-from facecache.media.identity import media_identity
+from facecache.media.identity import colour_tags, media_identity
 from facecache.media.reader import decoder_id_for
 
 
 def analysed_frames(analyzer: FaceAnalyzer, path: str | Path, frames: range) -> list[int]:
     """The indices in `frames` whose analysis records are in the cache (for this analyzer's models)."""
     media_id = media_identity(path, analyzer.cache)
-    decoder_id = decoder_id_for(Path(path), analyzer.picture_rules)
+    decoder_id = decoder_id_for(Path(path), analyzer.picture_rules, lambda: colour_tags(path, analyzer.cache))
     needed = analyzer.stages(embeddings=False)
     found: list[int] = []
     for segment, wanted in segments(frames):

@@ -5,6 +5,9 @@ scene-linear Rec.709 and encoded as sRGB.
 Blender's reader maps the tags to a display colour space (`probe_video_colorspace` in movie_read.cc: BT.2020
 + HLG -> Rec.2100-HLG, BT.2020 + PQ -> Rec.2100-PQ, BT.2020 + BT.709 transfer -> Rec.2020 with gamma 2.4);
 anything else is shown as decoded (BT.709 with gamma 2.2 too: measured, bpy 5.0.1 shows its code values).
+Blender 5.2 maps the stream's whole CICP, and shows BT.709 with gamma 2.2 through its Rec.709 g2.2 space:
+measured on bpy 5.2.3, the sRGB encoding of the decoded values to the power 2.2. Which tags a Blender
+shows through a space is its picture rules' (`HDR_SPACES`, `GAMMA22_SPACE`).
 The transfer functions are the published ones (ITU-R BT.2100, BT.1886's 2.4 power; HLG's system gamma 1.2
 at 1000 nits, 100 nits as 1.0), checked against bpy 5.0.1's renders in tests/blender/test_blender_footage.py.
 """
@@ -17,19 +20,24 @@ import numpy as np
 
 # AVColorPrimaries and AVColorTransferCharacteristic tags
 _BT709, _BT2020 = 1, 9
-_TRC_BT709, _TRC_PQ, _TRC_HLG = 1, 16, 18
+_TRC_BT709, _TRC_GAMMA22, _TRC_PQ, _TRC_HLG = 1, 4, 16, 18
+# (primaries, transfer) tags a Blender shows through a colour space of its own: 5.0 on, and 5.2 on
+HDR_SPACES = frozenset({(_BT2020, _TRC_HLG), (_BT2020, _TRC_PQ), (_BT2020, _TRC_BT709)})
+GAMMA22_SPACE = frozenset({(_BT709, _TRC_GAMMA22)})
 _BT2020_TO_BT709 = np.array([[1.660491, -0.587641, -0.072850],
                              [-0.124550, 1.132900, -0.008349],
                              [-0.018151, -0.100579, 1.118730]])
 _BT2020_LUMA = np.array([0.2627, 0.6780, 0.0593])
 
 
-def display_transform(primaries: int, transfer: int) -> Callable[[np.ndarray], np.ndarray] | None:
+def display_transform(primaries: int, transfer: int,
+                      shown: frozenset[tuple[int, int]]) -> Callable[[np.ndarray], np.ndarray] | None:
     """For a stream's tags, the function from its decoded RGB (float64, 0-1, channels last) to what Blender's
-    Standard view shows (sRGB, 0-1); None where Blender shows the decoded picture as it is. In double
+    Standard view shows (sRGB, 0-1), where `shown` (the rules' tags) holds them; None where Blender shows the
+    decoded picture as it is. In double
     precision: float32's power and exp differ by an ulp between platforms' maths libraries, which moved a
     few pixels' rounding between Linux and Windows (their fingerprints, the cache's keys, then differ)."""
-    return _TRANSFORMS.get((primaries, transfer))
+    return _TRANSFORMS[primaries, transfer] if (primaries, transfer) in shown else None
 
 
 def _srgb_encode(linear: np.ndarray) -> np.ndarray:
@@ -56,4 +64,6 @@ _TRANSFORMS = {
     (_BT2020, _TRC_HLG): _hlg_to_display,
     (_BT2020, _TRC_PQ): _pq_to_display,
     (_BT2020, _TRC_BT709): lambda rgb: _srgb_encode(np.power(np.clip(rgb, 0, 1), 2.4) @ _BT2020_TO_BT709.T),
+    (_BT709, _TRC_GAMMA22): lambda rgb: _srgb_encode(np.power(np.clip(rgb, 0, 1), 2.2)),
 }
+assert set(_TRANSFORMS) == HDR_SPACES | GAMMA22_SPACE

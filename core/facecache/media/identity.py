@@ -5,7 +5,8 @@ the cache under (absolute path, size, mtime_ns, inode), so while a file is
 unchanged the question "which of its frames are analysed" is answered from the
 cache without hashing or decoding it again. Any change to the file changes that
 key; the content is hashed anew and an edited file never reuses the old
-frame mapping (an untouched copy with equal bytes rightly shares it).
+frame mapping (an untouched copy with equal bytes rightly shares it). A video's colour tags, which some
+picture rules key its frames by, are remembered the same way (`colour_tags`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from facecache.errors import FaceCacheError
 from facecache.fingerprint import bytes_digest, file_digest, is_digest
+from facecache.media.movie import stream_colour_tags
 from facecache.media.reader import sequence_files
 from facecache.store.cache import FaceCache
 
@@ -29,16 +31,35 @@ def media_identity(path: str | os.PathLike, cache: FaceCache) -> str:
             raise FaceCacheError(f"the folder {path} holds no images: pass a video, an image, or a folder of frames")
         parts = [f"{f.name}:{media_identity(f, cache)}" for f in files]
         return bytes_digest("\n".join(["sequence", *parts]).encode())
+    memo_key, size = _file_version(path)
+    memo = cache.recall("media", memo_key)
+    if memo is not None and is_digest(memo.get("content")) and memo.get("size") == size:
+        return memo["content"]
+    content = file_digest(path)
+    cache.remember("media", memo_key, {"content": content, "size": size, "path": str(path)})
+    return content
+
+
+def colour_tags(path: str | os.PathLike, cache: FaceCache) -> tuple[int, int]:
+    """A video's (primaries, transfer) tags, read from its stream once per file version: opening a movie can
+    take a tenth of a second (FFmpeg probes its first frames), too much for each coverage question."""
+    version, _ = _file_version(Path(path).absolute())
+    memo_key = bytes_digest(f"{version}|colour tags".encode())  # beside the identity's memo, not over it
+    memo = cache.recall("media", memo_key)
+    tags = memo.get("tags") if memo is not None else None
+    if isinstance(tags, list) and len(tags) == 2 and all(isinstance(tag, int) for tag in tags):
+        return tags[0], tags[1]
+    primaries, transfer = stream_colour_tags(Path(path))
+    cache.remember("media", memo_key, {"tags": [primaries, transfer]})
+    return primaries, transfer
+
+
+def _file_version(path: Path) -> tuple[str, int]:
+    """(the memo key of this version of the file at absolute `path`, its size)."""
     try:
         info = path.stat()
     except OSError as exc:
         raise FaceCacheError(f"cannot read media file {path}: {exc.strerror}; check the path") from None
     if not path.is_file():
         raise FaceCacheError(f"{path} is not a file: pass a video or image file")
-    memo_key = bytes_digest(f"{path}|{info.st_size}|{info.st_mtime_ns}|{info.st_ino}".encode())
-    memo = cache.recall("media", memo_key)
-    if memo is not None and is_digest(memo.get("content")) and memo.get("size") == info.st_size:
-        return memo["content"]
-    content = file_digest(path)
-    cache.remember("media", memo_key, {"content": content, "size": info.st_size, "path": str(path)})
-    return content
+    return bytes_digest(f"{path}|{info.st_size}|{info.st_mtime_ns}|{info.st_ino}".encode()), info.st_size

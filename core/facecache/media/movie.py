@@ -140,6 +140,11 @@ class Movie:
             return sum(1 for packet in container.demux(container.streams.video[0]) if packet.size)
 
     @property
+    def colour_tags(self) -> tuple[int, int]:
+        """The stream's (primaries, transfer) tags, as its header gives them."""
+        return _colour_tags(self._stream)
+
+    @property
     def size(self) -> tuple[int, int]:
         """(width, height) as shown: a quarter turn swaps them (decodes the first frame once)."""
         if self._turn is None:
@@ -230,6 +235,23 @@ class Movie:
         self._container.close()
         if self._pool is not None:
             self._pool.shutdown()
+
+
+def stream_colour_tags(path: Path) -> tuple[int, int]:
+    """The (primaries, transfer) tags of the movie's video stream; unspecified (2, 2) when FFmpeg cannot read it
+    (nothing of it can be analysed then, and its decoding says why)."""
+    av = import_av()
+    try:
+        with av.open(str(path)) as container:
+            streams = container.streams.video
+            return _colour_tags(streams[0]) if streams and streams[0].codec_context else (2, 2)
+    except (av.FFmpegError, UnicodeDecodeError, ValueError):
+        return (2, 2)
+
+
+def _colour_tags(stream) -> tuple[int, int]:
+    context = stream.codec_context
+    return int(context.color_primaries), int(context.color_trc)
 
 
 def _pts(frame: av.VideoFrame) -> int | None:

@@ -105,7 +105,7 @@ def _probe(container, path: Path, frame_count: int, rules: PictureRules) -> Movi
         context = video.codec_context
         colour = ColourTags(int(context.colorspace), int(context.color_primaries), int(context.color_trc),
                             int(context.color_range))
-        if rules.display_spaces and display_transform(colour.primaries, colour.trc) is not None:
+        if display_transform(colour.primaries, colour.trc, rules.display_spaces) is not None:
             colour = ColourTags(_BT709, _BT709, _BT709, _RANGE_LIMITED)  # the frames are Blender's SDR view
         time_base = video.time_base or Fraction(1, 90000)
         rate = video.guessed_rate or video.average_rate or Fraction(25)

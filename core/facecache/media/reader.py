@@ -44,12 +44,13 @@ VIDEO_DECODER = "ffmpeg-picture-1"
 LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
 
 
-def decoder_id_for(path: Path, rules: PictureRules) -> str:
-    """What decodes the media at `path` under `rules` (a part of its frames' cache keys), known without
-    opening it: OpenCV for stills and image sequences, FFmpeg by Blender's rules for videos."""
+def decoder_id_for(path: Path, rules: PictureRules, colour_tags: Callable[[], tuple[int, int]]) -> str:
+    """What decodes the media at `path` under `rules` (a part of its frames' cache keys): OpenCV for stills
+    and image sequences, FFmpeg by the rules whose picture it is for videos (`PictureRules.key_name`; a
+    video's `colour_tags` are asked for only where they matter)."""
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
         return STILL_DECODER_ID
-    return f"{VIDEO_DECODER}|{rules.name}"
+    return f"{VIDEO_DECODER}|{rules.key_name(colour_tags)}"
 
 
 @dataclass
@@ -79,7 +80,7 @@ class MediaReader:
         self._first: np.ndarray | None = None
         self._movie: Movie | None = None
         self._sequence: list[Path] | None = None
-        self.decoder_id = decoder_id_for(self.path, rules)
+        self.decoder_id = STILL_DECODER_ID
         if self.path.is_dir():
             self._open_sequence()
         elif not self.path.is_file():
@@ -111,6 +112,7 @@ class MediaReader:
             movie.close()
             raise
         self._movie = movie
+        self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.colour_tags)
         # Frames are decoded when asked for: a run whose outputs are all made from the cache decodes none.
         self.info = MediaInfo(self.path, movie.frame_count, float(movie.fps), False, lambda: movie.size)
 

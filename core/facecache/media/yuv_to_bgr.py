@@ -75,10 +75,12 @@ def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = No
     """The frame as Blender shows it under `rules`, as 8-bit BGR (height, width, 3); `pool` (threads, one per
     core) shares the conversion out."""
     layout = _PLANAR_YUV.get(frame.format.name)
-    shown_through = display_transform(frame.color_primaries, frame.color_trc) if rules.display_spaces else None
+    shown_through = display_transform(frame.color_primaries, frame.color_trc, rules.display_spaces)
     if rules.nearest_chroma and layout is not None and shown_through is not None:
-        rgb = np.clip(_planar_yuv_to_bgr(frame, *layout, pool, as_float=True)[..., ::-1].astype(np.float64), 0, 1)
-        bgr = np.rint(shown_through(rgb)[..., ::-1] * 255).astype(np.uint8)
+        # 8 bits: Blender's byte buffer, taken through the colour space; deeper: its float buffer
+        decoded = (_planar_yuv_to_bgr(frame, *layout, pool) / 255.0 if layout[0] == 8 else
+                   np.clip(_planar_yuv_to_bgr(frame, *layout, pool, as_float=True).astype(np.float64), 0, 1))
+        bgr = np.rint(shown_through(decoded[..., ::-1])[..., ::-1] * 255).astype(np.uint8)
     elif rules.nearest_chroma and layout is not None:
         bgr = _planar_yuv_to_bgr(frame, *layout, pool)
     elif layout is not None and swscale61.takes_scaled_path(*layout, frame.width, frame.height):
