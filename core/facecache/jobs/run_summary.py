@@ -13,12 +13,14 @@ another.
 
 from __future__ import annotations
 
+from .. import protocol  # relative: in Blender this is the add-on's vendored copy, standard library only
+
 
 def empty_summary(**fields) -> dict:
     """A job's summary before anything is counted (a job that makes no frame: the cache's, the models',
     the GPU's, or a timeline range with nothing to do), with `fields` added. Standard library only: the
     Blender add-on imports it too."""
-    return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, **fields}
+    return {protocol.FRAMES: 0, protocol.WRITTEN: 0, protocol.SKIPPED: 0, protocol.INFERENCES: {}, **fields}
 
 
 def frames(count: int) -> str:
