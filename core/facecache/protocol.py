@@ -64,8 +64,12 @@ WRITTEN = "written"
 SKIPPED = "skipped"
 INFERENCES = "inferences"  # model runs by stage
 SECONDS = "seconds"
-FACES = "faces"
-ANALYSIS_CACHE = "analysis_cache"
+FACES = "faces"  # an analysis's faces found
+FACES_FOUND = "faces_found"  # a swap's
+FACES_SWAPPED = "faces_swapped"
+FACES_TURNED_AWAY = "faces_turned_away"  # left as they were: turned past the swapper's yaw limit
+ANALYSIS_CACHE = "analysis_cache"  # the analyses' cache figures (hits, ...)
+SWAP_CACHE = "swap_cache"
 CANCELLED = "cancelled"
 WARNING = "warning"
 ANALYSED = "analysed"  # {media: [frames]} in the cache
@@ -125,7 +129,8 @@ Request = TypedDict("Request", {
 Progress = TypedDict("Progress", {ID: "int | str", TYPE: str, DONE: int, TOTAL: int, LABEL: str}, total=False)
 Summary = TypedDict("Summary", {
     KIND: str, MESSAGE: str, SECONDS: float, FRAMES: int, WRITTEN: int, SKIPPED: int,
-    INFERENCES: "dict[str, int]", FACES: int, ANALYSIS_CACHE: "dict[str, int]", CANCELLED: bool, WARNING: str,
+    INFERENCES: "dict[str, int]", FACES: int, FACES_FOUND: int, FACES_SWAPPED: int, FACES_TURNED_AWAY: int,
+    ANALYSIS_CACHE: "dict[str, int]", SWAP_CACHE: "dict[str, int]", CANCELLED: bool, WARNING: str,
     ANALYSED: "dict[str, list[int]]", SWAPPED: "dict[str, list[int]]", FACELESS: "dict[str, list[int]]",
     TURNED_AWAY: "dict[str, list[int]]", OUTPUTS: "list[str]", CACHE_BYTES: int, PROVIDERS: "dict[str, str]",
     GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]", MODELS_DIR: str,
@@ -162,8 +167,12 @@ def result(summary: Summary) -> Result:
     return {TYPE: RESULT, SUMMARY: summary}
 
 
-def error(message: str, kind: str, exit_code: int) -> Error:
-    return {TYPE: ERROR, MESSAGE: message, KIND: kind, EXIT_CODE: exit_code}
+def error(message: str, kind: str, exit_code: int | None = None) -> Error:
+    """An error answer; the add-on's own (the engine process died) has no exit code."""
+    made: Error = {TYPE: ERROR, MESSAGE: message, KIND: kind}
+    if exit_code is not None:
+        made[EXIT_CODE] = exit_code
+    return made
 
 
 def cancel(target) -> Request:
