@@ -76,7 +76,7 @@ ANALYSED = "analysed"  # {media: [frames]} in the cache
 SWAPPED = "swapped"  # {media: [frames]} with an output file
 FACELESS = "faceless"  # {media: [frames]} of those written without a face (one transparent pixel)
 TURNED_AWAY = "turned_away"  # {media: [frames]} with a face left as it was (the yaw limit)
-TURNED_AWAY_FRAMES = "turned_away_frames"  # the swap report's list, said by media in TURNED_AWAY
+TURNED_AWAY_FRAMES = "turned_away_frames"  # the CLI's list; the engine says it by media in TURNED_AWAY
 OUTPUTS = "outputs"  # a preview's output files
 CACHE_BYTES = "cache_bytes"
 PROVIDERS = "providers"  # {model file: the provider its session runs on}; also a setting
@@ -132,8 +132,8 @@ Summary = TypedDict("Summary", {
     INFERENCES: "dict[str, int]", FACES: int, FACES_FOUND: int, FACES_SWAPPED: int, FACES_TURNED_AWAY: int,
     ANALYSIS_CACHE: "dict[str, int]", SWAP_CACHE: "dict[str, int]", CANCELLED: bool, WARNING: str,
     ANALYSED: "dict[str, list[int]]", SWAPPED: "dict[str, list[int]]", FACELESS: "dict[str, list[int]]",
-    TURNED_AWAY: "dict[str, list[int]]", OUTPUTS: "list[str]", CACHE_BYTES: int, PROVIDERS: "dict[str, str]",
-    GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]", MODELS_DIR: str,
+    TURNED_AWAY: "dict[str, list[int]]", TURNED_AWAY_FRAMES: "list[int]", OUTPUTS: "list[str]", CACHE_BYTES: int,
+    PROVIDERS: "dict[str, str]", GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]", MODELS_DIR: str,
     INSTALLED: "list[str]", IMPORT: "dict[str, Any]", GPU: "dict[str, Any]", GPU_INSTALL: "dict[str, Any]",
     GPU_UNINSTALL: "dict[str, Any]",
 }, total=False)  # which keys a summary has depends on its kind (facecache.engine's docstring)
