@@ -4,9 +4,9 @@ background mode and in the bpy module. The job in flight is `runtime.JOB`; its p
 runtime state (`runtime.STATE.job`), never saved in the .blend.
 
 A job's answer flows one way: the coverage it brings goes into `runtime.STATE`, and the rest, its report, is
-handed on as an `Ended` to the job's `on_done` and, when it ran synchronously, returned by `start`. The
-report is also written to `scene.faceswap.last_report` (`show_report`), for display only: the panel after a
-reload, farm logs and scripts read it; the add-on's code never parses it back."""
+handed on as an `Ended` to the job's `on_done` and, when it ran synchronously, returned by `start`. A copy
+of the report is kept in `scene.faceswap.last_report` (`show_report`) for those outside the add-on that
+read it (farm scripts, the demo, the tests); the add-on's code never parses it back."""
 
 from __future__ import annotations
 
@@ -148,8 +148,8 @@ def _take_coverage(summary: dict, items: list[dict]) -> dict:
 
 
 def show_report(scene, report: dict) -> None:
-    """Keep a job's report on the scene for display (the panel after a reload, farm logs, scripts); the
-    add-on's code never reads it back."""
+    """Keep a copy of a job's report on the scene, for farm scripts, the demo and the tests; the add-on's code
+    never reads it back."""
     scene.faceswap.last_report = json.dumps(report, sort_keys=True)
 
 

@@ -125,7 +125,7 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
                                description="Remake the swapped frame under the playhead when it rests there or a "
                                            "blend setting changes (from the cache: a blend change runs no model)")
     # The running job's progress and status are runtime state (runtime.STATE.job), never saved here.
-    last_report: StringProperty(name="Last Report", default="",  # for display: the add-on never reads it back
+    last_report: StringProperty(name="Last Report", default="",  # for scripts and farms: the add-on never reads it back
                                 description="JSON summary of the last job: frames, written, skipped, inferences")
 
     def source_paths(self) -> list[str]:

@@ -25,7 +25,8 @@ Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
 outputs exist ("analysed", "swapped": {media: [frames]}) and which of those hold no face ("faceless": the
 one-pixel outputs; a preview says it for its frames too); jobs that run models say which provider each
-model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning").
+model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning"). Every key of a
+request, an item, an answer and a summary is spelled in `facecache.protocol`, which the add-on shares.
 """
 
 from __future__ import annotations
