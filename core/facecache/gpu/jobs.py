@@ -40,5 +40,6 @@ def gpu_job(kind: str, job: dict, settings, emit: Callable[[dict], None],
                                                                         cancel=cancel).as_dict()
     else:
         installer = GpuRuntimeInstaller()
-        summary[protocol.GPU_UNINSTALL] = {"folder": str(installer.location.folder), "freed_bytes": installer.uninstall()}
+        folder = str(installer.location.folder)
+        summary[protocol.GPU_UNINSTALL] = {"folder": folder, "freed_bytes": installer.uninstall()}
     return summary
