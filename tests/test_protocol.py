@@ -19,18 +19,12 @@ SPEAKERS = [ENGINE / name for name in ("engine.py", "serve.py", "worker.py", "jo
 SPEAKERS += sorted((ROOT / "blender_addon").glob("*.py"))
 # Where a protocol key's word names something else, said once here with what it is.
 OTHER_VOCABULARIES = {
-    ("blender_addon/props.py", "target"): "CLI_ONLY: the command line's --target option",
-    ("blender_addon/props.py", "out"): "CLI_ONLY: the command line's --out option",
-    ("blender_addon/props.py", "frames"): "CLI_ONLY: the command line's --frames option",
-    ("blender_addon/prefs.py", "cuda"): "the GPU status's own fields (facecache.gpu.status)",
-    ("blender_addon/prefs.py", "folder"): "the GPU status's own fields",
-    ("blender_addon/prefs.py", "installed"): "the GPU status's own fields",
-    ("blender_addon/prefs.py", "models"): "the GPU status's own fields",
-    ("blender_addon/prefs.py", "providers"): "the GPU status's own fields",
-    ("blender_addon/prefs.py", "sessions"): "the GPU status's own fields",
+    **{("blender_addon/props.py", key): "CLI_ONLY: an option of the command line" for key in ("target", "out", "frames")},
+    **{("blender_addon/prefs.py", key): "the GPU status's own fields (facecache.gpu.status)"
+       for key in ("cuda", "folder", "installed", "models", "providers", "sessions")},
     ("blender_addon/timeline.py", "folder"): "where a swapped strip goes (its place)",
-    ("core/facecache/engine.py", "gpu_install"): "JOB_KINDS: the job kind (its summary's key is named after it)",
-    ("core/facecache/engine.py", "gpu_uninstall"): "JOB_KINDS: the job kind (its summary's key is named after it)",
+    **{("core/facecache/engine.py", key): "JOB_KINDS: a job kind (its summary's key is named after it)"
+       for key in ("gpu_install", "gpu_uninstall")},
     ("core/facecache/gpu/jobs.py", "folder"): "the removed GPU runtime's folder, in the summary's gpu_uninstall",
 }
 MESSAGES = (protocol.Request, protocol.Item, protocol.Progress, protocol.Result, protocol.Error, protocol.Summary,
