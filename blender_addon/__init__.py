@@ -2,13 +2,14 @@
 
 Modules: compat (the API differences of Blender 4.2-5.0), props (settings), prefs, paths (cache location),
 frame_mapping (strip <-> media frames), timeline (originals and swapped strips), pending_frame (the stand-in for
-frames not made yet), faceless_keys (frames without a face keyed out of playback), engine_client (the process boundary: one engine session), runtime (what the session knows,
-never saved), jobs, ops, gpu_ops (the NVIDIA GPU runtime from the preferences), ui, preview (live
-preview under the playhead), coverage_overlay (bars under strips), coverage_watch (live refresh from the
-cache folder), scene_size (match the scene's frame to a clip).
+frames not made yet), faceless_keys (frames without a face keyed out of playback), engine_client (the process
+boundary: one engine session, speaking the engine's `protocol`), runtime (what the session knows, never saved:
+the one place for module-level state), redraw, jobs, ops, gpu_ops (the NVIDIA GPU runtime from the preferences),
+ui, preview (live preview under the playhead), coverage_overlay (bars under strips), coverage_watch and
+cache_watcher (live refresh from the cache folder), scene_size (match the scene's frame to a clip).
 """
 
-from . import (coverage_overlay, coverage_watch, engine_client, gpu_ops, jobs, ops, paths, prefs, preview, props,
+from . import (coverage_overlay, coverage_watch, gpu_ops, jobs, ops, paths, prefs, preview, props, runtime,
                scene_size, ui)
 
 _modules = (props, prefs, ops, gpu_ops, scene_size, ui, paths, jobs, preview, coverage_overlay, coverage_watch)
@@ -22,4 +23,4 @@ def register():
 def unregister():
     for module in reversed(_modules):
         module.unregister()
-    engine_client.restart()  # the engine process ends with the add-on
+    runtime.ENGINE.stop()  # the engine process ends with the add-on

@@ -11,8 +11,9 @@ from __future__ import annotations
 import bpy
 
 from . import compat, frame_mapping, paths, runtime, timeline
+from .engine_client import engine_module
 
-_handle = None
+protocol = engine_module("protocol")  # a strip's coverage is counted in the engine's words
 
 ANALYSED_COLOR = (0.35, 0.6, 1.0, 0.9)
 SWAPPED_COLOR = (0.3, 0.9, 0.4, 0.9)
@@ -26,8 +27,7 @@ def strip_coverage(scene, strip) -> dict:
     try:
         shown = frame_mapping.shown_media_frames(strip)
     except frame_mapping.UnsupportedStrip:
-        return {"frames": 0, "analysed": 0, "swapped": 0, "turned_away": 0, "analysed_runs": [],
-                "swapped_runs": [], "turned_away_runs": []}
+        shown = {}
     media = paths.media_path(strip)
     used = set(shown.values())
     analysed = runtime.STATE.analysed.get(media, set()) & used
@@ -37,9 +37,9 @@ def strip_coverage(scene, strip) -> dict:
     def to_timeline(done):
         return list(timeline.runs(sorted(t for t, m in shown.items() if m in done)))
 
-    return {"frames": len(used), "analysed": len(analysed), "swapped": len(swapped), "turned_away": len(turned_away),
-            "analysed_runs": to_timeline(analysed), "swapped_runs": to_timeline(swapped),
-            "turned_away_runs": to_timeline(turned_away)}
+    return {protocol.FRAMES: len(used), protocol.ANALYSED: len(analysed), protocol.SWAPPED: len(swapped),
+            protocol.TURNED_AWAY: len(turned_away), "analysed_runs": to_timeline(analysed),
+            "swapped_runs": to_timeline(swapped), "turned_away_runs": to_timeline(turned_away)}
 
 
 def drawn_at(scene, strip):
@@ -106,13 +106,11 @@ def _draw():
 
 
 def register():
-    global _handle
     if not bpy.app.background:
-        _handle = bpy.types.SpaceSequenceEditor.draw_handler_add(_draw, (), "WINDOW", "POST_PIXEL")
+        runtime.BARS.handle = bpy.types.SpaceSequenceEditor.draw_handler_add(_draw, (), "WINDOW", "POST_PIXEL")
 
 
 def unregister():
-    global _handle
-    if _handle is not None:
-        bpy.types.SpaceSequenceEditor.draw_handler_remove(_handle, "WINDOW")
-        _handle = None
+    if runtime.BARS.handle is not None:
+        bpy.types.SpaceSequenceEditor.draw_handler_remove(runtime.BARS.handle, "WINDOW")
+        runtime.BARS.handle = None

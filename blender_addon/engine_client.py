@@ -4,10 +4,10 @@ wheels on the path) and answers many requests, JSON lines both ways, each reques
 an id (an actor, as in Dream Textures' generator process). It keeps models, source faces and preview
 sessions warm, so a second click does not pay for imports and model loading again.
 
-`SESSION.request(job)` starts the process when none runs and returns a `Request`; a reader thread sorts
-the answers into each request's queue; `poll()` applies them on Blender's main thread (from a
-`bpy.app.timers` callback) and `wait()` does the same synchronously (background mode and the bpy module,
-where timers never run). `cancel()` sends a cancel message, which works on every platform. If the
+`EngineSession.request(job)` (the session's one instance is `runtime.ENGINE`) starts the process when none
+runs and returns a `Request`; a reader thread sorts the answers into each request's queue; `poll()` applies
+them on Blender's main thread (from a `bpy.app.timers` callback) and `wait()` does the same synchronously
+(background mode and the bpy module, where timers never run). `cancel()` sends a cancel message, which works on every platform. If the
 process dies, every request in flight ends with one error that says so, and the next request starts a
 fresh process; Blender itself is never at risk.
 """
@@ -31,10 +31,14 @@ ADDON_DIR = os.path.dirname(os.path.abspath(__file__))
 def engine_module(name: str):
     """A module of the engine imported into Blender's process: the copy vendored beside the add-on
     (the built extension) or the importable package (a development checkout). Only modules that need
-    nothing beyond the standard library and the extension's wheels belong here (choices, output_layout, watch)."""
-    if os.path.isdir(os.path.join(ADDON_DIR, "facecache")):
+    nothing beyond the standard library and the extension's wheels belong here (choices, protocol, output_layout,
+    watch). This file loaded alone (no package: the Windows session driver) takes the package on the path."""
+    if __package__ and os.path.isdir(os.path.join(ADDON_DIR, "facecache")):
         return importlib.import_module(f"{__package__}.facecache.{name}")
     return importlib.import_module(f"facecache.{name}")
+
+
+protocol = engine_module("protocol")  # the engine's request and answer keys
 
 
 def python_executable() -> str:
@@ -75,7 +79,7 @@ class Request:
         """Ask the engine to stop this request (a swap keeps the frames it finished)."""
         self.cancelled = True
         if self.session is not None and not self.finished:
-            self.session.send({"kind": "cancel", "target": self.id}, self.process)
+            self.session.send(protocol.cancel(self.id), self.process)
 
     @property
     def finished(self) -> bool:
@@ -104,16 +108,17 @@ class Request:
         return self
 
     def _apply(self, message: dict) -> None:
-        kind = message.get("type")
-        if kind == "progress":
-            self.done, self.total, self.label = message.get("done", 0), message.get("total", 0), message.get("label", "")
-        elif kind == "result":
-            self.result = message.get("summary", {})
-        elif kind == "error":
-            cancelled = message.get("kind") == "Cancelled"
+        kind = message.get(protocol.TYPE)
+        if kind == protocol.PROGRESS:
+            self.done, self.total = message.get(protocol.DONE, 0), message.get(protocol.TOTAL, 0)
+            self.label = message.get(protocol.LABEL, "")
+        elif kind == protocol.RESULT:
+            self.result = message.get(protocol.SUMMARY, {})
+        elif kind == protocol.ERROR:
+            cancelled = message.get(protocol.KIND) == protocol.CANCELLED_KIND
             # the engine's own line ("cancelled: ..." says what is kept), or the word when it gave none
-            self.error = message.get("message") or ("cancelled" if cancelled else "the engine failed")
-            self.error_kind = message.get("kind", "")
+            self.error = message.get(protocol.MESSAGE) or ("cancelled" if cancelled else "the engine failed")
+            self.error_kind = message.get(protocol.KIND, "")
 
     @property
     def fraction(self) -> float:
@@ -179,12 +184,12 @@ class EngineSession:
             request = Request(job, next(self._ids), self)
             request.process = process = self.process
             self._requests[request.id] = request
-        self.send({**job, "id": request.id}, process)
+        self.send({**job, protocol.ID: request.id}, process)
         return request
 
     def send(self, message: dict, process: subprocess.Popen) -> None:
-        if message.get("kind") == "cancel":
-            message = {**message, "id": f"cancel-{message['target']}"}
+        if message.get(protocol.KIND) == protocol.CANCEL:
+            message = {**message, protocol.ID: f"cancel-{message[protocol.TARGET]}"}
         try:
             process.stdin.write(json.dumps(message) + "\n")
             process.stdin.flush()
@@ -211,8 +216,8 @@ class EngineSession:
                 self._stderr.append(line)
                 continue
             with self._lock:
-                request = self._requests.get(message.get("id"))
-                if request is not None and message.get("type") in ("result", "error"):
+                request = self._requests.get(message.get(protocol.ID))
+                if request is not None and message.get(protocol.TYPE) in (protocol.RESULT, protocol.ERROR):
                     del self._requests[request.id]
             if request is not None:
                 request.messages.put(message)
@@ -225,11 +230,11 @@ class EngineSession:
                 del self._requests[request.id]
         for request in orphans:
             if request.cancelled:  # the engine ended while stopping it (the session was ended): a cancel
-                request.messages.put({"type": "error", "message": "cancelled", "kind": "Cancelled"})
+                request.messages.put(protocol.error("cancelled", protocol.CANCELLED_KIND))
                 continue
             message = (f"the face swap engine stopped unexpectedly ({death_cause(returncode, self._stderr)}); "
                        "the next request starts it again")
-            request.messages.put({"type": "error", "message": message, "kind": "EngineDied"})
+            request.messages.put(protocol.error(message, "EngineDied"))
 
     def _read_stderr(self, process: subprocess.Popen) -> None:
         for line in process.stderr:
@@ -246,15 +251,3 @@ class EngineSession:
             process.wait(5)
         except (OSError, ValueError, subprocess.TimeoutExpired):
             process.kill()
-
-
-SESSION = EngineSession()
-
-
-def restart() -> None:
-    """The next request starts a fresh engine process (e.g. after the models or the environment changed)."""
-    SESSION.stop()
-
-
-def run_sync(job: dict, on_progress=None) -> Request:
-    return SESSION.request(job).wait(on_progress)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import bpy
 
-from . import engine_client, jobs, runtime
+from . import jobs, runtime
+from .engine_client import engine_module
 
-pins = engine_client.engine_module("gpu.pins")  # standard library only: sizes before the engine is asked
+pins = engine_module("gpu.pins")  # standard library only: sizes before the engine is asked
+protocol = engine_module("protocol")  # the engine's request and answer keys
 
 
 def download_bytes() -> int | None:
@@ -29,16 +31,16 @@ def gigabytes(size: int | None) -> str:
     return "about 2 GB" if size is None else f"{size / 1e9:.1f} GB"
 
 
-def _keep_status(_scene, job) -> None:
-    if job.result is not None:
-        runtime.STATE.gpu = job.result.get("gpu", {})
+def _keep_status(_scene, ended: jobs.Ended) -> None:
+    if ended.report is not None:
+        runtime.STATE.gpu = ended.report.get(protocol.GPU, {})
 
 
-def _restart_and_check(scene, job) -> None:
+def _restart_and_check(scene, ended: jobs.Ended) -> None:
     """The engine reads the runtime when it starts: a fresh one, then its status."""
-    engine_client.restart()
+    runtime.ENGINE.stop()
     runtime.STATE.gpu_notice = ""
-    if job.result is not None and not jobs.synchronous():
+    if ended.report is not None and not jobs.synchronous():
         bpy.app.timers.register(lambda: _check_when_idle(scene.name), first_interval=0.1)
 
 
@@ -59,12 +61,12 @@ class _GpuOperator:
 
     def start(self, context, kind: str, on_done=None):
         try:
-            job = jobs.start(context.scene, kind, [], on_done=on_done)
+            ended = jobs.start(context.scene, kind, [], on_done=on_done)
         except (RuntimeError, OSError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        if job.error:
-            self.report({"ERROR"}, jobs.friendly(job.error, job.error_kind))
+        if ended is not None and ended.report is None:
+            self.report({"ERROR"}, jobs.friendly(ended.request.error, ended.request.error_kind))
             return {"CANCELLED"}
         return {"FINISHED"}
 
@@ -93,7 +95,7 @@ class FACESWAP_OT_gpu_install(_GpuOperator, bpy.types.Operator):
         if not bpy.app.online_access:
             self.report({"ERROR"}, "online access is disabled: allow it in Preferences > System > Network")
             return {"CANCELLED"}
-        engine_client.restart()  # nothing of an old runtime stays loaded while it is replaced
+        runtime.ENGINE.stop()  # nothing of an old runtime stays loaded while it is replaced
         return self.start(context, "gpu_install", _restart_and_check)
 
 
@@ -106,7 +108,7 @@ class FACESWAP_OT_gpu_uninstall(_GpuOperator, bpy.types.Operator):
         return context.window_manager.invoke_confirm(self, event)
 
     def execute(self, context):
-        engine_client.restart()  # the engine must not hold the runtime's libraries while they are deleted
+        runtime.ENGINE.stop()  # the engine must not hold the runtime's libraries while they are deleted
         return self.start(context, "gpu_uninstall", _restart_and_check)
 
 

@@ -3,17 +3,17 @@ preview and model helpers). Each checks its input, then hands the work to `jobs`
 
 from __future__ import annotations
 
-import json
 import os
 
 import bpy
 from bpy.props import IntProperty, StringProperty
 
-from . import frame_mapping, jobs, paths, preview, runtime, shot_group, timeline
+from . import frame_mapping, jobs, paths, preview, redraw, runtime, shot_group, timeline
 from .compat import sequencer_scene
 from .engine_client import engine_module
 
 run_summary = engine_module("jobs.run_summary")  # the engine's summary of a job: the empty one too
+protocol = engine_module("protocol")  # the engine's request and answer keys
 
 
 def selected_movies(scene) -> list:
@@ -74,21 +74,21 @@ class _JobOperator:
             self.report({"WARNING"}, f"unsaved file: the cache is in a temporary folder ({paths.cache_dir(scene)}) "
                                      "and moves beside the .blend when you save")
         try:
-            job = jobs.start(scene, kind, items, on_done)
+            ended = jobs.start(scene, kind, items, on_done)
         except (RuntimeError, OSError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        if not job.finished:
+        if ended is None:
             self.report({"INFO"}, f"{kind} started")
             return {"FINISHED"}
-        if job.error:
-            self.report({"ERROR"}, jobs.friendly(job.error, job.error_kind))
+        summary = ended.report
+        if summary is None:
+            self.report({"ERROR"}, jobs.friendly(ended.request.error, ended.request.error_kind))
             return {"CANCELLED"}
-        summary = json.loads(scene.faceswap.last_report)
-        if summary.get("cancelled"):  # only a signal stops a synchronous job: a farm must not count it as done
+        if summary.get(protocol.CANCELLED):  # only a signal stops a synchronous job: a farm must not count it as done
             self.report({"ERROR"}, f"{kind} was stopped before the end; frames finished are kept: run it again")
             return {"CANCELLED"}
-        self.report({"WARNING"} if summary.get("warning") else {"INFO"}, jobs.describe(summary))
+        self.report({"WARNING"} if summary.get(protocol.WARNING) else {"INFO"}, jobs.describe(summary))
         return {"FINISHED"}
 
 
@@ -120,7 +120,7 @@ class _FrameRange:
         items = timeline.work_items(scene, strips, self.timeline_frames())
         if items:
             return self.launch(scene, kind, items, on_done)
-        scene.faceswap.last_report = json.dumps(run_summary.empty_summary(kind=kind, **sync_summary(synced)))
+        jobs.show_report(scene, run_summary.empty_summary(kind=kind, **sync_summary(synced)))
         if self.timeline_frames() is None:
             self.report({"INFO"}, f"{kind}: no frame to compute")
         else:
@@ -133,13 +133,11 @@ class _FrameRange:
 def _after_swap(keyed_uids, synced: dict):
     """When the job is done: reload the swapped strips' frames; when it succeeded, stamp them with the settings
     and add what the re-sync did to the job's report (strips re-placed, edits not followed)."""
-    def done(scene, job):
+    def done(scene, ended: jobs.Ended):
         refresh_images(scene)  # the frames it finished are on disk, also when it failed
-        if job.result is None:
+        if ended.report is None:
             return
-        report = scene.faceswap.report()
-        report.update(sync_summary(synced))
-        scene.faceswap.last_report = json.dumps(report, sort_keys=True)
+        ended.report.update(sync_summary(synced))
         key = scene.faceswap.settings_key()
         for strip in timeline.swapped_strips(scene):
             if strip.faceswap.link in keyed_uids:
@@ -163,14 +161,12 @@ def refresh_images(scene) -> None:
         strip.directory = strip.directory  # re-setting a path invalidates the strip's cached images
     if bpy.app.background:
         return
-    for window in bpy.context.window_manager.windows:
-        for area in window.screen.areas:
-            if area.type == "SEQUENCE_EDITOR":
-                with bpy.context.temp_override(window=window, area=area):
-                    try:
-                        bpy.ops.sequencer.refresh_all()
-                    except RuntimeError:
-                        pass
+    for window, area in redraw.areas():
+        with bpy.context.temp_override(window=window, area=area):
+            try:
+                bpy.ops.sequencer.refresh_all()
+            except RuntimeError:
+                pass
 
 
 class FACESWAP_OT_analyze(_FrameRange, _JobOperator, bpy.types.Operator):
@@ -231,7 +227,7 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
         synced = timeline.sync_all(scene)
         report_not_followed(self, synced)
         if not strips:
-            scene.faceswap.last_report = json.dumps(run_summary.empty_summary(kind="update", removed=synced["removed"]))
+            jobs.show_report(scene, run_summary.empty_summary(kind="update", removed=synced["removed"]))
             level, message = nothing_to_update(bpy.app.background)
             self.report({level}, message)
             return {"CANCELLED"} if level == "ERROR" else {"FINISHED"}
@@ -353,15 +349,15 @@ class FACESWAP_OT_refresh_coverage(bpy.types.Operator):
         if result.get("started"):
             self.report({"INFO"}, "refreshing coverage")
         else:
-            self.report({"INFO"}, f"coverage refreshed: {result['analysed']} analysed frames "
-                                  f"in {result['media']} media file(s)")
+            self.report({"INFO"}, f"coverage refreshed: {result[protocol.ANALYSED]} analysed frames "
+                                  f"in {result[protocol.MEDIA]} media file(s)")
         return {"FINISHED"}
 
 
 # The two lists of face photos: source faces, and reference faces (who to replace).
 FACE_LISTS = [("sources", "Source Faces", "Photos of the face to put in"),
               ("references", "Reference Faces", "Photos of the person to replace (the Reference selector)")]
-_ACTIVE = {"sources": "source_index", "references": "reference_index"}
+_ACTIVE = {name: f"{name[:-1]}_index" for name, _label, _description in FACE_LISTS}  # each list's active photo
 
 
 class FACESWAP_OT_source_add(bpy.types.Operator):
@@ -435,12 +431,12 @@ class FACESWAP_OT_import_models(_JobOperator, bpy.types.Operator):
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
         try:
-            job = jobs.start(scene, "import_models", [], extra={"folder": bpy.path.abspath(self.directory)})
+            ended = jobs.start(scene, "import_models", [], extra={protocol.FOLDER: bpy.path.abspath(self.directory)})
         except RuntimeError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        if job.error:
-            self.report({"ERROR"}, job.error)
+        if ended is not None and ended.report is None:
+            self.report({"ERROR"}, ended.request.error)
             return {"CANCELLED"}
         return {"FINISHED"}
 

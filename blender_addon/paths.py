@@ -1,4 +1,4 @@
-"""Where the cache and the swapped frames live.
+"""Where the cache, the swapped frames and the models live, and the preferences that say so.
 
 Default: `//faceswap_cache` beside the .blend (a `//` relative path in `scene.faceswap.cache_dir`).
 The preferences may override it with an absolute folder, and the environment variable
@@ -8,6 +8,8 @@ beside the copy. An unsaved file uses a temporary folder
 (with a notice in the panel); the first save moves it beside the new .blend. "Save As" to another
 folder rewrites the relative path so that it still points at the same cache (as Blender does for
 strip paths).
+
+The models folder: the preferences' Models Folder, else $FACECACHE_MODELS, else the extension's user folder.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ from .engine_client import engine_module
 layout = engine_module("output_layout")  # the engine's one output layout: folders and frame names
 DEFAULT_CACHE_DIR = "//faceswap_cache"
 CACHE_DIR_ENV = "FACESWAP_CACHE_DIR"
+MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own names for them (facecache.locations)
+GPU_RUNTIME_DIR_ENV = "FACECACHE_GPU_RUNTIME"
 
 
-def _prefs():
+def prefs():
+    """The add-on's preferences (None while it is not enabled)."""
     addon = bpy.context.preferences.addons.get(__package__)
     return addon.preferences if addon else None
 
@@ -39,8 +44,8 @@ def unsaved_cache_dir() -> str:
 
 
 def _overridden() -> bool:
-    prefs = _prefs()
-    return bool(os.environ.get(CACHE_DIR_ENV) or (prefs and prefs.cache_dir_override))
+    chosen = prefs()
+    return bool(os.environ.get(CACHE_DIR_ENV) or (chosen and chosen.cache_dir_override))
 
 
 def is_temporary(scene) -> bool:
@@ -51,9 +56,9 @@ def cache_dir(scene) -> str:
     """$FACESWAP_CACHE_DIR, else the preferences' Cache Location, else the scene's Cache setting."""
     if os.environ.get(CACHE_DIR_ENV):
         return os.path.abspath(os.environ[CACHE_DIR_ENV])
-    prefs = _prefs()
-    if prefs and prefs.cache_dir_override:
-        return os.path.abspath(bpy.path.abspath(prefs.cache_dir_override))
+    chosen = prefs()
+    if chosen and chosen.cache_dir_override:
+        return os.path.abspath(bpy.path.abspath(chosen.cache_dir_override))
     setting = scene.faceswap.cache_dir or DEFAULT_CACHE_DIR
     if setting.startswith("//") and not bpy.data.filepath:
         return unsaved_cache_dir()
@@ -61,8 +66,33 @@ def cache_dir(scene) -> str:
 
 
 def max_bytes() -> int:
-    prefs = _prefs()
-    return int((prefs.cache_max_gb if prefs else 10.0) * 1e9)
+    chosen = prefs()
+    return int((chosen.cache_max_gb if chosen else 10.0) * 1e9)
+
+
+def models_dir(create: bool = True) -> str:
+    """The preferences' Models Folder, else $FACECACHE_MODELS (the engine CLI's variable: a farm node's
+    models folder on the NAS), else the extension's user folder (created unless `create` is False:
+    drawing only reads)."""
+    chosen = prefs()
+    if chosen and chosen.models_dir:
+        return bpy.path.abspath(chosen.models_dir)
+    return os.path.abspath(os.environ[MODELS_DIR_ENV]) if os.environ.get(MODELS_DIR_ENV) else default_models_dir(create)
+
+
+def default_models_dir(create: bool = True) -> str:
+    try:
+        return bpy.utils.extension_path_user(__package__, path="models", create=create)
+    except (ValueError, AttributeError):  # not installed as an extension (development checkout)
+        return os.path.join(bpy.utils.user_resource("DATAFILES", path="vse_faceswap", create=create), "models")
+
+
+def engine_environment() -> dict:
+    """What the preferences add to the engine's environment: the GPU runtime folder, when one is chosen
+    (else the engine's own: $FACECACHE_GPU_RUNTIME, else the per-user folder every Blender shares)."""
+    chosen = prefs()
+    folder = getattr(chosen, "gpu_runtime_dir", "") if chosen else ""
+    return {GPU_RUNTIME_DIR_ENV: bpy.path.abspath(folder)} if folder else {}
 
 
 def media_path(strip) -> str:

@@ -8,15 +8,13 @@ import sys
 import bpy
 from bpy.props import FloatProperty, StringProperty
 
-from . import engine_client, gpu_ops, jobs, runtime
+from . import gpu_ops, jobs, paths, runtime
 from .props import choices, enum_property
 from .ui import wrapped_label
 
 
 def _gpu_folder_changed(_prefs, _context) -> None:
-    from .jobs import engine_environment
-
-    engine_client.SESSION.configure(engine_environment())  # the engine reads it when it starts
+    runtime.ENGINE.configure(paths.engine_environment())  # the engine reads it when it starts
 
 
 
@@ -38,13 +36,11 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
     cache_max_gb: FloatProperty(name="Cache Size Cap (GB)", min=0.1, default=10.0)
 
     def draw(self, context):
-        from .jobs import models_dir
-
         layout = self.layout
         col = layout.column()
         col.prop(self, "models_dir")
         if not self.models_dir:
-            col.label(text=f"Using {models_dir(create=False)}", icon="INFO")  # drawing creates nothing
+            col.label(text=f"Using {paths.models_dir(create=False)}", icon="INFO")  # drawing creates nothing
         row = col.row()
         row.operator("faceswap.install_models", icon="IMPORT")
         row.operator("faceswap.import_models", icon="FILE_FOLDER")
@@ -110,9 +106,7 @@ def _status_lines(status: dict) -> list[str]:
 
 def register():
     bpy.utils.register_class(FaceSwapPreferences)
-    from .jobs import engine_environment
-
-    engine_client.SESSION.configure(engine_environment())  # an engine started from now on reads the folder
+    runtime.ENGINE.configure(paths.engine_environment())  # an engine started from now on reads the folder
 
 
 def unregister():

@@ -6,42 +6,24 @@ when the frame is new. Only the swapped strips whose frame was written are refre
 Requests never pile up: while one is in flight, a newer playhead position or setting only marks the
 next request, which goes out when the answer comes (the engine answers previews ahead of a running
 job's next frame), so the frame where the playhead rests is the one made. In background mode (`blender -b`, farms) nothing is
-previewed; `ACTIVE` lets the bpy module's tests and benchmark act as the interactive UI.
+previewed; `runtime.PREVIEW.ui` lets the bpy module's tests and benchmark act as the interactive UI. The
+request in flight is `runtime.PREVIEW`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import bpy
 from bpy.app.handlers import persistent
 
-from . import engine_client, frame_mapping, jobs, paths, runtime, timeline
+from . import frame_mapping, jobs, paths, redraw, runtime, timeline
+from .engine_client import engine_module
 
+protocol = engine_module("protocol")  # the engine's request and answer keys
 POLL_SECONDS = 0.01
 
 
-@dataclass
-class Flight:
-    """The preview request in flight (at most one), the scene it is for and its swapped strips' names,
-    and the scene whose playhead moved meanwhile (asked for when the answer comes)."""
-    request: "engine_client.Request | None" = None
-    scene: str = ""
-    names: list[str] = field(default_factory=list)
-    pending: str = ""
-
-
-@dataclass
-class Mode:
-    ui: bool | None = None  # None: previews follow `not bpy.app.background`; tests set True
-
-
-_flight = Flight()
-ACTIVE = Mode()
-
-
 def active() -> bool:
-    return ACTIVE.ui if ACTIVE.ui is not None else not bpy.app.background
+    return runtime.PREVIEW.ui if runtime.PREVIEW.ui is not None else not bpy.app.background
 
 
 def items_under_playhead(scene) -> tuple[list[dict], list]:
@@ -59,7 +41,7 @@ def items_under_playhead(scene) -> tuple[list[dict], list]:
         if index is None:
             continue
         media = paths.media_path(original)
-        items.append({"media": media, "start": index, "stop": index + 1, "out": paths.output_root(scene, media)})
+        items.append(protocol.item(media, index, index + 1, paths.output_root(scene, media)))
         strips.append(strip)
     return items, strips
 
@@ -69,8 +51,8 @@ def request(scene, force: bool = False) -> None:
     `force`: even where live previews are off (the Preview Frame operator)."""
     if scene is None or not scene.faceswap.sources or not (force or active() and scene.faceswap.live_preview):
         return
-    if _flight.request is not None:
-        _flight.pending = scene.name
+    if runtime.PREVIEW.request is not None:
+        runtime.PREVIEW.pending = scene.name
         return
     _send(scene)
 
@@ -79,42 +61,43 @@ def _send(scene) -> None:
     items, strips = items_under_playhead(scene)
     if not items:
         return
-    job = {"kind": "preview", "settings": jobs.engine_settings(scene), "items": items}
-    _flight.request = engine_client.SESSION.request(job)
-    _flight.scene, _flight.names = scene.name, [s.name for s in strips]
+    job = {protocol.KIND: "preview", protocol.SETTINGS: jobs.engine_settings(scene), protocol.ITEMS: items}
+    runtime.PREVIEW.request = runtime.ENGINE.request(job)
+    runtime.PREVIEW.scene, runtime.PREVIEW.names = scene.name, [s.name for s in strips]
     if jobs.synchronous():
-        _flight.request.wait()
+        runtime.PREVIEW.request.wait()
         _answered()
     elif not bpy.app.timers.is_registered(_poll):
         bpy.app.timers.register(_poll, first_interval=POLL_SECONDS)
 
 
 def _poll():
-    request_ = _flight.request
+    request_ = runtime.PREVIEW.request
     if request_ is None:
         return None
     if not request_.poll():
         return POLL_SECONDS
     _answered()
-    return POLL_SECONDS if _flight.request is not None else None
+    return POLL_SECONDS if runtime.PREVIEW.request is not None else None
 
 
 def _answered() -> None:
     """Apply the answer in flight: refresh the strips whose frame was written; send what waits."""
-    request_ = _flight.request
-    scene = bpy.data.scenes.get(_flight.scene)
-    _flight.request, _flight.scene = None, ""
+    request_ = runtime.PREVIEW.request
+    scene = bpy.data.scenes.get(runtime.PREVIEW.scene)
+    runtime.PREVIEW.request, runtime.PREVIEW.scene = None, ""
     if request_.result is not None:
         runtime.STATE.last_preview = request_.result
-        asked = runtime.asked_frames(request_.job["items"])
+        asked = runtime.asked_frames(request_.job[protocol.ITEMS])
         # a frame made for the first time stands in no more; a frame that gained or lost its face is keyed anew
-        first_time = runtime.STATE.replace("swapped", asked, asked)
-        faceless_changed = runtime.STATE.replace("faceless", request_.result.get("faceless", {}) or {}, asked)
-        if scene is not None and request_.result.get("written"):
+        first_time = runtime.STATE.replace(protocol.SWAPPED, asked, asked)
+        faceless_changed = runtime.STATE.replace(protocol.FACELESS, request_.result.get(protocol.FACELESS, {}) or {},
+                                                 asked)
+        if scene is not None and request_.result.get(protocol.WRITTEN):
             if first_time or faceless_changed:
                 timeline.point_elements(scene)
-            refresh_strips(scene, _flight.names)
-    pending, _flight.pending = _flight.pending, ""
+            refresh_strips(scene, runtime.PREVIEW.names)
+    pending, runtime.PREVIEW.pending = runtime.PREVIEW.pending, ""
     scene = bpy.data.scenes.get(pending)
     if scene is not None:
         _send(scene)
@@ -125,7 +108,7 @@ def refresh_strips(scene, names) -> None:
     for strip in timeline.swapped_strips(scene):
         if strip.name in names:
             strip.directory = strip.directory  # setting the path drops the strip's cached images
-    jobs._redraw()
+    redraw.redraw()
 
 
 @persistent
@@ -137,7 +120,7 @@ def on_frame_change(scene, *_args):
 
 @persistent
 def on_load_post(*_args):
-    _flight.request, _flight.scene, _flight.pending = None, "", ""
+    runtime.PREVIEW.request, runtime.PREVIEW.scene, runtime.PREVIEW.pending = None, "", ""
 
 
 def register():

@@ -9,11 +9,12 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, IntVectorProperty, PointerProperty, StringProperty)
 
-from . import compat
+from . import compat, redraw
 from .engine_client import engine_module
 from .paths import DEFAULT_CACHE_DIR
 
 choices = engine_module("choices")  # the engine's one list of choices: menus and ranges come from it
+protocol = engine_module("protocol")  # the engine's settings, by name
 # The add-on always lays RGBA face overlays over the original strip; a frame without a face is one
 # transparent pixel (a full-frame one cost playback 7-14 ms), and keyed out of playback (faceless_keys).
 OUTPUT_FORM = "sequencer"
@@ -23,9 +24,9 @@ CLI_ONLY = {
     "target": "the media files of the selected movie strips",
     "out": "the cache's swaps folder (the swapped strips read it)",
     "frames": "the frames the strips show on the timeline",
-    "output_form": "always face overlays for the sequencer, laid over the original strip",
+    protocol.OUTPUT_FORM: "always face overlays for the sequencer, laid over the original strip",
     "json": "the command line's output format (the add-on keeps each job's summary in last_report)",
-    "picture_rules": "always the picture of the Blender the add-on runs in (bpy.app.version)",
+    protocol.PICTURE_RULES: "always the picture of the Blender the add-on runs in (bpy.app.version)",
     "quality": "a finished movie's codec quality: the add-on's output is the swapped strips, never a movie",
 }
 
@@ -47,10 +48,8 @@ def number_property(number, **extra):
 PATH_OPTIONS = compat.blend_relative_path_options()
 
 
-def _redraw(_self, context):
-    for area in getattr(context.screen, "areas", ()):
-        if area.type == "SEQUENCE_EDITOR":
-            area.tag_redraw()
+def _redraw(_self, _context):
+    redraw.redraw()
 
 
 def _blend_changed(self, _context):
@@ -126,7 +125,7 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
                                description="Remake the swapped frame under the playhead when it rests there or a "
                                            "blend setting changes (from the cache: a blend change runs no model)")
     # The running job's progress and status are runtime state (runtime.STATE.job), never saved here.
-    last_report: StringProperty(name="Last Report", default="",
+    last_report: StringProperty(name="Last Report", default="",  # for scripts and farms: the add-on never reads it back
                                 description="JSON summary of the last job: frames, written, skipped, inferences")
 
     def source_paths(self) -> list[str]:
@@ -136,29 +135,34 @@ class FaceSwapSettings(bpy.types.PropertyGroup):
         return [bpy.path.abspath(s.filepath) for s in self.references if s.filepath]
 
     def engine_settings(self) -> dict:
-        """This scene's part of the engine's settings (`facecache.pipeline.Settings`, by name)."""
-        use_position = self.selector == "one" and self.use_position
-        return {"sources": self.source_paths(), "source_face": self.source_face, "selector": self.selector,
-                "position": [round(v, 6) for v in self.position] if use_position else None,
-                "references": self.reference_paths() if self.selector == "reference" else [],
-                "reference_threshold": round(self.reference_threshold, 6) if self.selector == "reference" else None,
-                "swapper": self.swapper,
-                "detector": self.detector, "tracking": self.tracking, "landmarker": self.landmarker,
-                "recognizer": self.recognizer,
-                **{number.name: round(getattr(self, number.name), 6) for number in choices.COMPOSITE},
-                "output_form": OUTPUT_FORM, "limit_yaw": self.limit_yaw,
-                "max_yaw": round(self.max_yaw, 6) if self.limit_yaw else None,
-                # the engine analyses the picture this Blender shows (rotation, colours, timing)
-                "picture_rules": choices.picture_rules_for(bpy.app.version)}
+        """This scene's part of the engine's settings: every field of `facecache.pipeline.Settings`
+        (protocol.SETTINGS_NAMES) but those the preferences give, as `SENT_OTHERWISE` makes it, else as the
+        property of the same name holds it (a float rounded: the settings key stays stable)."""
+        return {name: SENT_OTHERWISE[name](self) if name in SENT_OTHERWISE else _plain(getattr(self, name))
+                for name in protocol.SETTINGS_NAMES if name not in FROM_PREFERENCES}
 
     def settings_key(self) -> str:
         return json.dumps(self.engine_settings(), sort_keys=True)
 
-    def report(self) -> dict:
-        try:
-            return json.loads(self.last_report) if self.last_report else {}
-        except ValueError:
-            return {}
+
+def _plain(value):
+    return round(value, 6) if isinstance(value, float) else value
+
+
+# The engine's settings that the preferences and the cache's location give (jobs.engine_settings).
+FROM_PREFERENCES = (protocol.CACHE_DIR, protocol.MAX_BYTES, protocol.MODELS_DIR, protocol.PROVIDERS)
+# The scene's settings that are not sent as their property holds them: what an unused option leaves unset,
+# what the add-on always sends.
+SENT_OTHERWISE = {
+    protocol.SOURCES: lambda s: s.source_paths(),
+    protocol.POSITION: lambda s: [round(v, 6) for v in s.position] if s.selector == "one" and s.use_position else None,
+    protocol.REFERENCES: lambda s: s.reference_paths() if s.selector == "reference" else [],
+    protocol.REFERENCE_THRESHOLD: lambda s: _plain(s.reference_threshold) if s.selector == "reference" else None,
+    protocol.MAX_YAW: lambda s: _plain(s.max_yaw) if s.limit_yaw else None,
+    protocol.OUTPUT_FORM: lambda s: OUTPUT_FORM,
+    # the engine analyses the picture this Blender shows (rotation, colours, timing)
+    protocol.PICTURE_RULES: lambda s: choices.picture_rules_for(bpy.app.version),
+}
 
 
 classes = (FaceSwapSource, FaceSwapStrip, FaceSwapSettings)

@@ -1,13 +1,31 @@
-"""What this Blender session knows at run time and never saves in the .blend: the running job's progress
-and status, coverage (analysed and swapped media frames of each media file), the cache size and the
-last preview. The engine session fills it (with every job's answer, on watcher events, after each
-preview); panels and overlays only read it, so drawing never touches the file system. A file saved
-during a job and opened again shows no job running: nothing of this is in it.
+"""What this Blender session holds at run time and never saves in the .blend, and the one place where the
+add-on keeps module-level state.
+
+Why module-level: Blender calls the add-on's operators, handlers, timers and draw callbacks as plain
+functions with no object of the add-on's to pass along, and none of this may be saved in the .blend (a file
+saved during a job and opened again shows no job running). So each thing that must outlive one call is one
+instance here, and nowhere else:
+
+    STATE     what the engine's answers taught (job status, coverage, cache size, last preview, GPU):
+              panels and overlays only read it, so drawing never touches the file system
+    ENGINE    the engine process of this Blender session (engine_client.EngineSession)
+    JOB       the one job in flight (jobs)
+    PREVIEW   the live preview request in flight (preview)
+    COVERAGE  the cache folder's watcher and the coverage query in flight (coverage_watch)
+    BARS      the coverage bars' draw handler (coverage_overlay)
+
+The flow is one way: the engine answers, the module that asked applies the answer here, drawing reads it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
+
+from .cache_watcher import CoverageWatcher
+from .engine_client import EngineSession, Request, engine_module
+
+protocol = engine_module("protocol")
 
 
 @dataclass
@@ -64,12 +82,47 @@ class Runtime:
         self.last_preview = {}
 
 
+@dataclass
+class JobInFlight:
+    """The one job this Blender session runs: its request to the engine session, the scene that asked,
+    what to call when it ends, and the items it covers (the frames its answer speaks for)."""
+    job: Request | None = None
+    scene: str = ""
+    on_done: Callable | None = None
+    items: list[dict] = field(default_factory=list)
+
+    def ended(self) -> None:
+        """The job ended (its scene stays: the answer is applied to it)."""
+        self.job, self.on_done, self.items = None, None, []
+
+
+@dataclass
+class PreviewFlight:
+    """The preview request in flight (at most one), the scene it is for and its swapped strips' names,
+    and the scene whose playhead moved meanwhile (asked for when the answer comes)."""
+    request: Request | None = None
+    scene: str = ""
+    names: list[str] = field(default_factory=list)
+    pending: str = ""
+    ui: bool | None = None  # None: previews follow `not bpy.app.background`; tests and benchmarks set True
+
+
+@dataclass
+class DrawHandler:
+    handle: object = None  # what draw_handler_add returned, while the handler is added
+
+
 STATE = Runtime()
+ENGINE = EngineSession()
+JOB = JobInFlight()
+PREVIEW = PreviewFlight()
+COVERAGE = CoverageWatcher()
+BARS = DrawHandler()
 
 
 def asked_frames(items: list[dict]) -> dict[str, set[int]]:
     """{media: media frames} that a request's items cover."""
     asked: dict[str, set[int]] = {}
     for item in items:
-        asked.setdefault(item["media"], set()).update(range(int(item["start"]), int(item["stop"])))
+        asked.setdefault(item[protocol.MEDIA], set()).update(protocol.frame_range(item))
     return asked

@@ -19,6 +19,9 @@ import bpy
 
 from . import (compat, faceless_keys, frame_mapping, paths, pending_frame, runtime, shot_group, strip_copy,
                strip_elements)
+from .engine_client import engine_module
+
+protocol = engine_module("protocol")  # the engine's items
 
 SUFFIX = ".swap"
 REPLACED = " (replaced)"  # a swapped strip's name for the moment Update makes it anew
@@ -309,7 +312,7 @@ def work_items(scene, strips, frames: range | None = None) -> list[dict]:
     items = []
     for media, used in wanted.items():
         for start, stop in runs(sorted(used)):
-            items.append({"media": media, "start": start, "stop": stop, "out": paths.output_root(scene, media)})
+            items.append(protocol.item(media, start, stop, paths.output_root(scene, media)))
     return items
 
 

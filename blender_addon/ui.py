@@ -9,8 +9,11 @@ import textwrap
 
 import bpy
 
-from . import coverage_overlay, coverage_watch, paths, runtime, shot_group, timeline
+from . import coverage_overlay, paths, runtime, shot_group, timeline
 from .compat import sequencer_scene
+from .engine_client import engine_module
+
+protocol = engine_module("protocol")  # a strip's coverage is counted in the engine's words
 
 
 class FACESWAP_UL_sources(bpy.types.UIList):
@@ -152,8 +155,9 @@ class FACESWAP_PT_strip(_Panel, bpy.types.Panel):
             draw_not_followed(layout, strip.faceswap.not_followed, context)
             return
         data = coverage_overlay.strip_coverage(scene, strip)
-        layout.label(text=f"Analysed {data['analysed']} / {data['frames']} frames")
-        layout.label(text=f"Swapped {data['swapped']} / {data['frames']} frames")
+        frames = data[protocol.FRAMES]
+        layout.label(text=f"Analysed {data[protocol.ANALYSED]} / {frames} frames")
+        layout.label(text=f"Swapped {data[protocol.SWAPPED]} / {frames} frames")
         if strip.faceswap.role == "ORIGINAL":
             ok = timeline.is_up_to_date(scene, strip)
             if ok is None:
@@ -230,12 +234,13 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
         size = runtime.STATE.cache_bytes  # measured by the engine on each refresh, never while drawing
         size_text = "refresh to measure" if size is None else f"{size / 1e6:.1f} MB"
         layout.label(text=f"Size {size_text} of {paths.max_bytes() / 1e9:.0f} GB")
-        manual = coverage_watch.SESSION.mode == "manual"
+        watcher = runtime.COVERAGE
+        manual = watcher.mode == "manual"
         row = layout.row(align=True)
-        row.label(text=coverage_watch.SESSION.describe(), icon="ERROR" if manual else "HIDE_OFF")
+        row.label(text=watcher.describe(), icon="ERROR" if manual else "HIDE_OFF")
         row.operator("faceswap.refresh_coverage", text="" if not manual else "Refresh Coverage", icon="FILE_REFRESH")
-        if coverage_watch.SESSION.last_error:
-            layout.label(text=f"Coverage refresh failed: {coverage_watch.SESSION.last_error}", icon="ERROR")
+        if watcher.last_error:
+            layout.label(text=f"Coverage refresh failed: {watcher.last_error}", icon="ERROR")
         layout.prop(scene.faceswap, "show_coverage")
         layout.prop(scene.faceswap, "live_preview")
         row = layout.row(align=True)

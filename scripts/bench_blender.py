@@ -101,12 +101,12 @@ def main(argv=None) -> int:
     scene.faceswap.sources.add().filepath = str(sample_image("astronaut"))
     strip = addon["compat"].top_strips(scene.sequence_editor).new_movie("clip", str(clip), 1, 1)
     strip.select = True
-    session, jobs, runtime = addon["engine_client"].SESSION, addon["jobs"], addon["runtime"]
+    session, jobs, runtime = addon["runtime"].ENGINE, addon["jobs"], addon["runtime"]
 
-    addon["engine_client"].restart()
+    addon["runtime"].ENGINE.stop()
     first_click_ms = click_to_first_progress(bpy, jobs)  # a fresh session: the engine starts, models load
     wait_for_job(jobs)
-    addon["preview"].ACTIVE.ui = True  # previews follow the playhead and the sliders, as in the UI
+    addon["runtime"].PREVIEW.ui = True  # previews follow the playhead and the sliders, as in the UI
     checked, engine_ms = [], []
 
     def measured(action) -> float:
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"a preview did not write exactly one overlay without a model run: {bad[:5]}")
 
     say("second Swap click in the warm session")
-    addon["preview"].ACTIVE.ui = None
+    addon["runtime"].PREVIEW.ui = None
     starts = session.starts
     scene.faceswap.opacity = 0.9
     second_click_ms = click_to_first_progress(bpy, jobs)
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
               "loadavg_1min_start": load_start and load_start[0], "loadavg_1min_end": (load_average() or [None])[0]}
     result["goals"] = GOALS
     result["goals_met"] = {key: result[key] <= goal for key, goal in GOALS.items()}
-    addon["engine_client"].restart()
+    addon["runtime"].ENGINE.stop()
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0
 
@@ -166,7 +166,7 @@ def click_to_first_progress(bpy, jobs) -> float:
         assert bpy.ops.faceswap.swap() == {"FINISHED"}
     finally:
         jobs.synchronous = synchronous
-    job = jobs._state.job
+    job = jobs.runtime.JOB.job
     while True:
         message = job.messages.get(timeout=600)
         job._apply(message)

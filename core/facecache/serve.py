@@ -40,6 +40,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from facecache import protocol
 from facecache.errors import Cancelled, FaceCacheError
 from facecache.engine import Engine, error_message, is_quick, run_job
 
@@ -60,7 +61,7 @@ class Request:
 
     @property
     def quick(self) -> bool:
-        return is_quick(self.job.get("kind"))
+        return is_quick(self.job.get(protocol.KIND))
 
 
 def usable_id(value) -> bool:
@@ -82,16 +83,16 @@ def parse_request(line: bytes | str, needs_id: bool = True) -> dict:
         raise RequestRefused("the request is nested too deeply to read") from None
     except ValueError as exc:
         raise RequestRefused(f"the request is not JSON ({exc})") from None
-    if not isinstance(message, dict) or (needs_id and "id" not in message):
+    if not isinstance(message, dict) or (needs_id and protocol.ID not in message):
         raise RequestRefused('a request is a JSON object with an "id", e.g. {"id": 1, "kind": "cache_stats"}')
-    if "id" in message and not usable_id(message["id"]):
+    if protocol.ID in message and not usable_id(message[protocol.ID]):
         raise RequestRefused(f"a request's id must be a whole number or a string of at most {MAX_ID_CHARS} "
-                             f"characters, not {_shown(message['id'])}")
-    if "kind" in message and not isinstance(message["kind"], str):
-        raise RequestRefused(f"a request's kind must be a string, not {_shown(message['kind'])}")
-    if message.get("kind") == "cancel" and not usable_id(message.get("target")):
+                             f"characters, not {_shown(message[protocol.ID])}")
+    if protocol.KIND in message and not isinstance(message[protocol.KIND], str):
+        raise RequestRefused(f"a request's kind must be a string, not {_shown(message[protocol.KIND])}")
+    if message.get(protocol.KIND) == protocol.CANCEL and not usable_id(message.get(protocol.TARGET)):
         raise RequestRefused('a cancel names the id of the request to stop in "target" (a whole number or a '
-                             f"string), not {_shown(message.get('target'))}")
+                             f"string), not {_shown(message.get(protocol.TARGET))}")
     return message
 
 
@@ -182,15 +183,15 @@ class Server:
         try:
             message = parse_request(line)
             with self._ready:
-                if message.get("kind") == "cancel":
+                if message.get(protocol.KIND) == protocol.CANCEL:
                     self._cancel(message)
                     return
-                if message["id"] in self._known:
-                    self._emit({"id": None, "refused_id": message["id"], **error_message(RequestRefused(
-                        f"request id {message['id']!r} is already used by a queued or running request: "
-                        "give every request its own id"))})
+                if message[protocol.ID] in self._known:
+                    refused = RequestRefused(f"request id {message[protocol.ID]!r} is already used by a queued or "
+                                             "running request: give every request its own id")
+                    self._emit({protocol.ID: None, protocol.REFUSED_ID: message[protocol.ID], **error_message(refused)})
                     return
-                request = Request(message["id"], message)
+                request = Request(message[protocol.ID], message)
                 self._known[request.id] = request
                 (self._quick if request.quick else self._jobs).append(request)
                 self._ready.notify()
@@ -198,16 +199,16 @@ class Server:
             self._refuse(exc, message)
 
     def _cancel(self, message: dict) -> None:
-        target = self._known.get(message["target"])
+        target = self._known.get(message[protocol.TARGET])
         if target is None:
-            self._emit({"id": message["id"], **error_message(RequestRefused(
-                f"no request {message['target']!r} is queued or running (it may have finished already)"))})
+            self._emit({protocol.ID: message[protocol.ID], **error_message(RequestRefused(
+                f"no request {message[protocol.TARGET]!r} is queued or running (it may have finished already)"))})
         else:
             target.cancel.set()
 
     def _refuse(self, exc: Exception, message: dict | None = None) -> None:
-        request_id = message.get("id") if isinstance(message, dict) and usable_id(message.get("id")) else None
-        self._emit({"id": request_id, **error_message(exc)})
+        request_id = message.get(protocol.ID) if isinstance(message, dict) else None
+        self._emit({protocol.ID: request_id if usable_id(request_id) else None, **error_message(exc)})
 
     def _next(self) -> Request | None:
         with self._ready:
@@ -232,9 +233,9 @@ class Server:
             if request.cancel.is_set():
                 raise Cancelled(self._not_started())
             summary = run_job(request.job, self._emitter(request), request.cancel, self.engine)
-            self._emit({"id": request.id, "type": "result", "summary": summary})
+            self._emit({protocol.ID: request.id, **protocol.result(summary)})
         except Exception as exc:  # noqa: BLE001 - every failure is an answer; the session goes on
-            self._emit({"id": request.id, **error_message(exc)})
+            self._emit({protocol.ID: request.id, **error_message(exc)})
         finally:
             with self._ready:
                 self._known.pop(request.id, None)
@@ -250,8 +251,8 @@ class Server:
 
     def _emitter(self, request: Request):
         def emit(message: dict) -> None:
-            self._emit({"id": request.id, **message})
-            if not request.quick and message.get("type") == "progress":
+            self._emit({protocol.ID: request.id, **message})
+            if not request.quick and message.get(protocol.TYPE) == protocol.PROGRESS:
                 self._run_quick_requests()  # between frames (segments) of the running job
         return emit
 

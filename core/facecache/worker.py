@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 
+from facecache import protocol
 from facecache.engine import Emit, error_message, run_job
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE
 from facecache.gpu.activate import use_runtime
@@ -78,8 +79,7 @@ def _answer(argv: list[str], stdin, protocol) -> int:
 
         return Server(stdin, emit, exit_after=ORPHAN_EXIT_SECONDS).serve()
     if argv:
-        emit({"type": "error", "message": f"unknown arguments {' '.join(argv)}: use --serve or none",
-              "kind": "UsageError", "exit_code": EXIT_USAGE})
+        emit(protocol.error(f"unknown arguments {' '.join(argv)}: use --serve or none", "UsageError", EXIT_USAGE))
         return EXIT_USAGE
     return _one_job(stdin, emit)
 
@@ -90,12 +90,12 @@ def _one_job(stdin, emit: Emit) -> int:
     if signal_set:
         signal.signal(signal.SIGTERM, _Terminate(cancel))
     try:
-        emit({"type": "result", "summary": run_job(_read_job(stdin), emit, cancel)})
+        emit(protocol.result(run_job(_read_job(stdin), emit, cancel)))
         return 0
     except Exception as exc:  # noqa: BLE001 - the caller shows the message
         message = error_message(exc)
         emit(message)
-        return message["exit_code"]
+        return message[protocol.EXIT_CODE]
     finally:
         if signal_set:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -200,7 +200,7 @@ def test_cancel_stops_a_running_swap_and_keeps_finished_frames(bpy, addon, proje
     select_only(project, strip)
     monkeypatch.setattr(addon.jobs, "synchronous", lambda: False)
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
-    job = addon.jobs._state.job
+    job = addon.runtime.JOB.job
     while job.done < 2 and addon.jobs._tick() is not None:  # let a couple of frames finish
         time.sleep(0.02)
     cancelled = bpy.ops.faceswap.cancel() == {"FINISHED"}  # (a very fast machine may have finished already)

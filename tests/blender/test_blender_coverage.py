@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.blender]
 def watch(addon):
     module = importlib.import_module(f"{MODULE}.coverage_watch")
     yield module
-    module.SESSION.stop()
+    addon.runtime.COVERAGE.stop()
 
 
 def teammate_analyses(cache_dir, models_dir, clip, frames: range) -> None:
@@ -43,15 +43,15 @@ def test_teammate_analyses_show_after_the_watcher_fires(bpy, addon, project, cli
     cache = addon.paths.cache_dir(project)
     os.makedirs(cache, exist_ok=True)  # the shared cache folder exists (a teammate's, or an earlier job's)
     watch.follow_scene(project)  # what the timer does every second
-    assert watch.SESSION.mode in ("inotify", "polling"), watch.SESSION.describe()
-    assert watch.SESSION.describe().startswith("watching (")
+    assert addon.runtime.COVERAGE.mode in ("inotify", "polling"), addon.runtime.COVERAGE.describe()
+    assert addon.runtime.COVERAGE.describe().startswith("watching (")
     assert watch.refresh(project) == {"media": 1, "analysed": 0}
     assert addon.coverage_overlay.strip_coverage(project, strip)["analysed"] == 0
     size_before = addon.runtime.STATE.cache_bytes
 
-    watch.SESSION.changed.clear()
+    addon.runtime.COVERAGE.changed.clear()
     teammate_analyses(cache, models_dir, clip, range(0, 8))
-    assert wait_for(watch.SESSION.changed), "the watcher never reported the teammate's write"
+    assert wait_for(addon.runtime.COVERAGE.changed), "the watcher never reported the teammate's write"
 
     assert watch.refresh(project) == {"media": 1, "analysed": 8}
     assert addon.runtime.STATE.cache_bytes > size_before  # the panel's cache size follows the teammate too
@@ -61,7 +61,7 @@ def test_teammate_analyses_show_after_the_watcher_fires(bpy, addon, project, cli
     # a refresh only reads the cache: it must not wake the watcher (else every refresh triggers the next)
     time.sleep(1.0)  # let the teammate's last writes settle
     watch.refresh(project)
-    assert not wait_for(watch.SESSION.changed, 1.5), "a coverage refresh woke the watcher"
+    assert not wait_for(addon.runtime.COVERAGE.changed, 1.5), "a coverage refresh woke the watcher"
     assert watch.tick() == watch.TICK_SECONDS  # the timer body runs (and never raises) outside timers too
 
 
@@ -69,36 +69,36 @@ def test_in_the_window_the_watcher_starts_on_its_own_thread(bpy, addon, project,
     """In Blender's window the watcher starts off the main thread (its start held the window 75-110 ms):
     "starting" until it runs, then watching; one that was stopped or moved while it started stops itself."""
     started, observers = threading.Event(), []
-    real = watch.make_observer
+    real = addon.cache_watcher.make_observer
 
     def slow(network, poll_seconds):
         started.wait(10)  # the main thread goes on meanwhile
         observers.append(real(network, poll_seconds))
         return observers[-1]
 
-    monkeypatch.setattr(watch, "make_observer", slow)
+    monkeypatch.setattr(addon.cache_watcher, "make_observer", slow)
     roots = [tmp_path / "first", tmp_path / "second"]
     for root in roots:
         root.mkdir()
-    watch.SESSION.stop()
+    addon.runtime.COVERAGE.stop()
     def starting_threads() -> list:
         return [t for t in threading.enumerate() if t.name == "vse_faceswap coverage watcher"]
 
-    watch.SESSION.watch(str(roots[0]), wait=False)
-    assert (watch.SESSION.mode, watch.SESSION.describe()) == ("starting", "starting to watch")
+    addon.runtime.COVERAGE.watch(str(roots[0]), wait=False)
+    assert (addon.runtime.COVERAGE.mode, addon.runtime.COVERAGE.describe()) == ("starting", "starting to watch")
     first = starting_threads()
     started.set()
     for thread in first:
         thread.join(10)
-    assert watch.SESSION.mode in ("inotify", "polling") and watch.SESSION.watcher is not None
+    assert addon.runtime.COVERAGE.mode in ("inotify", "polling") and addon.runtime.COVERAGE.watcher is not None
     started.clear()
-    watch.SESSION.watch(str(roots[1]), wait=False)  # the project moved: a new watcher starts...
+    addon.runtime.COVERAGE.watch(str(roots[1]), wait=False)  # the project moved: a new watcher starts...
     second = starting_threads()
-    watch.SESSION.stop()  # ...and the file is closed before it runs
+    addon.runtime.COVERAGE.stop()  # ...and the file is closed before it runs
     started.set()
     for thread in second:
         thread.join(10)
-    assert (watch.SESSION.mode, watch.SESSION.watcher) == ("stopped", None)
+    assert (addon.runtime.COVERAGE.mode, addon.runtime.COVERAGE.watcher) == ("stopped", None)
     assert len(observers) == 2 and not observers[1].is_alive()  # the superseded watcher stopped itself
 
 
@@ -106,17 +106,17 @@ def test_watcher_failure_degrades_to_manual_refresh(bpy, addon, project, clip, m
     def broken(network, poll_seconds):
         raise OSError(28, "inotify watch limit reached")
 
-    monkeypatch.setattr(watch, "make_observer", broken)
+    monkeypatch.setattr(addon.cache_watcher, "make_observer", broken)
     strip = add_movie(project, clip)
     cache = addon.paths.cache_dir(project)
     os.makedirs(cache, exist_ok=True)
-    watch.SESSION.stop()
+    addon.runtime.COVERAGE.stop()
     watch.follow_scene(project)
-    assert watch.SESSION.mode == "manual"
-    text = watch.SESSION.describe()
+    assert addon.runtime.COVERAGE.mode == "manual"
+    text = addon.runtime.COVERAGE.describe()
     assert text.startswith("manual refresh: ") and "inotify watch limit" in text
     watch.tick()  # still manual, no crash, no retry storm
-    assert watch.SESSION.mode == "manual"
+    assert addon.runtime.COVERAGE.mode == "manual"
 
     teammate_analyses(cache, models_dir, clip, range(4, 10))
     assert bpy.ops.faceswap.refresh_coverage() == {"FINISHED"}

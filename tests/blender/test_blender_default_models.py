@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.blender, pytest.mark.index]
 
 def test_install_default_models_job_installs_detector_landmarker_and_recognizer(bpy, addon, tmp_path):
     folder = tmp_path / "models"
-    job = addon.engine_client.run_sync({"kind": "install_models", "settings": {"models_dir": str(folder)}})
+    job = addon.runtime.ENGINE.request({"kind": "install_models", "settings": {"models_dir": str(folder)}}).wait()
     assert job.error is None, job.error
     assert job.result["installed"] == ["mtcnn", "face_mesh_468", "facenet_512"]
     store = ModelStore(folder)

@@ -31,7 +31,7 @@ def test_check_gpu_shows_what_runs_where_in_the_preferences(bpy, addon, project,
     size = f"{cuda_set.download_bytes(pins.this_python()) / 1e9:.1f} GB"
     assert any(b.get("text", "").startswith(f"Install NVIDIA GPU Runtime ({size} download)") for _n, b in drawn), drawn
     addon.prefs.gpu_runtime_dir = str(tmp_path / "gpu-runtime")  # the engine is started with it
-    assert addon.engine_client.SESSION.environment == {"FACECACHE_GPU_RUNTIME": str(tmp_path / "gpu-runtime")}
+    assert addon.runtime.ENGINE.environment == {"FACECACHE_GPU_RUNTIME": str(tmp_path / "gpu-runtime")}
     assert bpy.ops.faceswap.gpu_check() == {"FINISHED"}
     status = addon.runtime.STATE.gpu
     assert status["runtime"]["folder"] == str(tmp_path / "gpu-runtime") and not status["runtime"]["installed"]
@@ -44,7 +44,7 @@ def test_check_gpu_shows_what_runs_where_in_the_preferences(bpy, addon, project,
     assert any(t.startswith("Runs on CPU: pnet.onnx") for t in text)
     assert any(t.startswith("CUDA: not usable (") for t in text)
     addon.prefs.gpu_runtime_dir = ""
-    assert addon.engine_client.SESSION.environment == {}
+    assert addon.runtime.ENGINE.environment == {}
 
 
 def test_a_cuda_job_on_the_cpu_is_reported_once_in_the_report_and_the_panel(bpy, addon, project, clip, monkeypatch):

@@ -140,7 +140,7 @@ def test_frames_not_made_yet_show_the_shot_not_missing_media(bpy, addon, project
     swapped.mute = False
     assert np.array_equal(shown, alone)  # the shot itself, not magenta
     assert addon.timeline.is_up_to_date(scene, strip) is False  # the panel still says: press Update
-    monkeypatch.setattr(addon.preview.ACTIVE, "ui", True)  # live previews, as in the window
+    monkeypatch.setattr(addon.runtime.PREVIEW, "ui", True)  # live previews, as in the window
     scene.frame_set(7)  # the playhead rests on media frame 6, never made: the preview makes it
     assert [e.filename for e in swapped.elements][5:] == ["pending.png", "000006.png", "pending.png"]
 

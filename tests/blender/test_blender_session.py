@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.blender, pytest.mark.index]
 def drain(addon, until=lambda job: False, seconds=300):
     """Run the job timer by hand (timers never fire in the bpy module) until `until(job)` or the end."""
     deadline = time.monotonic() + seconds
-    job = addon.jobs._state.job
+    job = addon.runtime.JOB.job
     while addon.jobs._tick() is not None and not until(job):
         assert time.monotonic() < deadline, "the job did not finish"
         time.sleep(0.02)
@@ -40,7 +40,7 @@ def mtimes(folder):
 def test_a_blend_change_writes_exactly_the_current_frames_overlay_and_runs_no_model(bpy, addon, project,
                                                                                       swapped, monkeypatch):
     strip, _swapped_strip, folder = swapped
-    monkeypatch.setattr(addon.preview.ACTIVE, "ui", True)  # previews as in the interactive UI
+    monkeypatch.setattr(addon.runtime.PREVIEW, "ui", True)  # previews as in the interactive UI
     project.frame_set(3)  # media frame 2: the playhead rests on a frame already made
     assert addon.runtime.STATE.last_preview["written"] == 0
     before = mtimes(folder)
@@ -61,8 +61,8 @@ def test_a_blend_change_writes_exactly_the_current_frames_overlay_and_runs_no_mo
 
 
 def test_two_swap_clicks_start_the_engine_once(bpy, addon, project, swapped):
-    session = addon.engine_client.SESSION
-    addon.engine_client.restart()
+    session = addon.runtime.ENGINE
+    addon.runtime.ENGINE.stop()
     starts = session.starts
     project.faceswap.opacity = 0.8  # some work for each click
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
@@ -78,7 +78,7 @@ def test_a_killed_engine_is_reported_once_and_the_next_request_starts_a_new_one(
     select_only(project, strip)
     monkeypatch.setattr(addon.jobs, "synchronous", lambda: False)  # as in the UI
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
-    session = addon.engine_client.SESSION
+    session = addon.runtime.ENGINE
     starts = session.starts
     if hasattr(os, "getpriority"):  # the engine yields the processor to Blender's window
         ours = os.getpriority(os.PRIO_PROCESS, 0)
@@ -102,7 +102,7 @@ def test_cancel_is_a_message_the_engine_lives_on(bpy, addon, project, clip, monk
     select_only(project, strip)
     monkeypatch.setattr(addon.jobs, "synchronous", lambda: False)
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
-    session = addon.engine_client.SESSION
+    session = addon.runtime.ENGINE
     pid, starts = session.process.pid, session.starts
     drain(addon, until=lambda job: job.done >= 1)
     assert bpy.ops.faceswap.cancel() == {"FINISHED"}
@@ -124,4 +124,4 @@ def test_a_file_saved_during_a_job_reopens_with_no_job(bpy, addon, project, clip
     assert not addon.jobs.running() and not addon.runtime.STATE.job.running
     props = bpy.context.scene.faceswap
     assert not {"running", "progress", "status"} & set(props.bl_rna.properties.keys())  # never in the .blend
-    assert addon.engine_client.SESSION.alive  # the job of the closed file was cancelled, not the engine
+    assert addon.runtime.ENGINE.alive  # the job of the closed file was cancelled, not the engine

@@ -99,3 +99,19 @@ def test_the_engine_accepts_the_addons_settings(bpy, addon, project):
     assert [i.identifier for i in addon.prefs.bl_rna.properties["execution_provider"].enum_items] == \
         list(choices.names(choices.PROVIDERS))
     assert props.bl_rna.properties["mask_blur"].hard_max == choices.COMPOSITE[0].maximum
+
+
+def test_the_addon_sends_every_engine_setting_and_nothing_else(bpy, addon, project):
+    """The add-on's settings come from the engine's `Settings` fields (facecache.protocol.SETTINGS_NAMES): each is
+    sent, by the scene or the preferences, and the scene's part is all the settings key of a swapped strip holds."""
+    import dataclasses
+
+    from facecache.pipeline import Settings
+
+    fields = [field.name for field in dataclasses.fields(Settings)]
+    assert sorted(addon.jobs.engine_settings(project)) == sorted(fields)
+    scene_part = project.faceswap.engine_settings()
+    assert sorted(scene_part) == sorted(set(fields) - set(addon.props.FROM_PREFERENCES))
+    assert scene_part["max_yaw"] == round(project.faceswap.max_yaw, 6) and scene_part["sources"]
+    project.faceswap.limit_yaw = False
+    assert project.faceswap.engine_settings()["max_yaw"] is None

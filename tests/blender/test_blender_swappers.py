@@ -51,10 +51,10 @@ def engine_without_onnx(addon, tmp_path, monkeypatch):
         return values
 
     monkeypatch.setattr(addon.engine_client, "worker_env", env)
-    addon.engine_client.restart()  # the next request starts a process with this environment
+    addon.runtime.ENGINE.stop()  # the next request starts a process with this environment
     yield
     monkeypatch.undo()
-    addon.engine_client.restart()
+    addon.runtime.ENGINE.stop()
 
 
 def test_installed_extension_runs_the_inswapper_and_hyperswap_stand_ins(bpy, addon, project, clip, tmp_path,

@@ -53,7 +53,7 @@ def update(bpy, scene) -> dict:
 
 
 def test_swap_then_split_trim_move_duplicate_delete(bpy, addon, project, clip):
-    addon.engine_client.restart()  # a fresh engine session: it analyses the source photo once
+    addon.runtime.ENGINE.stop()  # a fresh engine session: it analyses the source photo once
     scene = project
     strip = add_movie(scene, clip, frame_start=1)
     select_only(scene, strip)
@@ -130,7 +130,7 @@ def test_swap_then_split_trim_move_duplicate_delete(bpy, addon, project, clip):
 
 
 def test_only_new_frames_are_computed(bpy, addon, project, clip):
-    addon.engine_client.restart()  # a fresh engine session: it analyses the source photo once
+    addon.runtime.ENGINE.stop()  # a fresh engine session: it analyses the source photo once
     scene = project
     strip = add_movie(scene, clip, frame_start=1)
     strip.frame_offset_start, strip.frame_offset_end = 8, 8  # media frames 8..15
@@ -180,7 +180,7 @@ def test_new_source_reuses_the_analysis(bpy, addon, project, clip, portrait_path
 
 
 def test_analyze_fills_coverage(bpy, addon, project, clip):
-    addon.engine_client.restart()  # a fresh engine session: it analyses the source photo once
+    addon.runtime.ENGINE.stop()  # a fresh engine session: it analyses the source photo once
     scene = project
     strip = add_movie(scene, clip, frame_start=5)
     strip.frame_offset_start = 16  # media frames 16..23

@@ -22,7 +22,7 @@ def on_disk(addon, scene, strip) -> set[int]:
 
 
 def test_a_frame_range_works_on_exactly_the_strips_frames_in_it(bpy, addon, project, clip):
-    addon.engine_client.restart()  # a fresh engine session: it analyses the source photo once
+    addon.runtime.ENGINE.stop()  # a fresh engine session: it analyses the source photo once
     strip = add_movie(project, clip, frame_start=10)
     strip.frame_offset_start, strip.frame_offset_end = 2, 3  # timeline 12..30 shows media 2..20
     select_only(project, strip)
@@ -52,7 +52,7 @@ def test_a_frame_range_works_on_exactly_the_strips_frames_in_it(bpy, addon, proj
 
 
 def test_strips_sharing_media_in_a_range_make_each_media_frame_once(bpy, addon, project, clip):
-    addon.engine_client.restart()  # a fresh engine session: it analyses the source photo once
+    addon.runtime.ENGINE.stop()  # a fresh engine session: it analyses the source photo once
     one = add_movie(project, clip, frame_start=1, name="one")
     two = add_movie(project, clip, frame_start=5, channel=3, name="two")  # media 0..3 at 5..8
     select_only(project, one, two)
@@ -88,7 +88,7 @@ def test_the_models_folder_from_the_environment(bpy, addon, project, clip, model
     monkeypatch.setenv("FACECACHE_MODELS", str(models_dir))
     try:
         addon.prefs.models_dir = ""  # a farm node: no preference, the variable names the NAS's models folder
-        assert addon.jobs.models_dir() == str(models_dir)
+        assert addon.paths.models_dir() == str(models_dir)
         assert bpy.ops.faceswap.swap(frame_start=1, frame_end=1) == {"FINISHED"}
         addon.prefs.models_dir = str(tmp_path / "no_models")  # a preference set by hand wins
         with pytest.raises(RuntimeError, match="Install Default Models"):

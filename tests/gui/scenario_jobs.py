@@ -101,8 +101,8 @@ def swap_and_update(ctx):
     yield from read_sidebar(ctx, "after_swap")
     yield from type_into(ctx, "Opacity", "0.6", "opacity_field")
     ctx.result["opacity"] = scene().faceswap.opacity
-    preview = ctx.addon.preview
-    yield from wait_until(lambda: preview._flight.request is None, "the live preview of the new opacity")
+    flight = ctx.addon.runtime.PREVIEW
+    yield from wait_until(lambda: flight.request is None, "the live preview of the new opacity")
     ctx.result["update"] = yield from job_by_click(ctx, "Update", "update")
     yield from settle(ctx)
     yield from read_sidebar(ctx, "after_update")
@@ -111,7 +111,7 @@ def swap_and_update(ctx):
 def dead_engine(ctx):
     """Click Swap, kill the engine process once frames are coming, read the panel; click Update."""
     yield from shot_selected(ctx, "dead")
-    win, status, session = ctx.window, ctx.addon.runtime.STATE.job, ctx.addon.engine_client.SESSION
+    win, status, session = ctx.window, ctx.addon.runtime.STATE.job, ctx.addon.runtime.ENGINE
     rect = yield from button(ctx, "Swap", "swap_button")
     yield from win.click(*rect.center)
     yield from wait_until(lambda: status.running and status.progress >= 0.2, "the swap's first frames", poll=0.01)

@@ -41,7 +41,7 @@ def preview(ctx):
     stamps = watch_preview(ctx)
     yield from open_project(ctx)
     yield from open_face_swap_tab(ctx, "preview")
-    win, runtime, flight = ctx.window, ctx.addon.runtime, ctx.addon.preview._flight
+    win, runtime, flight = ctx.window, ctx.addon.runtime, ctx.addon.runtime.PREVIEW
     ctx.result["frame"] = scene().frame_current
     ctx.result["image_rect"] = image_rect(ctx)
     before = win.screenshot("preview_before")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from facecache import protocol
 from facecache.gpu.install import GpuRuntimeInstaller
 from facecache.jobs.run_summary import empty_summary
 from facecache.models.download import Progress
@@ -29,15 +30,16 @@ def gpu_job(kind: str, job: dict, settings, emit: Callable[[dict], None],
     if kind == "gpu_status":
         from facecache.gpu.status import gpu_status
 
-        summary["gpu"] = gpu_status(models_dir=settings.models_dir, providers=settings.providers,
-                                    sessions=bool(job.get("sessions", True)))
+        summary[protocol.GPU] = gpu_status(models_dir=settings.models_dir, providers=settings.providers,
+                                    sessions=bool(job.get(protocol.SESSIONS, True)))
     elif kind == "gpu_install":
         def progress(event: Progress) -> None:
-            emit({"type": "progress", "done": event.done, "total": event.total or 0, "label": event.file})
+            emit(protocol.progress(event.done, event.total or 0, event.file))
 
-        summary["gpu_install"] = GpuRuntimeInstaller().install(job.get("cuda"), progress=progress,
-                                                               cancel=cancel).as_dict()
+        summary[protocol.GPU_INSTALL] = GpuRuntimeInstaller().install(job.get(protocol.CUDA), progress=progress,
+                                                                        cancel=cancel).as_dict()
     else:
         installer = GpuRuntimeInstaller()
-        summary["gpu_uninstall"] = {"folder": str(installer.location.folder), "freed_bytes": installer.uninstall()}
+        folder = str(installer.location.folder)
+        summary[protocol.GPU_UNINSTALL] = {"folder": folder, "freed_bytes": installer.uninstall()}
     return summary

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from facecache import protocol
 from facecache.errors import FaceCacheError
 from facecache.gpu.activate import load_cuda_libraries, use_runtime
 from facecache.gpu.driver import choose_cuda, driver_problem, read_driver
@@ -138,9 +139,9 @@ def _cuda(offered, driver, libraries, sessions, setup) -> dict:
 def session_report(factory) -> dict:
     """A job's part of the report: the provider each model file's session runs on, and the fallback
     warning the first time after it happened."""
-    report = {"providers": {name: providers[0] for name, providers in sorted(factory.placements.items())
-                            if providers}}
+    report = {protocol.PROVIDERS: {name: providers[0] for name, providers in sorted(factory.placements.items())
+                                   if providers}}
     message = factory.take_fallback_message()
     if message:
-        report["gpu_warning"] = message
+        report[protocol.GPU_WARNING] = message
     return report

@@ -13,12 +13,14 @@ another.
 
 from __future__ import annotations
 
+from .. import protocol  # relative: in Blender this is the add-on's vendored copy, standard library only
+
 
 def empty_summary(**fields) -> dict:
     """A job's summary before anything is counted (a job that makes no frame: the cache's, the models',
     the GPU's, or a timeline range with nothing to do), with `fields` added. Standard library only: the
     Blender add-on imports it too."""
-    return {"frames": 0, "written": 0, "skipped": 0, "inferences": {}, **fields}
+    return {protocol.FRAMES: 0, protocol.WRITTEN: 0, protocol.SKIPPED: 0, protocol.INFERENCES: {}, **fields}
 
 
 def frames(count: int) -> str:
@@ -27,30 +29,30 @@ def frames(count: int) -> str:
 
 
 def describe_run(summary: dict) -> str:
-    parts = [frames(summary.get("frames", 0))]
-    if "written" in summary:
-        parts[0] += f": {frames(summary.get('written', 0))} written, {frames(summary.get('skipped', 0))} up to date"
-    analysis = summary.get("analysis_cache") or {}
-    text = "; ".join(parts + [f"analyses from cache {analysis.get('hits', 0)}",
-                              "model runs: " + (", ".join(f"{stage} {count}" for stage, count in
-                                                          (summary.get("inferences") or {}).items()) or "none")])
-    if summary.get("faces_turned_away"):
-        turned = summary["faces_turned_away"]
+    parts = [frames(summary.get(protocol.FRAMES, 0))]
+    if protocol.WRITTEN in summary:
+        parts[0] += (f": {frames(summary.get(protocol.WRITTEN, 0))} written, "
+                     f"{frames(summary.get(protocol.SKIPPED, 0))} up to date")
+    analysis = summary.get(protocol.ANALYSIS_CACHE) or {}
+    runs = ", ".join(f"{stage} {count}" for stage, count in (summary.get(protocol.INFERENCES) or {}).items())
+    text = "; ".join(parts + [f"analyses from cache {analysis.get('hits', 0)}", "model runs: " + (runs or "none")])
+    turned = summary.get(protocol.FACES_TURNED_AWAY)
+    if turned:
         text += ("; 1 face turned past the yaw limit left as it was" if turned == 1
                  else f"; {turned} faces turned past the yaw limit left as they were")
-    if "seconds" in summary:
-        text += f"; {summary['seconds']:.2f} s"
+    if protocol.SECONDS in summary:
+        text += f"; {summary[protocol.SECONDS]:.2f} s"
     return text
 
 
 def no_face_warning(summary: dict, target: str) -> str | None:
     """The warning for a swap that found no face to swap in the frames it made, else None."""
-    if summary.get("written", 0) == 0 or summary.get("faces_swapped", 0) > 0:
+    if summary.get(protocol.WRITTEN, 0) == 0 or summary.get(protocol.FACES_SWAPPED, 0) > 0:
         return None
-    if summary.get("faces_found", 0) == 0:
+    if summary.get(protocol.FACES_FOUND, 0) == 0:
         return (f"no face found in {target}: nothing was swapped and the output equals the original. "
                 "Check that the target shows a face (large and bright enough), or try another --detector")
-    if summary.get("faces_turned_away", 0):
+    if summary.get(protocol.FACES_TURNED_AWAY, 0):
         return (f"every face in {target} is turned further than the swapper's yaw limit, so nothing was "
                 "swapped (a frontal source on a profile looks wrong). Raise the limit with --max-yaw, "
                 "or use a model swapper")
