@@ -10,7 +10,7 @@ import textwrap
 import bpy
 
 from . import coverage_overlay, coverage_watch, paths, runtime, shot_group, timeline
-from .compat import sequencer_scene
+from .compat import left_handle, right_handle, sequencer_scene
 
 
 class FACESWAP_UL_sources(bpy.types.UIList):
@@ -120,7 +120,7 @@ def described_strip(scene):
         return editor.active_strip, ""
     frame = scene.frame_current
     under = [s for s in timeline.current_level(scene) if s.faceswap.role == shot_group.ROLE
-             and s.frame_final_start <= frame < s.frame_final_end and not s.mute]
+             and left_handle(s) <= frame < right_handle(s) and not s.mute]
     if not under:
         return None, ""
     return max(under, key=lambda s: s.channel), "under the playhead"
