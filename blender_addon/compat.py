@@ -10,10 +10,10 @@ that knows names Blender renamed. Every other module calls these functions inste
 - 4.4 moved an action's F-curves into a channel bag per slot; 5.0 removed `action.fcurves`.
 - `new_effect` takes `frame_end` and `seq1`/`seq2` in 4.2, `frame_end` and `input1`/`input2` in 4.5,
   `length` and `input1`/`input2` in 5.0.
-- 5.1 gave the timing properties new names (`left_handle`, `right_handle`, `left_handle_offset`,
-  `content_trim_start`, ...); the old ones (`frame_final_start`, `frame_offset_start`,
-  `animation_offset_start`, ...) still work in 5.2, with a DeprecationWarning, and "are expected to be
-  removed in Blender 6.0". The add-on still uses the old names: not adapted yet.
+- 5.1 gave a strip's timing properties new names (`left_handle`, `content_start`, `content_trim_start`,
+  ...: `TIMING_NAMES`); the old ones (`frame_final_start`, `frame_start`, `animation_offset_start`, ...)
+  still work in 5.1 and 5.2, with a DeprecationWarning, and "are expected to be removed in Blender 6.0".
+  The functions below read and write them by the new names where they exist.
 
 tests/blender/test_blender_compat.py fails when another module of the add-on uses one of these names.
 """
@@ -124,3 +124,66 @@ def new_effect(strips, name: str, kind: str, channel: int, frame_start: int, len
         if strip is not None:
             options[f"input{number}" if f"input{number}" in parameters else f"seq{number}"] = strip
     return strips.new_effect(name, kind, channel, frame_start, **options)
+
+
+# A strip's timing, by the names 5.1 gave it (on every strip type at once): {5.1+ name: the name before 5.1}.
+# Probed in bpy 5.1.2 and 5.2.3 on movie, image and meta strips, trimmed or not: each pair reads the same
+# value, and setting either name leaves the strip the same.
+TIMING_NAMES = {
+    "left_handle": "frame_final_start",  # the first timeline frame the strip shows
+    "right_handle": "frame_final_end",  # the timeline frame after its last
+    "duration": "frame_final_duration",  # right_handle - left_handle
+    "content_start": "frame_start",  # the timeline frame of the content's first frame (a float)
+    "content_duration": "frame_duration",  # the content's frames, before the handles trim it
+    "left_handle_offset": "frame_offset_start",  # frames the left handle hides of the content's start
+    "right_handle_offset": "frame_offset_end",  # frames the right handle hides of its end
+    "content_trim_start": "animation_offset_start",  # media frames skipped before the content's first
+    "content_trim_end": "animation_offset_end",  # media frames skipped after its last
+}
+_NEW_TIMING_NAMES = "left_handle" in strip_type().bl_rna.properties  # this Blender's API, fixed for the session
+
+
+def _timing_name(name: str) -> str:
+    return name if _NEW_TIMING_NAMES else TIMING_NAMES[name]
+
+
+def left_handle(strip) -> int:
+    """The first timeline frame the strip shows."""
+    return getattr(strip, _timing_name("left_handle"))
+
+
+def right_handle(strip) -> int:
+    """The timeline frame after the last one the strip shows."""
+    return getattr(strip, _timing_name("right_handle"))
+
+
+def set_handles(strip, left: int, right: int) -> None:
+    """Move the strip's handles (the left one first), as dragging them does: its content stays in place."""
+    setattr(strip, _timing_name("left_handle"), left)
+    setattr(strip, _timing_name("right_handle"), right)
+
+
+def content_start(strip) -> float:
+    """The timeline frame where the strip's content (its first frame, before the handles) begins."""
+    return getattr(strip, _timing_name("content_start"))
+
+
+def content_duration(strip) -> int:
+    """The frames of the strip's content before the handles trim it."""
+    return getattr(strip, _timing_name("content_duration"))
+
+
+def handle_offsets(strip) -> tuple[float, float]:
+    """(left, right): the frames each handle hides of the content's start and end."""
+    return getattr(strip, _timing_name("left_handle_offset")), getattr(strip, _timing_name("right_handle_offset"))
+
+
+def clear_handle_offsets(strip) -> None:
+    """Put both handles at the content's ends (the left one first)."""
+    setattr(strip, _timing_name("left_handle_offset"), 0)
+    setattr(strip, _timing_name("right_handle_offset"), 0)
+
+
+def content_trim(strip) -> tuple[int, int]:
+    """(start, end): the media frames the strip's content skips before its first and after its last frame."""
+    return getattr(strip, _timing_name("content_trim_start")), getattr(strip, _timing_name("content_trim_end"))

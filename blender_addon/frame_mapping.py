@@ -4,7 +4,7 @@ Blender's timing properties.
 What Blender 4.2-5.2 shows of a strip at timeline frame t (the sequencer's `give_frame_index`, then the
 movie reader; checked frame by frame against Blender's own mapping in tests/blender on 4.2, 4.3, 4.5, 5.0,
 5.1 and 5.2):
-    i = t - frame_start                          reversed: frame_start + length - 1 - t, length = the
+    i = t - content_start                        reversed: content_start + length - 1 - t, length = the
                                                  content's frames on the timeline
     i = max(i, 0) * playback rate                media fps / scene fps, for strips added with
                                                  "Adjust Playback Rate" (Blender's default)
@@ -12,8 +12,10 @@ movie reader; checked frame by frame against Blender's own mapping in tests/blen
                                                  of a span of content length (5.0) or length - 1 (4.x)
     i = clamp(i, 0, content length - 1)          holds before the start or after the end
     i = i - (i mod strobe)                       strobed strips
-    media frame = round(i) + animation_offset_start
-A meta strip shows its content the same way (no retiming), at inner frame `frame_start + round(i)`.
+    media frame = round(i) + content_trim_start
+A meta strip shows its content the same way (no retiming), at inner frame `content_start + round(i)`.
+The timing properties have these names since 5.1 (`frame_start`, `animation_offset_start`, ... before it);
+`compat` reads them by the names this Blender has.
 
 The playback rate flag and the retiming keys' content fractions are not in the Python API: they are read
 from Blender's own records by `strip_records`, the only module that reads a strip's memory.
@@ -90,7 +92,7 @@ def movie_frame_count(strip) -> int | None:
     by the file's stat: drawing calls this and never touches the file system (a file replaced on disk
     keeps its count until the strip is reloaded, as Blender's own strip does)."""
     path = os.path.abspath(bpy.path.abspath(strip.filepath))
-    key = (path, round(movie_fps(strip), 6), int(strip.frame_duration))
+    key = (path, round(movie_fps(strip), 6), int(compat.content_duration(strip)))
     if key not in _frame_counts:
         try:
             clip = bpy.data.movieclips.load(path, check_existing=False)
@@ -103,15 +105,15 @@ def movie_frame_count(strip) -> int | None:
 
 def content_length(strip) -> int:
     """Blender's `len`: media frames the strip's content spans (the file less its animation offsets).
-    `frame_duration` is that only while the strip is neither retimed nor played at another rate."""
-    trimmed = int(strip.animation_offset_start + strip.animation_offset_end)
+    `content_duration` is that only while the strip is neither retimed nor played at another rate."""
+    trimmed = int(sum(compat.content_trim(strip)))
     if strip.type == "IMAGE":
         return len(strip.elements) - trimmed
     if strip.type == "MOVIE" and (_has_keys(strip) or abs(movie_fps(strip) - scene_fps(strip)) > 1e-3):
         total = movie_frame_count(strip)
         if total is not None:
             return total - trimmed
-    return int(strip.frame_duration)
+    return int(compat.content_duration(strip))
 
 
 def _has_keys(strip) -> bool:
@@ -135,7 +137,7 @@ def playback_rate(strip) -> float:
 def timeline_length(strip) -> int:
     """Frames the strip's content spans on the timeline (after retiming and the playback rate), from its
     handles: Blender 4.2's `frame_duration` is the media's length whatever the retiming or rate."""
-    return round_half_up(strip.frame_final_end + strip.frame_offset_end - strip.frame_start)
+    return round_half_up(compat.right_handle(strip) + compat.handle_offsets(strip)[1] - compat.content_start(strip))
 
 
 def _retiming_fraction(keys: list[strip_records.RetimingKey], index: float) -> float:
@@ -170,7 +172,7 @@ class Timing:
     def of(cls, strip) -> "Timing":
         keys = tuple(retiming_keys(strip)) if strip.type != "META" else ()
         length = content_length(strip)
-        return cls(strip.frame_start, timeline_length(strip), length, strip_records.retiming_span(length),
+        return cls(compat.content_start(strip), timeline_length(strip), length, strip_records.retiming_span(length),
                    bool(getattr(strip, "use_reverse_frames", False)), max(1.0, getattr(strip, "strobe", 1.0)),
                    playback_rate(strip), keys)
 
@@ -197,23 +199,23 @@ def check_supported(strip) -> None:
 def visible_frames(strip) -> list[int]:
     """The strip's own timeline frames that reach the picture: its trimmed range, narrowed to the frames
     every enclosing meta strip shows of its content (a meta's handles, reversal and strobe)."""
-    frames = range(strip.frame_final_start, strip.frame_final_end)
+    frames = range(compat.left_handle(strip), compat.right_handle(strip))
     meta = strip.parent_meta()
     if meta is None:
         return list(frames)
     timing = Timing.of(meta)
     if timing.length != _meta_content_length(meta):  # a retimed meta: its mapping is not readable
         return list(frames)
-    shown = {int(meta.frame_start) + timing.index(t) for t in visible_frames(meta)}
+    shown = {int(compat.content_start(meta)) + timing.index(t) for t in visible_frames(meta)}
     return [t for t in frames if t in shown]
 
 
 def _meta_content_length(meta) -> int:
     inner = compat.meta_contents(meta)
     if not len(inner):
-        return int(meta.frame_duration)
-    return (max(s.frame_final_end for s in inner) - min(s.frame_final_start for s in inner)
-            - int(meta.animation_offset_start + meta.animation_offset_end))
+        return int(compat.content_duration(meta))
+    return (max(compat.right_handle(s) for s in inner) - min(compat.left_handle(s) for s in inner)
+            - int(sum(compat.content_trim(meta))))
 
 
 @dataclass(frozen=True)
@@ -231,7 +233,7 @@ def layout(strip) -> Layout | None:
     if not visible:
         return None
     timing = Timing.of(strip)
-    offset = int(strip.animation_offset_start)
+    offset = int(compat.content_trim(strip)[0])
     first, last = visible[0], visible[-1]
     media = tuple(timing.index(t) + offset for t in range(first, last + 1))
     return Layout(first, media, frozenset(media[t - first] for t in visible))
@@ -251,18 +253,18 @@ def media_frame_at(strip, frame: int, chain: list | None = None) -> int | None:
     strips around it), or None when it shows nothing there."""
     chain = chain or _timings_down_to(strip)
     for outer, timing in chain[:-1]:
-        if not outer.frame_final_start <= frame < outer.frame_final_end:
+        if not compat.left_handle(outer) <= frame < compat.right_handle(outer):
             return None
-        frame = int(outer.frame_start) + timing.index(frame)
-    if not strip.frame_final_start <= frame < strip.frame_final_end:
+        frame = int(compat.content_start(outer)) + timing.index(frame)
+    if not compat.left_handle(strip) <= frame < compat.right_handle(strip):
         return None
-    return chain[-1][1].index(frame) + int(strip.animation_offset_start)
+    return chain[-1][1].index(frame) + int(compat.content_trim(strip)[0])
 
 
 def shown_media_frames(strip) -> dict[int, int]:
     """{timeline frame: media frame} for every frame of the strip that reaches the picture."""
     timing = Timing.of(strip)
-    offset = int(strip.animation_offset_start)
+    offset = int(compat.content_trim(strip)[0])
     return {t: timing.index(t) + offset for t in visible_frames(strip)}
 
 
@@ -274,5 +276,5 @@ def used_media_frames(strip, frames: range | None = None) -> set[int]:
         return set(found.used) if found is not None else set()
     chain = _timings_down_to(strip)
     outermost = chain[0][0]
-    span = range(max(frames.start, outermost.frame_final_start), min(frames.stop, outermost.frame_final_end))
+    span = range(max(frames.start, compat.left_handle(outermost)), min(frames.stop, compat.right_handle(outermost)))
     return {m for m in (media_frame_at(strip, t, chain) for t in span) if m is not None}

@@ -72,18 +72,19 @@ def fit(group) -> None:
     inner = originals_in(group)
     if not inner:
         return
-    span = (min(s.frame_final_start for s in inner), max(s.frame_final_end for s in inner))
+    span = (min(compat.left_handle(s) for s in inner), max(compat.right_handle(s) for s in inner))
     o0, o1, g0, g1 = group.faceswap.synced
-    moved = group.frame_final_start - g0 if group.frame_final_end - group.frame_final_start == g1 - g0 else 0
+    left, right = compat.left_handle(group), compat.right_handle(group)
+    moved = left - g0 if right - left == g1 - g0 else 0
     if (o0, o1, g0, g1) == (0, 0, 0, 0) or span != (o0 + moved, o1 + moved):
-        group.frame_offset_start = group.frame_offset_end = 0
-        group.frame_final_start, group.frame_final_end = span
-    group.faceswap.synced = (*span, group.frame_final_start, group.frame_final_end)
+        compat.clear_handle_offsets(group)
+        compat.set_handles(group, *span)
+    group.faceswap.synced = (*span, compat.left_handle(group), compat.right_handle(group))
 
 
 def _wrap(scene, original):
     channel = original.channel
-    group = siblings(scene, original).new_meta(original.name + SUFFIX, channel, original.frame_final_start)
+    group = siblings(scene, original).new_meta(original.name + SUFFIX, channel, compat.left_handle(original))
     _feed_effects_from(scene, original, group)  # first: Blender moves a strip's effects into the meta with it
     original.move_to_meta(group)
     group.channel = channel

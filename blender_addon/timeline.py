@@ -95,7 +95,7 @@ def adopt_same_media(scene) -> list:
 def fix_identities(scene) -> int:
     """Split and duplicate copy strip properties: give every copy its own identity. Returns copies fixed."""
     seen, fixed = set(), 0
-    for strip in sorted(originals(scene), key=lambda s: (s.frame_final_start, s.channel, s.name)):
+    for strip in sorted(originals(scene), key=lambda s: (compat.left_handle(s), s.channel, s.name)):
         if not strip.faceswap.uid or strip.faceswap.uid in seen:
             strip.faceswap.uid = new_uid()
             fixed += 1
@@ -137,8 +137,8 @@ def _matches(strip, place) -> bool:
     layout = place["layout"]
     return (layout is not None
             and os.path.normpath(bpy.path.abspath(strip.directory)) == os.path.normpath(place["folder"])
-            and strip.frame_offset_start == 0 and strip.frame_offset_end == 0
-            and int(strip.frame_start) == layout.first and strip.channel == place["channel"]
+            and compat.handle_offsets(strip) == (0, 0)
+            and int(compat.content_start(strip)) == layout.first and strip.channel == place["channel"]
             and len(strip.elements) == len(layout.media)
             and all(e.filename in (frame_name(i), pending_frame.NAME) for e, i in zip(strip.elements, layout.media)))
 

@@ -10,7 +10,7 @@ import textwrap
 import bpy
 
 from . import coverage_overlay, paths, runtime, shot_group, timeline
-from .compat import sequencer_scene
+from .compat import left_handle, right_handle, sequencer_scene
 from .engine_client import engine_module
 
 protocol = engine_module("protocol")  # a strip's coverage is counted in the engine's words
@@ -123,7 +123,7 @@ def described_strip(scene):
         return editor.active_strip, ""
     frame = scene.frame_current
     under = [s for s in timeline.current_level(scene) if s.faceswap.role == shot_group.ROLE
-             and s.frame_final_start <= frame < s.frame_final_end and not s.mute]
+             and left_handle(s) <= frame < right_handle(s) and not s.mute]
     if not under:
         return None, ""
     return max(under, key=lambda s: s.channel), "under the playhead"
