@@ -9,7 +9,7 @@ import bpy
 
 from . import engine_client, jobs, runtime
 
-pins = engine_client.engine_module("gpu.pins")  # standard library only: sizes before the engine is asked
+pins = engine_client.engine_module("gpu_runtime.pins")  # standard library only: sizes before the engine is asked
 
 
 def download_bytes() -> int | None:
