@@ -43,7 +43,7 @@ class Binding:
 @dataclass(frozen=True)
 class SwapperKind:
     """How the engine makes one swapper. A new swapper is its `Choice` in `choices.SWAPPERS`, its adapter and
-    one line in `SWAPPER_KINDS`."""
+    one line in `SWAPPER_KINDS` (and a model swapper's `ModelSpec` in `models/catalog.py`)."""
     bind: Callable[[str, SourceSet, ModelStore, SessionFactory], Binding]  # checks what it needs now
     # Everything besides its model files, the source and the yaw limit that changes its pixels: the swap
     # records' key (tests/swap/test_swapper_kinds.py checks that no setting escapes it).
