@@ -92,23 +92,23 @@ def _mtcnn(models: ModelStore, sessions: SessionFactory, model: InstalledModel, 
     return MtcnnDetector(*(models.session(sessions, model, role) for role in ("pnet", "rnet", "onet")))
 
 
-def _scrfd(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings):
-    return ScrfdDetector(models.session(sessions, model), score_threshold=settings.score_threshold,
-                         model=settings.detector)
+def _facefusion(adapter):
+    """The builder of a FaceFusion detector: one ONNX session, and the score threshold."""
 
+    def build(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings):
+        return adapter(models.session(sessions, model), score_threshold=settings.score_threshold,
+                       model=settings.detector)
 
-def _yoloface(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings):
-    return YoloFaceDetector(models.session(sessions, model), score_threshold=settings.score_threshold,
-                            model=settings.detector)
+    return build
 
 
 # One record per name of choices.DETECTORS (tests/analysis/test_detector_kinds.py checks they match). MTCNN
 # has its own fixed thresholds; it alone follows faces (analysis.tracking searches regions with its cascade).
 DETECTOR_KINDS: dict[str, DetectorKind] = {
     "mtcnn": DetectorKind(_mtcnn, uses_score_threshold=False, tracks=True),
-    "scrfd_2.5g": DetectorKind(_scrfd),
-    "retinaface_10g": DetectorKind(_scrfd),
-    "yoloface_8n": DetectorKind(_yoloface),
+    "scrfd_2.5g": DetectorKind(_facefusion(ScrfdDetector)),
+    "retinaface_10g": DetectorKind(_facefusion(ScrfdDetector)),
+    "yoloface_8n": DetectorKind(_facefusion(YoloFaceDetector)),
 }
 
 
