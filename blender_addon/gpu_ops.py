@@ -10,7 +10,7 @@ import bpy
 from . import jobs, runtime
 from .engine_client import engine_module
 
-pins = engine_module("gpu.pins")  # standard library only: sizes before the engine is asked
+pins = engine_module("gpu_runtime.pins")  # standard library only: sizes before the engine is asked
 protocol = engine_module("protocol")  # the engine's request and answer keys
 
 

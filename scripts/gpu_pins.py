@@ -1,4 +1,4 @@
-"""Print the pinned wheels of the NVIDIA GPU runtime (core/facecache/gpu/pins.py's WHEELS) from a package index.
+"""Print the pinned wheels of the NVIDIA GPU runtime (core/facecache/gpu_runtime/pins.py's WHEELS) from a package index.
 
     python -m venv /tmp/pins && /tmp/pins/bin/pip install -U pip
     /tmp/pins/bin/python scripts/gpu_pins.py INDEX_URL > /tmp/wheels.txt    # then paste it into pins.py

@@ -30,6 +30,10 @@ class Number:
     maximum: float
     default: float
 
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` is within the range (every caller checks against it, none by hand)."""
+        return self.minimum <= value <= self.maximum
+
 
 DETECTORS = (
     Choice("mtcnn", "MTCNN", "The embedded default (installed from the package index); 5 landmarks"),
@@ -115,12 +119,12 @@ def picture_rules_for(version: tuple[int, ...]) -> str:
 
 
 # Blend settings: changing them re-runs the composite stage only.
-COMPOSITE = (
-    Number("mask_blur", "Mask Blur", "Fade of the face mask's edges, as a fraction of the face size", 0.0, 1.0, 0.3),
-    Number("color_match", "Color Match", "How much the swapped face takes the original face's colours, for "
-           "every swapper (0 = the swapper's own colours)", 0.0, 1.0, 1.0),
-    Number("opacity", "Opacity", "How much of the swapped face shows", 0.0, 1.0, 1.0),
-)
+MASK_BLUR = Number("mask_blur", "Mask Blur", "Fade of the face mask's edges, as a fraction of the face size",
+                   0.0, 1.0, 0.3)
+COLOR_MATCH = Number("color_match", "Color Match", "How much the swapped face takes the original face's colours, "
+                     "for every swapper (0 = the swapper's own colours)", 0.0, 1.0, 1.0)
+OPACITY = Number("opacity", "Opacity", "How much of the swapped face shows", 0.0, 1.0, 1.0)
+COMPOSITE = (MASK_BLUR, COLOR_MATCH, OPACITY)
 # The classic swapper leaves faces turned further than this (degrees of yaw, from the cached head
 # pose) as they are: it warps a frontal source, which on a profile shows one eye squeezed.
 # 45: the group photo's three-quarter face reads 49-57 degrees (68- and 5-point pose) and looks wrong

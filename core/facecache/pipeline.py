@@ -52,9 +52,9 @@ class Settings:
     position: tuple[float, float] | None = None  # for the `one` selector: fractions of width, height
     references: tuple[str, ...] = ()  # for the `reference` selector
     reference_threshold: float = choices.REFERENCE_THRESHOLD.default
-    mask_blur: float = choices.COMPOSITE[0].default
-    color_match: float = choices.COMPOSITE[1].default
-    opacity: float = choices.COMPOSITE[2].default
+    mask_blur: float = choices.MASK_BLUR.default
+    color_match: float = choices.COLOR_MATCH.default
+    opacity: float = choices.OPACITY.default
     output_form: str = choices.DEFAULTS["output_form"]
     limit_yaw: bool = True  # the classic swapper leaves faces turned past max_yaw as they are
     max_yaw: float = choices.MAX_YAW.default
@@ -141,7 +141,7 @@ def _checked_number(number: choices.Number, value) -> float | int:
     if checked is None:
         kind = "a whole number" if whole else "a number"
         raise SettingsError(f"{number.name.replace('_', ' ')} must be {kind}, got {_shown(value)}")
-    if not number.minimum <= checked <= number.maximum:
+    if not number.holds(checked):
         raise SettingsError(f"{number.name.replace('_', ' ')} {value!r} is out of range: use a value between "
                             f"{number.minimum:g} and {number.maximum:g}")
     return checked
@@ -293,14 +293,14 @@ def build_analyzer(settings: Settings, parts: Parts | None = None):
 def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:
     """Analyzer, source set, selector and swapper for a swap; errors name what to do."""
     from facecache.analysis.selection import Selector, reference_threshold
-    from facecache.swap.factory import needs_source_embedding
+    from facecache.swap.factory import swapper_kind
 
     parts = parts or Parts()
     analyzer = build_analyzer(settings, parts)
     if not settings.sources:
         raise FaceCacheError("no source face set: give a source face image (--source IMG, or the Face Swap panel)")
     sources = parts.source_set(settings.sources, settings.source_face, analyzer,
-                               embeddings=needs_source_embedding(settings.swapper))
+                               embeddings=swapper_kind(settings.swapper).needs_source_embedding)
     threshold = settings.reference_threshold or reference_threshold(analyzer.models.settings.get("recognizer"))
     selector = Selector(settings.selector, settings.position, _reference_embeddings(settings, analyzer, parts),
                         threshold)

@@ -29,7 +29,7 @@ import threading
 from facecache import protocol
 from facecache.engine import Emit, error_message, run_job
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE
-from facecache.gpu.activate import use_runtime
+from facecache.gpu_runtime.activate import use_runtime
 from facecache.stdout_guard import silence_stdout, stdout_reserved
 
 ORPHAN_EXIT_SECONDS = 10.0  # the session's caller is gone: the process ends at the latest this long after

@@ -24,7 +24,7 @@ def draw_preferences(bpy, addon, monkeypatch) -> list[str]:
 
 
 def test_check_gpu_shows_what_runs_where_in_the_preferences(bpy, addon, project, tmp_path, monkeypatch):
-    from facecache.gpu import pins
+    from facecache.gpu_runtime import pins
 
     drawn = draw_preferences(bpy, addon, monkeypatch)  # before any answer: this platform's size from the pins
     cuda_set = pins.runtime_set(pins.DEFAULT_CUDA, pins.this_platform())  # 2.0 GB on Linux, 1.9 on Windows

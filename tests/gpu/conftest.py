@@ -18,9 +18,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))  # model_helpers: the asset server
 
-from facecache.gpu import pins  # noqa: E402
-from facecache.gpu.activate import cuda_libraries  # noqa: E402
-from facecache.gpu.pins import this_platform, this_python  # noqa: E402
+from facecache.gpu_runtime import pins  # noqa: E402
+from facecache.gpu_runtime.activate import cuda_libraries  # noqa: E402
+from facecache.gpu_runtime.pins import this_platform, this_python  # noqa: E402
 from model_helpers import AssetServer, asset_server  # noqa: E402,F401 - the local HTTP server fixture
 
 # A stand-in onnxruntime package: what the engine reads of the module, with ONNX Runtime's names.

@@ -9,12 +9,12 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from facecache.gpu.activate import cuda_libraries, load_cuda_libraries, use_runtime
+from facecache.gpu_runtime.activate import cuda_libraries, load_cuda_libraries, use_runtime
 from facecache.gpu.install import GpuRuntimeInstaller
-from facecache.gpu.layout import Installed, RuntimeFolder, write_manifest
-from facecache.gpu.pins import this_python
+from facecache.gpu_runtime.layout import Installed, RuntimeFolder, write_manifest
+from facecache.gpu_runtime.pins import this_python
 
-PROBE = ("from facecache.gpu.activate import use_runtime; setup = use_runtime(); import onnxruntime; "
+PROBE = ("from facecache.gpu_runtime.activate import use_runtime; setup = use_runtime(); import onnxruntime; "
          "print(onnxruntime.__file__); print(setup.site)")
 
 
@@ -129,7 +129,7 @@ def standin_onnxruntime(site) -> SimpleNamespace:
 
 
 def standin_runtime(root, platform="linux_x86_64") -> SimpleNamespace:
-    """A runtime folder laid out by hand as facecache.gpu.layout says: the libraries, this Python's
+    """A runtime folder laid out by hand as facecache.gpu_runtime.layout says: the libraries, this Python's
     onnxruntime and the manifest. Returns the stand-in of its onnxruntime module."""
     folder = root / platform
     standin_libraries(folder, platform)

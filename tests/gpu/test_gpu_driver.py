@@ -3,7 +3,7 @@ CUDA major chosen from it."""
 
 import subprocess
 
-from facecache.gpu.driver import Driver, Gpu, choose_cuda, driver_problem, read_driver
+from facecache.gpu_runtime.driver import Driver, Gpu, choose_cuda, driver_problem, read_driver
 
 
 def runner(answers: dict):

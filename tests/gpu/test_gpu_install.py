@@ -11,10 +11,10 @@ import zipfile
 import pytest
 
 from facecache.errors import DownloadError, ModelCorrupt
-from facecache.gpu import pins
+from facecache.gpu_runtime import pins
 from facecache.gpu.install import GpuRuntimeError, GpuRuntimeInstaller, _still_held, unpack_wheel
-from facecache.gpu.layout import MANIFEST, RuntimeFolder
-from facecache.gpu.pins import this_python
+from facecache.gpu_runtime.layout import MANIFEST, RuntimeFolder
+from facecache.gpu_runtime.pins import this_python
 from facecache.models.pypi_fetch import PackageFetcher
 from facecache.permissions import PRIVATE
 from facecache.store.claims import HeldClaim

@@ -24,10 +24,10 @@ import pytest
 
 from facecache.engine import error_message, run_job
 from facecache.errors import Cancelled
-from facecache.gpu import pins
+from facecache.gpu_runtime import pins
 from facecache.gpu.install import GpuRuntimeInstaller
-from facecache.gpu.layout import RuntimeFolder
-from facecache.gpu.pins import this_python
+from facecache.gpu_runtime.layout import RuntimeFolder
+from facecache.gpu_runtime.pins import this_python
 
 BOUND_S = 120  # for anything to happen; a stalled server holds its answer for much longer
 HELD_S = 600  # how long the stalled server holds a wheel's second half
@@ -35,7 +35,7 @@ HELD_S = 600  # how long the stalled server holds a wheel's second half
 # The real command line, with the pins swapped for the stand-ins (a JSON list of pins.Wheel fields).
 CLI = """
 import json, sys
-from facecache.gpu import pins
+from facecache.gpu_runtime import pins
 wheels = [pins.Wheel(**fields) for fields in json.load(open(sys.argv[1]))]
 pins.runtime_set = lambda cuda, platform: pins.RuntimeSet(
     cuda, platform, tuple(w for w in wheels if w.is_library), {w.python: w for w in wheels if not w.is_library})

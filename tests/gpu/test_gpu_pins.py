@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from facecache.gpu import pins
-from facecache.gpu.activate import cuda_libraries
+from facecache.gpu_runtime import pins
+from facecache.gpu_runtime.activate import cuda_libraries
 
 SETS = [(cuda, platform) for cuda in pins.CUDA_MAJORS for platform in pins.PLATFORMS]
 # the wheel that ships each library folder the engine loads from

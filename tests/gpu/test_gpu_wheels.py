@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from facecache.errors import DownloadError
-from facecache.gpu import pins
+from facecache.gpu_runtime import pins
 from facecache.gpu.wheels import fetch_wheels, pinned_package
 from facecache.models.pypi_fetch import PackageFetcher, PinnedPackage
 

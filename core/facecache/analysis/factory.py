@@ -9,6 +9,7 @@ FaceNet), or when named; "none" switches them off.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from facecache import choices
 from facecache.analysis.analyzer import ModelSet
@@ -25,7 +26,6 @@ from facecache.models.runtime import SessionFactory
 from facecache.models.installed import InstalledModel
 from facecache.models.store import ModelStore
 
-DETECTORS = choices.names(choices.DETECTORS)
 # The adapter of each model, in the order of facecache.choices: the order "auto" prefers them.
 _ADAPTERS = {"2dfan4": Fan68Landmarker, "face_mesh_468": FaceMeshLandmarker,
              "arcface_w600k_r50": ArcFaceRecognizer, "facenet_512": FaceNetRecognizer}
@@ -42,18 +42,33 @@ class AnalysisSettings:
     tracking: bool = True  # MTCNN follows faces from frame to frame (facecache.analysis.tracking)
 
 
+@dataclass(frozen=True)
+class DetectorKind:
+    """How the engine makes one detector. A new detector is its `Choice` in `choices.DETECTORS`, its model's
+    `ModelSpec` in `models/catalog.py`, its adapter and one line in `DETECTOR_KINDS`."""
+    build: Callable[[ModelStore, SessionFactory, InstalledModel, AnalysisSettings], object]
+    uses_score_threshold: bool = True  # AnalysisSettings.score_threshold changes its faces (and the namespace)
+    tracks: bool = False  # it follows faces from frame to frame when tracking is on (TrackingDetector)
+
+
+def detector_kind(name: str) -> DetectorKind:
+    """The kind record of a detector's name; an unknown name is refused, naming the known ones."""
+    if name not in DETECTOR_KINDS:
+        raise FaceCacheError(f"unknown detector {name!r}: choose one of {', '.join(DETECTOR_KINDS)}")
+    return DETECTOR_KINDS[name]
+
+
 def build_model_set(models: ModelStore, sessions: SessionFactory, settings: AnalysisSettings = AnalysisSettings()) -> ModelSet:
     """Check and digest the chosen models now (ModelMissing names the install command);
     their ONNX sessions are created only when a frame needs them, from bytes that have the digests
     the namespace is named after (`ModelStore.session`)."""
-    if settings.detector not in DETECTORS:
-        raise FaceCacheError(f"unknown detector {settings.detector!r}: choose one of {', '.join(DETECTORS)}")
+    detector = detector_kind(settings.detector)
     landmarker = _optional(models, settings.landmarker, LANDMARKERS, "landmarker")
     recognizer = _optional(models, settings.recognizer, RECOGNIZERS, "recognizer")
     chosen = {name: models.model(name) for name in (settings.detector, landmarker, recognizer) if name}
-    tracking = TrackingSettings() if settings.tracking and settings.detector == "mtcnn" else None
+    tracking = TrackingSettings() if settings.tracking and detector.tracks else None
     namespace_settings = {"detector": settings.detector, "landmarker": landmarker, "recognizer": recognizer,
-                          "score_threshold": settings.score_threshold if settings.detector != "mtcnn" else None}
+                          "score_threshold": settings.score_threshold if detector.uses_score_threshold else None}
     if tracking is not None:  # absent without tracking: the records of every frame searched whole stay valid
         namespace_settings["tracking"] = tracking.describe()
     return ModelSet(
@@ -69,14 +84,32 @@ def build_model_set(models: ModelStore, sessions: SessionFactory, settings: Anal
 
 def _detector(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings,
               tracking: TrackingSettings | None):
-    name = settings.detector
-    if name == "mtcnn":
-        mtcnn = MtcnnDetector(*(models.session(sessions, model, role) for role in ("pnet", "rnet", "onet")))
-        return mtcnn if tracking is None else TrackingDetector(mtcnn, tracking)
-    session = models.session(sessions, model)
-    if name == "yoloface_8n":
-        return YoloFaceDetector(session, score_threshold=settings.score_threshold, model=name)
-    return ScrfdDetector(session, score_threshold=settings.score_threshold, model=name)
+    detector = detector_kind(settings.detector).build(models, sessions, model, settings)
+    return detector if tracking is None else TrackingDetector(detector, tracking)
+
+
+def _mtcnn(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings):
+    return MtcnnDetector(*(models.session(sessions, model, role) for role in ("pnet", "rnet", "onet")))
+
+
+def _facefusion(adapter):
+    """The builder of a FaceFusion detector: one ONNX session, and the score threshold."""
+
+    def build(models: ModelStore, sessions: SessionFactory, model: InstalledModel, settings: AnalysisSettings):
+        return adapter(models.session(sessions, model), score_threshold=settings.score_threshold,
+                       model=settings.detector)
+
+    return build
+
+
+# One record per name of choices.DETECTORS (tests/analysis/test_detector_kinds.py checks they match). MTCNN
+# has its own fixed thresholds; it alone follows faces (analysis.tracking searches regions with its cascade).
+DETECTOR_KINDS: dict[str, DetectorKind] = {
+    "mtcnn": DetectorKind(_mtcnn, uses_score_threshold=False, tracks=True),
+    "scrfd_2.5g": DetectorKind(_facefusion(ScrfdDetector)),
+    "retinaface_10g": DetectorKind(_facefusion(ScrfdDetector)),
+    "yoloface_8n": DetectorKind(_facefusion(YoloFaceDetector)),
+}
 
 
 def _optional(models: ModelStore, choice: str, names, what: str) -> str | None:

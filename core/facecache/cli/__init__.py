@@ -17,7 +17,7 @@ from facecache import __version__
 from facecache.cli import analyze_cmd, bench_cmd, cache_cmd, demo_cmd, gpu_cmd, models_cmd, swap_cmd
 from facecache.cli.common import print_json
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, FaceCacheError, os_fault
-from facecache.gpu.activate import use_runtime
+from facecache.gpu_runtime.activate import use_runtime
 from facecache.stdout_guard import silence_stdout, stdout_reserved
 
 COMMAND_MODULES = [demo_cmd, swap_cmd, analyze_cmd, models_cmd, cache_cmd, bench_cmd, gpu_cmd]

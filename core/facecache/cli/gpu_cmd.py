@@ -10,10 +10,10 @@ from facecache import choices
 from facecache.cli.common import add_command, print_json
 from facecache.cli.models_cmd import ProgressBar
 from facecache.errors import Interrupted
-from facecache.gpu import pins
-from facecache.gpu.driver import read_driver
+from facecache.gpu_runtime import pins
+from facecache.gpu_runtime.driver import read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
-from facecache.gpu.pins import this_platform
+from facecache.gpu_runtime.pins import this_platform
 from facecache.gpu.wheels import STALL_ENV, STALL_SECONDS
 from facecache.locations import GPU_RUNTIME_DIR_ENV, MODELS_DIR_ENV
 from facecache.models.download import Progress

@@ -1,4 +1,4 @@
-"""Install and remove the NVIDIA GPU runtime (layout: facecache.gpu.layout).
+"""Install and remove the NVIDIA GPU runtime (layout: facecache.gpu_runtime.layout).
 
     installer = GpuRuntimeInstaller()                  # $FACECACHE_GPU_RUNTIME, else <user data>/gpu-runtime
     installer.plan("12", ["cp311"]).download_bytes     # what would be downloaded, before asking anything
@@ -35,10 +35,10 @@ from pathlib import Path, PurePosixPath
 
 from facecache.errors import EXIT_NO_SPACE, Cancelled, FaceCacheError, Interrupted, os_fault
 from facecache.files import folder_bytes
-from facecache.gpu import pins
-from facecache.gpu.driver import Driver, choose_cuda, read_driver
-from facecache.gpu.layout import Installed, RuntimeFolder, write_manifest
-from facecache.gpu.pins import this_platform, this_python
+from facecache.gpu_runtime import pins
+from facecache.gpu_runtime.driver import Driver, choose_cuda, read_driver
+from facecache.gpu_runtime.layout import Installed, RuntimeFolder, write_manifest
+from facecache.gpu_runtime.pins import this_platform, this_python
 from facecache.gpu.wheels import FETCHING_PREFIX, fetch_wheels, stall_seconds, stop_if_cancelled
 from facecache.models.download import Progress, ProgressCallback
 from facecache.models.pypi_fetch import PackageFetcher
@@ -99,7 +99,7 @@ class InstallReport:
 
 
 class GpuRuntimeInstaller:
-    """`sets(cuda, platform)` gives the pinned wheels (default: facecache.gpu.pins; tests pass stand-in wheels of
+    """`sets(cuda, platform)` gives the pinned wheels (default: facecache.gpu_runtime.pins; tests pass stand-in wheels of
     the same names and layout); `fetcher` runs pip (default: this Python's pip, with the user's pip settings,
     its output in the runtime's pip log); `stall`: seconds without a new byte before a download is given up
     (default: $FACECACHE_GPU_STALL_SECONDS, else 60)."""

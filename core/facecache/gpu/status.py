@@ -15,11 +15,11 @@ from pathlib import Path
 
 from facecache import protocol
 from facecache.errors import FaceCacheError
-from facecache.gpu.activate import load_cuda_libraries, use_runtime
-from facecache.gpu.driver import choose_cuda, driver_problem, read_driver
+from facecache.gpu_runtime.activate import load_cuda_libraries, use_runtime
+from facecache.gpu_runtime.driver import choose_cuda, driver_problem, read_driver
 from facecache.gpu.install import GpuRuntimeInstaller
-from facecache.gpu.layout import RuntimeFolder
-from facecache.gpu.pins import this_platform, this_python
+from facecache.gpu_runtime.layout import RuntimeFolder
+from facecache.gpu_runtime.pins import this_platform, this_python
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from facecache.errors import BadValue, Cancelled, DownloadError, ModelCorrupt
 from facecache.files import hash_file
-from facecache.gpu import pins
+from facecache.gpu_runtime import pins
 from facecache.models.download import Progress, ProgressCallback
 from facecache.models.pypi_fetch import PackageFetcher, PinnedPackage
 from facecache.progress import human_bytes

@@ -9,7 +9,7 @@
   load), else CPU. `auto` does not pick TensorRT by itself: TensorRT builds an engine per model and
   input shape on first use (minutes), which is a choice to make on purpose; nor CoreML, which has not
   been measured faster than the CPU for these models (no Mac was at hand).
-- Before the first CUDA session the CUDA libraries are loaded (`facecache.gpu.activate`: the NVIDIA
+- Before the first CUDA session the CUDA libraries are loaded (`facecache.gpu_runtime.activate`: the NVIDIA
   runtime's, then onnxruntime's own `preload_dlls()`); the ones that fail are named in the warning.
 - onnxruntime-gpu lists CUDA and TensorRT even where their libraries are missing; creating a
   session then fails or silently runs on CPU. The factory checks the providers the session really
@@ -111,7 +111,7 @@ class SessionFactory:
         self._degraded: tuple[str, ...] | None = None  # the chain in use after a provider failed
         self.fallback: FallbackWarning | None = None
         self._fallback_told = False
-        self.cuda_load = None  # facecache.gpu.activate.CudaLoad, once CUDA was about to be used
+        self.cuda_load = None  # facecache.gpu_runtime.activate.CudaLoad, once CUDA was about to be used
         self.placements: dict[str, tuple[str, ...]] = {}  # model file name -> providers its session runs on
 
     # --- providers -------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ class SessionFactory:
     def _cuda_libraries_load(self) -> bool:
         """Load the CUDA libraries once per factory (before any CUDA session); True when all it needs did."""
         if self.cuda_load is None:
-            from facecache.gpu.activate import load_cuda_libraries
+            from facecache.gpu_runtime.activate import load_cuda_libraries
 
             self.cuda_load = load_cuda_libraries(self.ort)
             for line in self.cuda_load.preload_said.splitlines():

@@ -34,7 +34,6 @@ COMPOSITE_FORMAT = "composite/3"  # 2: colour match by the fitted transfer, deta
 #                                   3: and the light's direction
 # Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
 FIT_MASK_BLUR = 0.3
-DEFAULT_COLOR_MATCH = next(number.default for number in choices.COMPOSITE if number.name == "color_match")
 
 
 @dataclass(frozen=True)
@@ -49,18 +48,19 @@ class CompositeParams:
     opacity:      0..1, how much of the swapped face shows.
     """
 
-    mask_blur: float = 0.3
+    mask_blur: float = choices.MASK_BLUR.default
     mask_padding: tuple[float, float, float, float] = (0, 0, 0, 0)
-    color_match: float = DEFAULT_COLOR_MATCH
-    opacity: float = 1.0
+    color_match: float = choices.COLOR_MATCH.default
+    opacity: float = choices.OPACITY.default
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mask_padding", check_padding(self.mask_padding))
-        for name in ("mask_blur", "color_match", "opacity"):
-            value = float(getattr(self, name))
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"composite {name} must be in 0..1, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, value)
+        for number in choices.COMPOSITE:
+            value = float(getattr(self, number.name))
+            if not number.holds(value):
+                raise ValueError(f"composite {number.name} must be in {number.minimum:g}..{number.maximum:g}, "
+                                 f"got {getattr(self, number.name)!r}")
+            object.__setattr__(self, number.name, value)
 
     def describe(self) -> dict:
         """A stable, JSON-ready dict of the settings (for cache keys): equal settings, equal dicts."""

@@ -1,10 +1,11 @@
 """Swappers bound to a source set: `swap(frame, target_face) -> SwapResult`.
 
-`classic` needs no model (it uses the first source image of the set);
-`inswapper_128` and `hyperswap_1a_256` need their FaceFusion model and a
-recognizer for the source embedding. Models are loaded on the first swap.
-Every result carries its fitted colour transfer (applied by the composite), and
-a swapper may leave faces turned past a yaw limit untouched (`split_turned`).
+Each swapper is a kind record in `SWAPPER_KINDS`: how it is bound to a source set, whether it needs the
+source's identity embedding, whether it leaves faces turned past the yaw limit as they are, and what
+changes its pixels (the swap records' key). `classic` needs no model (it uses the first source image of
+the set); `inswapper_128` and `hyperswap_1a_256` need their FaceFusion model and a recognizer for the
+source embedding. Models are loaded on the first swap. Every result carries its fitted colour transfer
+(applied by the composite).
 """
 
 from __future__ import annotations
@@ -16,15 +17,39 @@ import numpy as np
 
 from facecache import choices
 from facecache.errors import FaceCacheError
+from facecache.models.derived import EMAP
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.swap.classic import ClassicSwapper
 from facecache.swap.composite import with_color_transfer
+from facecache.swap.hyperswap import HyperswapSwapper
+from facecache.swap.inswapper import InswapperSwapper
 from facecache.swap.result import SwapResult
 from facecache.swap.sources import SourceSet
 
-SWAPPERS = choices.names(choices.SWAPPERS)
 SWAPPER_RECOGNIZER = "arcface_w600k_r50"  # the identity space inswapper and hyperswap were trained on
+
+Swap = Callable[[np.ndarray, object], SwapResult]  # (frame, target face) -> the swapped face
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A swapper kind bound to a source set: its model files' digests (part of the key), and how to make
+    its swap function when the first face needs it."""
+    digests: dict[str, str]
+    make: Callable[[], Swap]
+
+
+@dataclass(frozen=True)
+class SwapperKind:
+    """How the engine makes one swapper. A new swapper is its `Choice` in `choices.SWAPPERS`, its adapter and
+    one line in `SWAPPER_KINDS` (and a model swapper's `ModelSpec` in `models/catalog.py`)."""
+    bind: Callable[[str, SourceSet, ModelStore, SessionFactory], Binding]  # checks what it needs now
+    # Everything besides its model files, the source and the yaw limit that changes its pixels: the swap
+    # records' key (tests/swap/test_swapper_kinds.py checks that no setting escapes it).
+    describe: Callable[[str], dict]
+    needs_source_embedding: bool = True  # the source faces' ArcFace identity
+    uses_yaw_limit: bool = False  # leaves faces turned past the yaw limit untouched
 
 
 @dataclass
@@ -32,9 +57,9 @@ class BoundSwapper:
     name: str
     describe: dict           # settings that change results (cache key)
     digests: dict[str, str]  # model file digests (cache key)
-    _build: Callable[[], Callable[[np.ndarray, object], SwapResult]]
+    _build: Callable[[], Swap]
     max_yaw: float | None = None  # faces turned further are left untouched (None: every face)
-    _swap: Callable | None = field(default=None, repr=False)
+    _swap: Swap | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.describe = {**self.describe, "max_yaw": self.max_yaw}
@@ -54,48 +79,76 @@ class BoundSwapper:
         return [face for face in faces if not any(face is t for t in turned)], turned
 
 
-def needs_source_embedding(name: str) -> bool:
-    """Whether a swapper needs the source faces' identity embedding (the model swappers do; the
-    classic swapper works from the source's pixels and landmarks alone)."""
-    return name != "classic"
+def swapper_kind(name: str) -> SwapperKind:
+    """The kind record of a swapper's name; an unknown name is refused, naming the known ones."""
+    if name not in SWAPPER_KINDS:
+        raise FaceCacheError(f"unknown swapper {name!r}: choose one of {', '.join(SWAPPER_KINDS)}")
+    return SWAPPER_KINDS[name]
 
 
 def build_swapper(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory,
                   max_yaw: float | None = choices.MAX_YAW.default) -> BoundSwapper:
-    """``max_yaw``: the classic swapper leaves faces turned further (degrees) untouched; None: it
-    swaps every face. The model swappers, which make a face in the target's pose, swap every face."""
-    if name != "classic":
-        max_yaw = None
-    elif max_yaw is not None and not choices.MAX_YAW.minimum <= float(max_yaw) <= choices.MAX_YAW.maximum:
-        raise FaceCacheError(f"the yaw limit is in degrees, {choices.MAX_YAW.minimum:g} to "
-                             f"{choices.MAX_YAW.maximum:g}, got {max_yaw}")
-    if name == "classic":
-        swapper = ClassicSwapper()
-        first = sources.faces[0]
+    """``max_yaw`` (degrees, checked by `pipeline.Settings`): a kind that uses the yaw limit leaves faces
+    turned further untouched; None: it swaps every face. The others swap every face."""
+    kind = swapper_kind(name)
+    binding = kind.bind(name, sources, models, sessions)
+    return BoundSwapper(name, kind.describe(name), binding.digests, binding.make,
+                        max_yaw if kind.uses_yaw_limit else None)
 
-        def build():
-            prepared = swapper.prepare_source(first.image, first.face)
-            return lambda frame, face: swapper.swap(frame, face, prepared)
 
-        return BoundSwapper(name, swapper.describe(), {}, build, max_yaw)
-    if name not in SWAPPERS:
-        raise FaceCacheError(f"unknown swapper {name!r}: choose one of {', '.join(SWAPPERS)}")
-    if not sources.has_embeddings or sources.recognizer not in (None, SWAPPER_RECOGNIZER):
-        made_by = f" (the embeddings here come from {sources.recognizer}, which only serves face selection)" \
-            if sources.has_embeddings else ""
-        raise FaceCacheError(f"the {name} swapper needs the source's ArcFace identity{made_by}: install it with "
-                             f"`facecache models install {SWAPPER_RECOGNIZER}` and keep --recognizer auto, "
-                             "or use --swapper classic")
-    model = models.model(name)  # ModelMissing names the install command
+def _bind_classic(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory) -> Binding:
+    swapper = ClassicSwapper()
+    first = sources.faces[0]
 
-    def build():
-        from facecache.models.derived import EMAP
-        from facecache.swap.hyperswap import HyperswapSwapper
-        from facecache.swap.inswapper import InswapperSwapper
+    def make() -> Swap:
+        prepared = swapper.prepare_source(first.image, first.face)
+        return lambda frame, face: swapper.swap(frame, face, prepared)
 
-        session = models.session(sessions, model)  # bytes with the digest the namespace is named after
-        adapter = (InswapperSwapper(session, models.derived(name, EMAP), model=name)
-                   if name.startswith("inswapper") else HyperswapSwapper(session, model=name))
-        return lambda frame, face: adapter.swap(frame, face, sources.embedding)
+    return Binding({}, make)
 
-    return BoundSwapper(name, {"swapper": name}, {name: model.digest}, build, max_yaw)
+
+def _bind_model(adapter: Callable[[object, ModelStore, str], object]):
+    """The binder of a FaceFusion model swapper: ``adapter(session, models, name)`` makes it, and it swaps
+    with the source set's ArcFace embedding."""
+
+    def bind(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory) -> Binding:
+        if not sources.has_embeddings or sources.recognizer not in (None, SWAPPER_RECOGNIZER):
+            made_by = f" (the embeddings here come from {sources.recognizer}, which only serves face selection)" \
+                if sources.has_embeddings else ""
+            raise FaceCacheError(f"the {name} swapper needs the source's ArcFace identity{made_by}: install it with "
+                                 f"`facecache models install {SWAPPER_RECOGNIZER}` and keep --recognizer auto, "
+                                 "or use --swapper classic")
+        model = models.model(name)  # ModelMissing names the install command
+
+        def make() -> Swap:
+            session = models.session(sessions, model)  # bytes with the digest the namespace is named after
+            swapper = adapter(session, models, name)
+            return lambda frame, face: swapper.swap(frame, face, sources.embedding)
+
+        return Binding({name: model.digest}, make)
+
+    return bind
+
+
+def _inswapper(session, models: ModelStore, name: str) -> InswapperSwapper:
+    return InswapperSwapper(session, models.derived(name, EMAP), model=name)
+
+
+def _hyperswap(session, models: ModelStore, name: str) -> HyperswapSwapper:
+    return HyperswapSwapper(session, model=name)
+
+
+def _model_key(name: str) -> dict:
+    # The adapters' crop size and template are constants of their code (a change there is a new
+    # SWAP_FORMAT_VERSION), not settings: the key names the model alone, as it always has.
+    return {"swapper": name}
+
+
+# One record per name of choices.SWAPPERS (tests/swap/test_swapper_kinds.py checks they match).
+SWAPPER_KINDS: dict[str, SwapperKind] = {
+    "classic": SwapperKind(_bind_classic, lambda name: ClassicSwapper().describe(),
+                           needs_source_embedding=False, uses_yaw_limit=True),
+    "inswapper_128": SwapperKind(_bind_model(_inswapper), _model_key),
+    "inswapper_128_fp16": SwapperKind(_bind_model(_inswapper), _model_key),
+    "hyperswap_1a_256": SwapperKind(_bind_model(_hyperswap), _model_key),
+}

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from facecache.files import folder_bytes, write_atomic
-from facecache.gpu.pins import this_platform, this_python
+from facecache.gpu_runtime.pins import this_platform, this_python
 from facecache.locations import resolve_gpu_runtime_dir
 
 MANIFEST = "installed.json"

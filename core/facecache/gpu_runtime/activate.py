@@ -25,8 +25,8 @@ from collections.abc import Callable, MutableMapping, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from facecache.gpu.layout import RuntimeFolder
-from facecache.gpu.pins import this_platform, this_python
+from facecache.gpu_runtime.layout import RuntimeFolder
+from facecache.gpu_runtime.pins import this_platform, this_python
 
 
 @dataclass(frozen=True)
