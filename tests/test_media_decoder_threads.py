@@ -1,6 +1,6 @@
 """The decoder's threads: a stream cut into slices is threaded by slices, others as Blender does, and the
-pictures are the same whichever threads decode them, in order, by jumps and with the next frame decoded
-ahead while the last one is converted (media.decoder_threads, media.movie)."""
+pictures are the same whichever threads decode them, in order and by jumps (media.decoder_threads,
+media.movie)."""
 
 import av
 import pytest
@@ -33,7 +33,7 @@ def test_a_stream_cut_into_slices_is_threaded_by_slices(tmp_path, name, containe
 def test_the_pictures_are_the_same_whatever_threads_decode_them(tmp_path):
     clip = write_clip(tmp_path / "sliced.mp4", frames=30, size=(128, 128), codec_options={**SLICED, "g": "8"})
     rules = RULES["blender-5"]
-    with av.open(str(clip)) as container:  # one thread, no decoding ahead
+    with av.open(str(clip)) as container:  # one thread
         container.streams.video[0].thread_type = "NONE"
         plain = [to_bgr(frame, rules).tobytes() for frame in container.decode(video=0)]
     with MediaReader(clip, rules) as reader:

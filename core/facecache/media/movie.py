@@ -16,7 +16,7 @@ movie's size is known from its first decoded frame, so it is read only when aske
 from __future__ import annotations
 
 import math
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -63,10 +63,6 @@ class Movie:
         self.path = path
         self.rules = rules
         self._av = av = import_av()
-        # The next frame, decoded on a thread of its own while the caller converts the last one: FFmpeg
-        # releases the GIL while it decodes. Nothing else touches the container until it is taken.
-        self._decoder = ThreadPoolExecutor(1, thread_name_prefix="facecache-decode")
-        self._ahead: Future | None = None
         self._pool: ThreadPoolExecutor | None = None  # the colour conversion's threads, made on first use
         try:
             self._container = av.open(str(path))
@@ -186,7 +182,6 @@ class Movie:
         return target, before
 
     def _seek(self, target: int) -> None:
-        self._drop_ahead()
         offset = max(int(target - self._steps_per_frame * _SEEK_MARGIN_FRAMES), 0)
         try:
             self._container.seek(offset, backward=True, any_frame=False, stream=self._stream)
@@ -200,20 +195,6 @@ class Movie:
         self._ended = False
 
     def _next(self) -> av.VideoFrame | None:
-        """The next decoded frame (None at the end), the one after it set decoding meanwhile."""
-        ahead, self._ahead = self._ahead, None
-        frame = ahead.result() if ahead is not None else self._decode_next()
-        if frame is not None:
-            self._ahead = self._decoder.submit(self._decode_next)
-        return frame
-
-    def _drop_ahead(self) -> None:
-        """Wait for the frame being decoded ahead and forget it (a seek or close follows)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            ahead.exception()  # its error, if any, concerns a frame no longer wanted
-
-    def _decode_next(self) -> av.VideoFrame | None:
         if self._frames is None:
             self._frames = self._container.decode(self._stream)
         while True:
@@ -230,8 +211,6 @@ class Movie:
                 return frame
 
     def close(self) -> None:
-        self._drop_ahead()
-        self._decoder.shutdown()
         self._container.close()
         if self._pool is not None:
             self._pool.shutdown()
