@@ -4,8 +4,8 @@ ones at the top.
 
 The layers are import-linter's contracts in pyproject.toml ([tool.importlinter]); docs/architecture.md
 explains them. The add-on is no installed package: it is found from the repository root (grimp reads its
-sources, so bpy need not be importable). Cycles are found on the same import graph (grimp's, which import-linter builds on): a
-cycle is a direct import a -> b with a chain of imports from b back to a.
+sources, so bpy need not be importable). Cycles are found on the same import graph (grimp's, which
+import-linter builds on): a cycle is a direct import a -> b with a chain of imports from b back to a.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def names(choices: tuple[Choice, ...]) -> tuple[str, ...]:
 
 def choice(choices: tuple[Choice, ...], name: str) -> Choice:
     """The record of one of the names (KeyError for another)."""
-    return {choice.name: choice for choice in choices}[name]
+    return {option.name: option for option in choices}[name]
 
 
 def models(choices: tuple[Choice, ...]) -> tuple[str, ...]:

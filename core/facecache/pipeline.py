@@ -300,9 +300,9 @@ def build_analyzer(settings: Settings, parts: Parts | None = None):
 
     parts = parts or Parts()
     cache = open_cache(settings)
-    models = parts.model_set(parts.model_store(settings.models_dir), parts.sessions(settings.providers),
-                             settings.analysis)
-    return FaceAnalyzer(cache, models, picture_rules=picture_rules(settings.picture_rules))
+    model_set = parts.model_set(parts.model_store(settings.models_dir), parts.sessions(settings.providers),
+                                settings.analysis)
+    return FaceAnalyzer(cache, model_set, picture_rules=picture_rules(settings.picture_rules))
 
 
 def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:

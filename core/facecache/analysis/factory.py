@@ -44,8 +44,8 @@ class AnalysisSettings:
 
 @dataclass(frozen=True)
 class DetectorKind:
-    """How the engine makes one detector. A new detector is its `DetectorChoice` in `choices.DETECTORS`, its model's
-    `ModelSpec` in `models/catalog.py`, its adapter and one line in `DETECTOR_KINDS`."""
+    """How the engine makes one detector. A new detector is its `DetectorChoice` in `choices.DETECTORS`, its
+    model's `ModelSpec` in `models/catalog.py`, its adapter and one line in `DETECTOR_KINDS`."""
     build: Callable[[ModelStore, SessionFactory, InstalledModel, AnalysisSettings], object]
     uses_score_threshold: bool = True  # AnalysisSettings.score_threshold changes its faces (and the namespace)
     # Whether it follows faces from frame to frame when tracking is on (TrackingDetector) is its choice's

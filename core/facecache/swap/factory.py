@@ -2,10 +2,10 @@
 
 Each swapper is a kind record in `SWAPPER_KINDS`: how it is bound to a source set, whether it needs the
 source's identity embedding, and what changes its pixels (the swap records' key); its `SwapperChoice` says
-whether it leaves faces turned past the yaw limit as they are. `classic` needs no model (it uses the first source image of
-the set); `inswapper_128` and `hyperswap_1a_256` need their FaceFusion model and a recognizer for the
-source embedding. Models are loaded on the first swap. Every result carries its fitted colour transfer
-(applied by the composite).
+whether it leaves faces turned past the yaw limit as they are. `classic` needs no model (it uses the first
+source image of the set); `inswapper_128` and `hyperswap_1a_256` need their FaceFusion model and a
+recognizer for the source embedding. Models are loaded on the first swap. Every result carries its fitted
+colour transfer (applied by the composite).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class Binding:
 
 @dataclass(frozen=True)
 class SwapperKind:
-    """How the engine makes one swapper. A new swapper is its `SwapperChoice` in `choices.SWAPPERS`, its adapter and
-    one line in `SWAPPER_KINDS` (and a model swapper's `ModelSpec` in `models/catalog.py`)."""
+    """How the engine makes one swapper. A new swapper is its `SwapperChoice` in `choices.SWAPPERS`, its adapter
+    and one line in `SWAPPER_KINDS` (and a model swapper's `ModelSpec` in `models/catalog.py`)."""
     bind: Callable[[str, SourceSet, ModelStore, SessionFactory], Binding]  # checks what it needs now
     # Everything besides its model files, the source and the yaw limit that changes its pixels: the swap
     # records' key (tests/swap/test_swapper_kinds.py checks that no setting escapes it).
