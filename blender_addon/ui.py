@@ -14,6 +14,7 @@ from .compat import left_handle, right_handle, sequencer_scene
 from .engine_client import engine_module
 
 protocol = engine_module("protocol")  # a strip's coverage is counted in the engine's words
+choices = engine_module("choices")  # what each swapper and detector uses, as the engine reads it
 
 
 class FACESWAP_UL_sources(bpy.types.UIList):
@@ -60,7 +61,7 @@ class FACESWAP_PT_main(_Panel, bpy.types.Panel):
         col.prop(props, "mask_blur", slider=True)
         col.prop(props, "color_match", slider=True)
         col.prop(props, "opacity", slider=True)
-        if props.swapper == "classic":
+        if choices.choice(choices.SWAPPERS, props.swapper).uses_yaw_limit:
             row = col.row(align=True)
             row.prop(props, "limit_yaw", text="")
             sub = row.row(align=True)
@@ -212,7 +213,7 @@ class FACESWAP_PT_models(_Panel, bpy.types.Panel):
         col = self.layout.column()
         col.prop(props, "detector")
         row = col.row()
-        row.enabled = props.detector == "mtcnn"  # the other detectors search every frame
+        row.enabled = choices.choice(choices.DETECTORS, props.detector).tracks  # the others search every frame
         row.prop(props, "tracking")
         col.prop(props, "landmarker")
         col.prop(props, "recognizer")

@@ -20,6 +20,20 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class DetectorChoice(Choice):
+    """A detector, and what the panel shows for it: the tracking menu only where it follows faces."""
+
+    tracks: bool = False  # follows faces from frame to frame when tracking is on (MTCNN alone)
+
+
+@dataclass(frozen=True)
+class SwapperChoice(Choice):
+    """A swapper, and what the panel shows for it: the yaw limit only where it uses one."""
+
+    uses_yaw_limit: bool = False  # leaves faces turned past MAX_YAW as they are (the classic swapper)
+
+
+@dataclass(frozen=True)
 class Number:
     """A numeric setting: its range (inclusive) and default."""
 
@@ -36,10 +50,12 @@ class Number:
 
 
 DETECTORS = (
-    Choice("mtcnn", "MTCNN", "The embedded default (installed from the package index); 5 landmarks"),
-    Choice("scrfd_2.5g", "SCRFD 2.5G", "FaceFusion's fast InsightFace detector (non-commercial licence)"),
-    Choice("retinaface_10g", "RetinaFace 10G", "FaceFusion's accurate InsightFace detector (non-commercial licence)"),
-    Choice("yoloface_8n", "YOLOface 8n", "FaceFusion's YOLOv8 face detector (GPL-3.0)"),
+    DetectorChoice("mtcnn", "MTCNN", "The embedded default (installed from the package index); 5 landmarks",
+                   tracks=True),
+    DetectorChoice("scrfd_2.5g", "SCRFD 2.5G", "FaceFusion's fast InsightFace detector (non-commercial licence)"),
+    DetectorChoice("retinaface_10g", "RetinaFace 10G",
+                   "FaceFusion's accurate InsightFace detector (non-commercial licence)"),
+    DetectorChoice("yoloface_8n", "YOLOface 8n", "FaceFusion's YOLOv8 face detector (GPL-3.0)"),
 )
 # How MTCNN (the default detector) finds the faces of a movie's frames (facecache.analysis.tracking).
 TRACKING = (
@@ -63,11 +79,12 @@ RECOGNIZERS = (
                                      "the InSwapper and HyperSwap swappers need ArcFace"),
 )
 SWAPPERS = (
-    Choice("classic", "Classic", "No model needed: warps the source face onto each target face"),
-    Choice("inswapper_128", "InSwapper 128", "FaceFusion's inswapper_128 (needs a recognizer; non-commercial)"),
-    Choice("inswapper_128_fp16", "InSwapper 128 fp16",
-           "Half-precision inswapper_128 (needs a recognizer; non-commercial)"),
-    Choice("hyperswap_1a_256", "HyperSwap 1a 256", "FaceFusion's hyperswap_1a_256 (needs a recognizer)"),
+    SwapperChoice("classic", "Classic", "No model needed: warps the source face onto each target face",
+                  uses_yaw_limit=True),
+    SwapperChoice("inswapper_128", "InSwapper 128", "FaceFusion's inswapper_128 (needs a recognizer; non-commercial)"),
+    SwapperChoice("inswapper_128_fp16", "InSwapper 128 fp16",
+                  "Half-precision inswapper_128 (needs a recognizer; non-commercial)"),
+    SwapperChoice("hyperswap_1a_256", "HyperSwap 1a 256", "FaceFusion's hyperswap_1a_256 (needs a recognizer)"),
 )
 # The default is one face, the largest: an editor replaces one person in a shot (a stunt double, a
 # recast actor), and in a close-up or talking head that person is the largest face; swapping every
@@ -149,6 +166,11 @@ SWITCHES = ("auto", "none")  # the landmarker and recognizer choices that are no
 
 def names(choices: tuple[Choice, ...]) -> tuple[str, ...]:
     return tuple(choice.name for choice in choices)
+
+
+def choice(choices: tuple[Choice, ...], name: str) -> Choice:
+    """The record of one of the names (KeyError for another)."""
+    return {option.name: option for option in choices}[name]
 
 
 def models(choices: tuple[Choice, ...]) -> tuple[str, ...]:

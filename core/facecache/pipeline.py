@@ -6,9 +6,10 @@ the benchmarks and the demo all build their analyzer, sources, selector, swapper
     report = pipeline.swap_job().run(target, out_dir, frames)
 
 `Settings` checks every value against `facecache.choices` (names and ranges), so a bad value is one
-message before any work starts. `Parts` holds what a long-lived process keeps warm between
-pipelines (model stores, ONNX sessions, built models, analysed source sets, bound swappers); a
-one-shot caller simply omits it.
+message before any work starts, and turns itself into each part's arguments (`analysis`, `yaw_limit`,
+`composite`): the settings flow one way, from `Settings` through the build steps into the parts. `Parts`
+holds what a long-lived process keeps warm between pipelines (model stores, ONNX sessions, built models,
+analysed source sets, bound swappers), keyed by those arguments alone; a one-shot caller simply omits it.
 """
 
 from __future__ import annotations
@@ -121,6 +122,18 @@ class Settings:
         return dataclasses.asdict(self)
 
     @property
+    def analysis(self):
+        """What the analysis models are chosen and made with (`analysis.factory.build_model_set`)."""
+        from facecache.analysis.factory import AnalysisSettings
+
+        return AnalysisSettings(self.detector, self.landmarker, self.recognizer, tracking=self.tracking == "on")
+
+    @property
+    def yaw_limit(self) -> float | None:
+        """The swapper's yaw limit in degrees (`swap.factory.build_swapper`); None: every face is swapped."""
+        return float(self.max_yaw) if self.limit_yaw else None
+
+    @property
     def composite(self):
         from facecache.swap.composite import CompositeParams
 
@@ -185,7 +198,8 @@ class Parts:
     """What pipelines of one process share, kept warm between them: model stores, ONNX session
     factories, model sets (with their loaded models), analysed source sets and bound swappers.
     Everything is keyed by what it depends on (file digests, stats of the source images), so an
-    installed model or an edited source image gives a new part, never a stale one."""
+    installed model or an edited source image gives a new part, never a stale one. Each part is made
+    from the arguments it is given: Parts knows nothing of `Settings`, and no part asks it for another."""
 
     def __init__(self) -> None:
         self._stores: dict = {}
@@ -208,13 +222,13 @@ class Parts:
             self._sessions[providers] = SessionFactory(providers)
         return self._sessions[providers]
 
-    def model_set(self, settings: Settings):
-        from facecache.analysis.factory import AnalysisSettings, build_model_set
+    def model_set(self, models, sessions, analysis):
+        """The model set of `analysis` (`Settings.analysis`) from this store, run by these sessions."""
+        from facecache.analysis.factory import build_model_set
 
-        analysis = AnalysisSettings(settings.detector, settings.landmarker, settings.recognizer,
-                                    tracking=settings.tracking == "on")
-        fresh = build_model_set(self.model_store(settings.models_dir), self.sessions(settings.providers), analysis)
-        key = (settings.models_dir, settings.providers, json.dumps([fresh.digests, fresh.settings], sort_keys=True))
+        fresh = build_model_set(models, sessions, analysis)
+        # the store and the sessions themselves (one per folder and providers here) name where it comes from
+        key = (models, sessions, json.dumps([fresh.digests, fresh.settings], sort_keys=True))
         return self._model_sets.setdefault(key, fresh)
 
     def source_set(self, paths: tuple[str, ...], face_rank: int, analyzer, embeddings: bool = True):
@@ -228,14 +242,13 @@ class Parts:
             self._sources[key] = SourceSet.load([Path(p) for p in paths], analyzer, face_rank, embeddings)
         return self._sources[key]
 
-    def swapper(self, settings: Settings, sources):
+    def swapper(self, name: str, sources, models, sessions, max_yaw: float | None):
+        """The swapper `name` bound to `sources` (`max_yaw`: `Settings.yaw_limit`)."""
         from facecache.swap.factory import build_swapper
 
-        max_yaw = float(settings.max_yaw) if settings.limit_yaw else None
-        key = (settings.swapper, sources.digest, settings.models_dir, settings.providers, max_yaw)
+        key = (name, sources.digest, models, sessions, max_yaw)
         if key not in self._swappers:
-            self._swappers[key] = build_swapper(settings.swapper, sources, self.model_store(settings.models_dir),
-                                                self.sessions(settings.providers), max_yaw)
+            self._swappers[key] = build_swapper(name, sources, models, sessions, max_yaw)
         return self._swappers[key]
 
 
@@ -286,12 +299,15 @@ def build_analyzer(settings: Settings, parts: Parts | None = None):
     from facecache.media.picture_rules import picture_rules
 
     parts = parts or Parts()
-    return FaceAnalyzer(open_cache(settings), parts.model_set(settings),
-                        picture_rules=picture_rules(settings.picture_rules))
+    cache = open_cache(settings)
+    model_set = parts.model_set(parts.model_store(settings.models_dir), parts.sessions(settings.providers),
+                                settings.analysis)
+    return FaceAnalyzer(cache, model_set, picture_rules=picture_rules(settings.picture_rules))
 
 
 def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:
-    """Analyzer, source set, selector and swapper for a swap; errors name what to do."""
+    """Analyzer, source set, selector and swapper for a swap; errors name what to do. Each step is handed
+    what it needs from the settings (`Settings.analysis`, `.yaw_limit`, ...) and gives back its part."""
     from facecache.analysis.selection import Selector, reference_threshold
     from facecache.swap.factory import swapper_kind
 
@@ -302,18 +318,20 @@ def build_pipeline(settings: Settings, parts: Parts | None = None) -> Pipeline:
     sources = parts.source_set(settings.sources, settings.source_face, analyzer,
                                embeddings=swapper_kind(settings.swapper).needs_source_embedding)
     threshold = settings.reference_threshold or reference_threshold(analyzer.models.settings.get("recognizer"))
-    selector = Selector(settings.selector, settings.position, _reference_embeddings(settings, analyzer, parts),
-                        threshold)
-    return Pipeline(settings, analyzer, sources, selector, parts.swapper(settings, sources))
+    references = _reference_embeddings(settings.selector, settings.references, analyzer, parts)
+    selector = Selector(settings.selector, settings.position, references, threshold)
+    swapper = parts.swapper(settings.swapper, sources, parts.model_store(settings.models_dir),
+                            parts.sessions(settings.providers), settings.yaw_limit)
+    return Pipeline(settings, analyzer, sources, selector, swapper)
 
 
-def _reference_embeddings(settings: Settings, analyzer, parts: Parts) -> tuple:
-    if settings.selector != "reference":
+def _reference_embeddings(selector: str, photos: tuple[str, ...], analyzer, parts: Parts) -> tuple:
+    if selector != "reference":
         return ()
-    if not settings.references:
+    if not photos:
         raise FaceCacheError("the reference selector needs at least one reference photo of the person to replace "
                              "(--reference IMG, or Reference Faces in the panel)")
-    references = parts.source_set(settings.references, 0, analyzer)
+    references = parts.source_set(photos, 0, analyzer)
     if not references.has_embeddings:
         raise FaceCacheError("the reference selector needs face embeddings: install the default models, which "
                              "include a recognizer (`facecache models install default`), and keep the recognizer on "

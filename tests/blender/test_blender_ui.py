@@ -54,7 +54,7 @@ class CheckedLayout:
                 return CheckedOperatorProperties(getattr(getattr(self._bpy.ops, family), op).get_rna_type())
             outputs = [p for p in function.parameters if p.is_output]
             if outputs and getattr(getattr(outputs[0], "fixed_type", None), "identifier", "") == "UILayout":
-                return CheckedLayout(self._bpy, self._calls)
+                return type(self)(self._bpy, self._calls)
             return None
 
         return call
@@ -74,12 +74,20 @@ class CheckedOperatorProperties:
         object.__setattr__(self, name, value)
 
 
-def draw(bpy, panel, context=None) -> list:
+class SettingsLayout(CheckedLayout):
+    """A `CheckedLayout` that also records what is set on it (`enabled`, `active`, ...) as ("set", {name: value})."""
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        self._calls.append(("set", {name: value}))
+
+
+def draw(bpy, panel, context=None, layout=CheckedLayout) -> list:
     """Run the panel's poll and draw; returns the layout calls."""
     context = context or bpy.context
     assert panel.poll(context)
     calls = []
-    panel.draw(SimpleNamespace(layout=CheckedLayout(bpy, calls)), context)
+    panel.draw(SimpleNamespace(layout=layout(bpy, calls)), context)
     return calls
 
 
@@ -129,6 +137,26 @@ def test_panels_draw_in_every_state(bpy, addon, project, clip):
     assert ("progress", {"factor": 0.5, "text": "swap: 2/4"}) in calls
     assert ("operator", {"operator": "faceswap.cancel", "text": "", "icon": "CANCEL"}) in calls
     assert not any(bound.get("operator") == "faceswap.swap" for _, bound in calls)  # the bar stands in its place
+
+
+def test_the_panels_offer_what_the_chosen_swapper_and_detector_use(bpy, addon, project):
+    """The yaw limit shows for a swapper that uses it, the tracking menu is live for a detector that follows
+    faces: the panels read it from the swapper's and the detector's choice, the records the engine reads."""
+    ui = importlib.import_module(f"{MODULE}.ui")
+    props = project.faceswap
+    with_yaw_limit, tracking = [], []
+    for swapper in ui.choices.SWAPPERS:
+        props.swapper = swapper.name
+        shown = {bound["property"] for name, bound in draw(bpy, ui.FACESWAP_PT_main) if name == "prop"}
+        assert ("limit_yaw" in shown) == ("max_yaw" in shown) == swapper.uses_yaw_limit, swapper.name
+        with_yaw_limit += [swapper.name] if "max_yaw" in shown else []
+    for detector in ui.choices.DETECTORS:
+        props.detector = detector.name
+        calls = draw(bpy, ui.FACESWAP_PT_models, layout=SettingsLayout)
+        menu = calls.index(("prop", {"data": props, "property": "tracking"}))
+        assert calls[menu - 1][0] == "set" and calls[menu - 1][1]["enabled"] == detector.tracks, detector.name
+        tracking += [detector.name] if calls[menu - 1][1]["enabled"] else []
+    assert (with_yaw_limit, tracking) == (["classic"], ["mtcnn"])  # as the panels offered them before
 
 
 def test_unsaved_file_and_preferences_draw(bpy, addon):

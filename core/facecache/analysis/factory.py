@@ -44,11 +44,12 @@ class AnalysisSettings:
 
 @dataclass(frozen=True)
 class DetectorKind:
-    """How the engine makes one detector. A new detector is its `Choice` in `choices.DETECTORS`, its model's
-    `ModelSpec` in `models/catalog.py`, its adapter and one line in `DETECTOR_KINDS`."""
+    """How the engine makes one detector. A new detector is its `DetectorChoice` in `choices.DETECTORS`, its
+    model's `ModelSpec` in `models/catalog.py`, its adapter and one line in `DETECTOR_KINDS`."""
     build: Callable[[ModelStore, SessionFactory, InstalledModel, AnalysisSettings], object]
     uses_score_threshold: bool = True  # AnalysisSettings.score_threshold changes its faces (and the namespace)
-    tracks: bool = False  # it follows faces from frame to frame when tracking is on (TrackingDetector)
+    # Whether it follows faces from frame to frame when tracking is on (TrackingDetector) is its choice's
+    # `tracks` (choices.DETECTORS), where the add-on's panel reads it too.
 
 
 def detector_kind(name: str) -> DetectorKind:
@@ -66,7 +67,8 @@ def build_model_set(models: ModelStore, sessions: SessionFactory, settings: Anal
     landmarker = _optional(models, settings.landmarker, LANDMARKERS, "landmarker")
     recognizer = _optional(models, settings.recognizer, RECOGNIZERS, "recognizer")
     chosen = {name: models.model(name) for name in (settings.detector, landmarker, recognizer) if name}
-    tracking = TrackingSettings() if settings.tracking and detector.tracks else None
+    tracks = choices.choice(choices.DETECTORS, settings.detector).tracks
+    tracking = TrackingSettings() if settings.tracking and tracks else None
     namespace_settings = {"detector": settings.detector, "landmarker": landmarker, "recognizer": recognizer,
                           "score_threshold": settings.score_threshold if detector.uses_score_threshold else None}
     if tracking is not None:  # absent without tracking: the records of every frame searched whole stay valid
@@ -103,9 +105,10 @@ def _facefusion(adapter):
 
 
 # One record per name of choices.DETECTORS (tests/analysis/test_detector_kinds.py checks they match). MTCNN
-# has its own fixed thresholds; it alone follows faces (analysis.tracking searches regions with its cascade).
+# has its own fixed thresholds; it alone follows faces (choices.DETECTORS: analysis.tracking searches regions with
+# its cascade).
 DETECTOR_KINDS: dict[str, DetectorKind] = {
-    "mtcnn": DetectorKind(_mtcnn, uses_score_threshold=False, tracks=True),
+    "mtcnn": DetectorKind(_mtcnn, uses_score_threshold=False),
     "scrfd_2.5g": DetectorKind(_facefusion(ScrfdDetector)),
     "retinaface_10g": DetectorKind(_facefusion(ScrfdDetector)),
     "yoloface_8n": DetectorKind(_facefusion(YoloFaceDetector)),

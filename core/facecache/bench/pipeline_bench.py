@@ -131,6 +131,10 @@ class Bench:
     def sessions(self) -> SessionFactory:
         return self.parts.sessions(self.providers)
 
+    def model_set(self, settings: Settings):
+        """The warm model set of these settings (the one their pipelines use)."""
+        return self.parts.model_set(self.parts.model_store(settings.models_dir), self.sessions, settings.analysis)
+
     def job(self, source: Path, composite: CompositeParams) -> tuple[SwapJob, FaceAnalyzer]:
         pipeline = build_pipeline(self.settings(source, composite), self.parts)
         return pipeline.swap_job(), pipeline.analyzer
@@ -234,7 +238,7 @@ def run(frames: int = DEFAULT_FRAMES, cache_dir: Path | None = None, models_dir:
         result.update(_digest_costs(pipeline.clip))
 
         start = time.perf_counter()
-        pipeline.parts.model_set(pipeline.settings()).get("detector")
+        pipeline.model_set(pipeline.settings()).get("detector")
         result["model_load_s"] = round(time.perf_counter() - start, 3)
         first, whole = range(base), range(frames)
         runs = {}
@@ -298,7 +302,7 @@ def _identity_model_cost(bench: Bench, work: Path, frames: range) -> dict:
     on the machine disturb far less than the wall time of two runs made one after the other."""
     costs, by_model, used = {}, {}, []
     for name, ids in (("full", {}), ("detector_only", {"landmarker": "none", "recognizer": "none"})):
-        model_set = bench.parts.model_set(replace(bench.settings(), **ids))
+        model_set = bench.model_set(replace(bench.settings(), **ids))
         timed = {role: _CpuTimed(model_set.get(role)) for role in MODEL_ROLES if model_set.has(role)}
         if name == "full":
             used = [model_set.settings[role] for role in timed if role != "detector"]

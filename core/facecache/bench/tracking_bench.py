@@ -73,7 +73,9 @@ def _compare(parts: Parts, models_dir, providers: str, clip: Path, work: Path, f
     for tracking in ("off", "on"):
         settings = Settings(models_dir=str(models_dir) if models_dir else None, providers=providers,
                             tracking=tracking, recognizer="none")
-        analyzer = FaceAnalyzer(FaceCache(work / f"cache-{tracking}"), parts.model_set(settings))
+        model_set = parts.model_set(parts.model_store(settings.models_dir), parts.sessions(providers),
+                                    settings.analysis)
+        analyzer = FaceAnalyzer(FaceCache(work / f"cache-{tracking}"), model_set)
         detector = analyzer.models.get("detector")  # loaded before timing, with the landmarker
         analyzer.models.get("landmarker")
         before = detector.stats.followed if tracking == "on" else 0  # the model set is shared by clips

@@ -1,11 +1,11 @@
 """Swappers bound to a source set: `swap(frame, target_face) -> SwapResult`.
 
 Each swapper is a kind record in `SWAPPER_KINDS`: how it is bound to a source set, whether it needs the
-source's identity embedding, whether it leaves faces turned past the yaw limit as they are, and what
-changes its pixels (the swap records' key). `classic` needs no model (it uses the first source image of
-the set); `inswapper_128` and `hyperswap_1a_256` need their FaceFusion model and a recognizer for the
-source embedding. Models are loaded on the first swap. Every result carries its fitted colour transfer
-(applied by the composite).
+source's identity embedding, and what changes its pixels (the swap records' key); its `SwapperChoice` says
+whether it leaves faces turned past the yaw limit as they are. `classic` needs no model (it uses the first
+source image of the set); `inswapper_128` and `hyperswap_1a_256` need their FaceFusion model and a
+recognizer for the source embedding. Models are loaded on the first swap. Every result carries its fitted
+colour transfer (applied by the composite).
 """
 
 from __future__ import annotations
@@ -42,14 +42,15 @@ class Binding:
 
 @dataclass(frozen=True)
 class SwapperKind:
-    """How the engine makes one swapper. A new swapper is its `Choice` in `choices.SWAPPERS`, its adapter and
-    one line in `SWAPPER_KINDS` (and a model swapper's `ModelSpec` in `models/catalog.py`)."""
+    """How the engine makes one swapper. A new swapper is its `SwapperChoice` in `choices.SWAPPERS`, its adapter
+    and one line in `SWAPPER_KINDS` (and a model swapper's `ModelSpec` in `models/catalog.py`)."""
     bind: Callable[[str, SourceSet, ModelStore, SessionFactory], Binding]  # checks what it needs now
     # Everything besides its model files, the source and the yaw limit that changes its pixels: the swap
     # records' key (tests/swap/test_swapper_kinds.py checks that no setting escapes it).
     describe: Callable[[str], dict]
     needs_source_embedding: bool = True  # the source faces' ArcFace identity
-    uses_yaw_limit: bool = False  # leaves faces turned past the yaw limit untouched
+    # Whether it leaves faces turned past the yaw limit untouched is its choice's `uses_yaw_limit`
+    # (choices.SWAPPERS), where the add-on's panel reads it too.
 
 
 @dataclass
@@ -88,12 +89,13 @@ def swapper_kind(name: str) -> SwapperKind:
 
 def build_swapper(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory,
                   max_yaw: float | None = choices.MAX_YAW.default) -> BoundSwapper:
-    """``max_yaw`` (degrees, checked by `pipeline.Settings`): a kind that uses the yaw limit leaves faces
-    turned further untouched; None: it swaps every face. The others swap every face."""
+    """``max_yaw`` (degrees, checked by `pipeline.Settings`): a swapper whose choice uses the yaw limit
+    leaves faces turned further untouched; None: it swaps every face. The others swap every face."""
     kind = swapper_kind(name)
     binding = kind.bind(name, sources, models, sessions)
+    uses_yaw_limit = choices.choice(choices.SWAPPERS, name).uses_yaw_limit
     return BoundSwapper(name, kind.describe(name), binding.digests, binding.make,
-                        max_yaw if kind.uses_yaw_limit else None)
+                        max_yaw if uses_yaw_limit else None)
 
 
 def _bind_classic(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory) -> Binding:
@@ -147,7 +149,7 @@ def _model_key(name: str) -> dict:
 # One record per name of choices.SWAPPERS (tests/swap/test_swapper_kinds.py checks they match).
 SWAPPER_KINDS: dict[str, SwapperKind] = {
     "classic": SwapperKind(_bind_classic, lambda name: ClassicSwapper().describe(),
-                           needs_source_embedding=False, uses_yaw_limit=True),
+                           needs_source_embedding=False),
     "inswapper_128": SwapperKind(_bind_model(_inswapper), _model_key),
     "inswapper_128_fp16": SwapperKind(_bind_model(_inswapper), _model_key),
     "hyperswap_1a_256": SwapperKind(_bind_model(_hyperswap), _model_key),
