@@ -31,6 +31,16 @@ def check_selection(strips, doing: str) -> str | None:
     return None if strips else f"select one or more movie strips (or meta strips holding them) to {doing}"
 
 
+def check_editable(scene) -> str | None:
+    """A scene linked from another .blend can be changed here only until the file is closed: its groups and
+    swapped strips would be lost without a word on saving. Said instead (a library override is editable)."""
+    if scene.library is None:
+        return None
+    library = bpy.path.abspath(scene.library.filepath, library=scene.library)
+    return (f"the scene {scene.name!r} is linked from {os.path.basename(library)}, so its strips cannot be changed "
+            f"in this file: open {library} to swap faces there, or make the scene local first")
+
+
 def check_files(strips) -> str | None:
     for strip in strips:
         if not os.path.isfile(paths.media_path(strip)):
@@ -193,8 +203,9 @@ class FACESWAP_OT_swap(_FrameRange, _JobOperator, bpy.types.Operator):
     def execute(self, context):
         scene = sequencer_scene(context)
         strips = selected_movies(scene)
-        problem = (check_selection(strips, "swap faces in") or check_sources(scene) or check_media(strips)
-                   or self.check_range() or paths.check_location() or paths.check_writable(paths.cache_dir(scene)))
+        problem = (check_editable(scene) or check_selection(strips, "swap faces in") or check_sources(scene)
+                   or check_media(strips) or self.check_range() or paths.check_location()
+                   or paths.check_writable(paths.cache_dir(scene)))
         if problem:
             self.report({"ERROR"}, problem)
             return {"CANCELLED"}
@@ -217,6 +228,10 @@ class FACESWAP_OT_update(_FrameRange, _JobOperator, bpy.types.Operator):
 
     def execute(self, context):
         scene = sequencer_scene(context)
+        problem = check_editable(scene)
+        if problem:
+            self.report({"ERROR"}, problem)
+            return {"CANCELLED"}
         timeline.adopt_same_media(scene)
         strips = timeline.originals(scene)
         problem = (check_files(strips) or (check_sources(scene) if strips else None) or self.check_range()
