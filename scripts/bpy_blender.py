@@ -51,7 +51,7 @@ def render_frames(bpy, spec: str) -> None:
 
 def reads_saved_preferences(version: tuple) -> bool:
     """Whether this Blender's bpy module can load the saved preferences (see the module's notes)."""
-    return tuple(version[:2]) != (4, 2)
+    return version[:2] != (4, 2)
 
 
 def run_python(code: str, filename: str, exit_code: int) -> None:
