@@ -15,6 +15,12 @@ animation and `-f`/`--render-frame` the given frames (`7`, `1..4`, `1,3,5..6`); 
 arguments (the rest stays in `sys.argv` for scripts, which holds the whole command line as in Blender).
 `-b` and `-y` change nothing here: the module always runs in the background and runs scripts.
 Any other argument is refused (exit status 2) rather than ignored.
+
+Blender 4.2 cannot read saved preferences here: its `wm.read_userpref` reloads the interface's icon
+textures without checking for a GPU, which a background Blender has not started, and crashes (SIGSEGV in
+GPU_texture_create_2d under UI_icons_reload_internal_textures; 5.0 does not). A real `blender -b` reads them
+at start without that operator. On 4.2 this stand-in starts with the factory preferences, says so on
+stderr, and whoever runs it sets up what the preferences would have (tests/blender/farm_helpers.py does).
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ def render_frames(bpy, spec: str) -> None:
         scene.frame_start, scene.frame_end = start, end
 
 
+def reads_saved_preferences(version: tuple) -> bool:
+    """Whether this Blender's bpy module can load the saved preferences (see the module's notes)."""
+    return version[:2] != (4, 2)
+
+
 def run_python(code: str, filename: str, exit_code: int) -> None:
     try:
         exec(compile(code, filename, "exec"), {"__name__": "__main__", "__file__": filename})
@@ -59,7 +70,11 @@ def main(argv: list[str]) -> int:
     import bpy
 
     sys.argv = [os.path.abspath(__file__)] + argv
-    bpy.ops.wm.read_userpref()  # Blender starts with the user's preferences (enabled extensions)
+    if reads_saved_preferences(bpy.app.version):
+        bpy.ops.wm.read_userpref()  # Blender starts with the user's preferences (enabled extensions)
+    else:
+        print(f"bpy_blender.py: Blender {bpy.app.version_string} cannot read saved preferences in the background "
+              "(its wm.read_userpref crashes): starting with the factory preferences", file=sys.stderr, flush=True)
     exit_code = 0
     args = iter(argv)
 

@@ -6,10 +6,13 @@ shell script (a batch file on Windows) that runs scripts/bpy_blender.py, the mod
 (`-b file.blend --python-exit-code 1 --python-expr ...`, arguments in order, the user's preferences
 loaded at start). The extension is the zip the other Blender tests install, enabled in the user
 preferences this session saves under $BLENDER_USER_RESOURCES, as on a farm node where Blender has it.
+Where the bpy module cannot read saved preferences (4.2: see scripts/bpy_blender.py), the stand-in first runs a
+script that gives it what they hold: the extension enabled, with this session's preference values.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -30,14 +33,42 @@ def blender_exe(bpy, addon, tmp_path_factory) -> Path:
     if bpy.app.binary_path:
         return Path(bpy.app.binary_path)
     folder = tmp_path_factory.mktemp("blender_bin")
+    start = ""  # the stand-in's own first arguments
+    if not _standin().reads_saved_preferences(bpy.app.version):
+        start = f' --python "{_preferences_script(bpy, folder)}"'
     if sys.platform == "win32":  # Windows runs no #! scripts: a batch file, as a farm's wrapper would be
         exe = folder / "blender.cmd"
-        exe.write_text(f'@"{sys.executable}" "{STANDIN}" %*\n')
+        exe.write_text(f'@"{sys.executable}" "{STANDIN}"{start} %*\n')
         return exe
     exe = folder / "blender"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDIN}" "$@"\n')
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDIN}"{start} "$@"\n')
     exe.chmod(0o755)
     return exe
+
+
+def _standin():
+    """scripts/bpy_blender.py as a module (it imports bpy only when it runs)."""
+    spec = importlib.util.spec_from_file_location("bpy_blender", STANDIN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _preferences_script(bpy, folder: Path) -> Path:
+    """folder/preferences.py: what the saved preferences give a Blender at start, for one that cannot read
+    them: the extension enabled, with this session's values of its settings."""
+    from blender_helpers import MODULE
+
+    prefs = bpy.context.preferences.addons[MODULE].preferences
+    values = {p.identifier: getattr(prefs, p.identifier) for p in prefs.bl_rna.properties
+              if not (p.is_readonly or p.is_registered)}  # its settings, not rna_type or bl_idname
+    script = folder / "preferences.py"
+    script.write_text(f"import addon_utils, bpy\n"
+                      f"addon_utils.enable({MODULE!r}, default_set=True)\n"
+                      f"prefs = bpy.context.preferences.addons[{MODULE!r}].preferences\n"
+                      f"for name, value in {values!r}.items():\n"
+                      f"    setattr(prefs, name, value)\n", encoding="utf-8")
+    return script
 
 
 def run_blender(exe: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -146,6 +146,16 @@ def test_progress_lines_come_at_least_every_heartbeat_while_the_engine_is_silent
     assert job.result == {} and len(calls) >= 3
 
 
+@pytest.mark.every_blender
+def test_a_background_blender_starts_with_the_extension_and_its_preferences(bpy, addon, blender_exe, models_dir):
+    """What a farm node's `blender -b` starts with (on bpy 4.2 the stand-in once crashed here, reading them)."""
+    check = (f"import bpy; prefs = bpy.context.preferences.addons[{MODULE!r}].preferences; "
+             "print('models_dir:', prefs.models_dir); print('update:', bpy.ops.faceswap.update.idname())")
+    run = run_blender(blender_exe, "-b", "--python-exit-code", "1", "--python-expr", check)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"models_dir: {models_dir}\n" in run.stdout and "update: FACESWAP_OT_update\n" in run.stdout
+
+
 def test_background_failures_exit_non_zero_with_the_message(bpy, addon, project, clip, blender_exe, tmp_path):
     strip = add_movie(project, clip)
     select_only(project, strip)
