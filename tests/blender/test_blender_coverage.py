@@ -22,15 +22,21 @@ def watch(addon):
 
 
 def teammate_analyses(cache_dir, models_dir, clip, frames: range) -> None:
-    """Another workstation: the engine called directly (no Blender) on the same cache and models."""
+    """Another workstation on this Blender: the engine called directly (no Blender) on the same cache and models,
+    decoding the clip as this Blender shows it."""
+    import bpy
+
+    from facecache import choices
     from facecache.analysis.analyzer import FaceAnalyzer
     from facecache.analysis.factory import AnalysisSettings, build_model_set
     from facecache.models.runtime import SessionFactory
+    from facecache.media.picture_rules import picture_rules
     from facecache.models.store import ModelStore
     from facecache.store.cache import FaceCache
 
     analyzer = FaceAnalyzer(FaceCache(cache_dir), build_model_set(ModelStore(models_dir), SessionFactory("auto"),
-                                                                  AnalysisSettings()))
+                                                                  AnalysisSettings()),
+                            picture_rules=picture_rules(choices.picture_rules_for(tuple(bpy.app.version))))
     assert len(analyzer.analyze_media(clip, frames)) == len(frames)
 
 

@@ -53,12 +53,16 @@ def shared_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def full_frames(shot_clip, shared_cache, models_dir, portrait_paths, tmp_path_factory) -> Path:
-    """The engine's full swapped frames of the whole clip (same settings as the add-on's defaults)."""
+def full_frames(bpy, shot_clip, shared_cache, models_dir, portrait_paths, tmp_path_factory) -> Path:
+    """The engine's full swapped frames of the whole clip (same settings as the add-on's defaults, the picture
+    of this Blender among them)."""
+    from facecache import choices
+
     out = tmp_path_factory.mktemp("full")
     result = subprocess.run([sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["astronaut"]),
                              "--target", str(shot_clip), "--out", str(out), "--output-form", "full",
-                             "--cache-dir", str(shared_cache), "--models-dir", str(models_dir), "--json"],
+                             "--cache-dir", str(shared_cache), "--models-dir", str(models_dir), "--json",
+                             "--picture-rules", choices.picture_rules_for(tuple(bpy.app.version))],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return out / shot_clip.stem

@@ -47,6 +47,13 @@ def bpy_abspath(path):
     return bpy.path.abspath(path)
 
 
+def edit_scene(bpy, addon, scene) -> None:
+    """Make the sequencer edit `scene`: the workspace's sequencer scene in 5.0+, the window's before."""
+    addon.compat.set_sequencer_scene(bpy.context, scene)
+    if not addon.compat.has_sequencer_scene():
+        bpy.context.window.scene = scene
+
+
 def update(bpy, scene) -> dict:
     assert bpy.ops.faceswap.update() == {"FINISHED"}
     return report(scene)
@@ -227,7 +234,7 @@ def test_two_scenes_of_one_project_share_a_clips_frames(bpy, addon, project, cli
     second = bpy.data.scenes.new("second")
     second.sequence_editor_create()
     second.faceswap.sources.add().filepath = first.faceswap.sources[0].filepath
-    addon.compat.set_sequencer_scene(bpy.context, second)
+    edit_scene(bpy, addon, second)
     try:
         other = add_movie(second, clip, frame_start=10)
         other.frame_offset_start, other.frame_offset_end = 4, 12  # media frames 4..11
@@ -237,7 +244,7 @@ def test_two_scenes_of_one_project_share_a_clips_frames(bpy, addon, project, cli
         assert (shared["frames"], shared["written"], shared["skipped"]) == (8, 4, 4)  # 4..7 made by the first
         assert [s.faceswap.role for s in top_strips(second)] == ["GROUP"]
     finally:
-        addon.compat.set_sequencer_scene(bpy.context, first)
+        edit_scene(bpy, addon, first)
     again = update(bpy, first)
     assert (again["written"], again["not_followed"]) == (0, {})
     assert [s.faceswap.role for s in top_strips(first)] == ["GROUP"]
