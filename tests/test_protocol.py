@@ -15,7 +15,9 @@ from facecache.pipeline import Settings
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "core" / "facecache"
 # The engine's modules that build or read protocol messages, and every module of the add-on.
-SPEAKERS = [ENGINE / name for name in ("engine.py", "serve.py", "worker.py", "jobs/run_summary.py", "gpu/jobs.py")]
+SPEAKERS = [ENGINE / name for name in ("engine.py", "serve.py", "worker.py", "jobs/run_summary.py", "gpu/jobs.py",
+                                       "jobs/swap_job.py", "pipeline.py", "cli/__init__.py", "cli/analyze_cmd.py",
+                                       "cli/swap_cmd.py", "demo.py")]
 SPEAKERS += sorted((ROOT / "blender_addon").glob("*.py"))
 # Where a protocol key's word names something else, said once here with what it is.
 OTHER_VOCABULARIES = {
@@ -26,6 +28,13 @@ OTHER_VOCABULARIES = {
     **{("core/facecache/engine.py", key): "JOB_KINDS: a job kind (its summary's key is named after it)"
        for key in ("gpu_install", "gpu_uninstall")},
     ("core/facecache/gpu/jobs.py", "folder"): "the removed GPU runtime's folder, in the summary's gpu_uninstall",
+    **{("core/facecache/jobs/swap_job.py", key): "the swap records' cache namespace (its key must not change)"
+       for key in ("swapper", "selector")},
+    **{("core/facecache/demo.py", key): "the blend tweak: Settings fields by name (dataclasses.replace)"
+       for key in ("mask_blur", "opacity")},
+    **{("core/facecache/pipeline.py", key): "choices.DEFAULTS and the models' settings, by the settings' own names"
+       for key in ("providers", "detector", "tracking", "landmarker", "recognizer", "swapper", "selector",
+                   "output_form", "picture_rules")},
 }
 MESSAGES = (protocol.Request, protocol.Item, protocol.Progress, protocol.Result, protocol.Error, protocol.Summary,
             protocol.JobSettings)

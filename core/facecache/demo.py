@@ -14,6 +14,7 @@ from pathlib import Path
 
 import cv2
 
+from facecache import protocol
 from facecache.jobs.run_summary import describe_run
 from facecache.media.sample_clip import write_sample_clip
 from facecache.output_layout import frame_name, output_folder
@@ -49,13 +50,13 @@ def run_demo(workdir: Path, models_dir: Path | None = None, frames: int = 48, sa
         bar = ProgressLine(label)
         report = pipeline.swap_job().run(clip, workdir / out, progress=lambda p: bar(p.done, p.total))
         seconds = time.perf_counter() - start
-        runs[label] = {**report.as_dict(), "seconds": round(seconds, 3),
-                       "analysis_cache": pipeline.analyzer.stats.as_dict(),
-                       "inferences": pipeline.analyzer.inferences.as_dict(("detect", "swap"))}
+        runs[label] = {**report.as_dict(), protocol.SECONDS: round(seconds, 3),
+                       protocol.ANALYSIS_CACHE: pipeline.analyzer.stats.as_dict(),
+                       protocol.INFERENCES: pipeline.analyzer.inferences.as_dict(("detect", "swap"))}
         say(f"{label:<13} {describe_run(runs[label])}")
-    cold = runs["first swap"]["seconds"]
-    say(f"ratios        new source {runs['new source']['seconds'] / cold:.3f}, "
-        f"blend tweak {runs['blend tweak']['seconds'] / cold:.3f} of the first swap's time")
+    cold = runs["first swap"][protocol.SECONDS]
+    say(f"ratios        new source {runs['new source'][protocol.SECONDS] / cold:.3f}, "
+        f"blend tweak {runs['blend tweak'][protocol.SECONDS] / cold:.3f} of the first swap's time")
     cache = open_cache(base)
     stats = cache.stats()
     say(f"cache         {cache.root}: {stats.entries} records, {stats.bytes / 1e6:.1f} MB")

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from facecache import choices
+from facecache import choices, protocol
 from facecache.errors import FaceCacheError
 from facecache.locations import resolve_cache_dir
 from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
@@ -279,12 +279,12 @@ class Pipeline:
         stage; with a warning when no face was swapped in `targets` (names for the message)."""
         from facecache.jobs.run_summary import no_face_warning
 
-        summary = {**report.as_dict(), "cancelled": report.cancelled,
-                   "inferences": self.analyzer.inferences.as_dict(STAGES),
-                   "analysis_cache": self.analyzer.stats.as_dict()}
+        summary = {**report.as_dict(), protocol.CANCELLED: report.cancelled,
+                   protocol.INFERENCES: self.analyzer.inferences.as_dict(STAGES),
+                   protocol.ANALYSIS_CACHE: self.analyzer.stats.as_dict()}
         warning = no_face_warning(summary, targets)
         if warning:
-            summary["warning"] = warning
+            summary[protocol.WARNING] = warning
         return summary
 
 

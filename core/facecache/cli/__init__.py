@@ -13,7 +13,7 @@ import contextlib
 import logging
 import sys
 
-from facecache import __version__
+from facecache import __version__, protocol
 from facecache.cli import analyze_cmd, bench_cmd, cache_cmd, demo_cmd, gpu_cmd, models_cmd, swap_cmd
 from facecache.cli.common import print_json
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_INTERRUPTED, FaceCacheError, os_fault
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             if error:
                 print(f"facecache: error: {error}", file=sys.stderr)
                 if json_mode:  # stdout still JSON only: the error as one object
-                    print_json(args, {"error": error, "exit_code": code})
+                    print_json(args, {protocol.ERROR: error, protocol.EXIT_CODE: code})
             sys.stdout.flush()
         return code
     except BrokenPipeError:

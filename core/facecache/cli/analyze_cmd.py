@@ -10,6 +10,7 @@ import argparse
 import time
 from pathlib import Path
 
+from facecache import protocol
 from facecache.analysis.analyzer import check_frames
 from facecache.cli.common import (add_cache_options, add_command, add_model_options, add_picture_option,
                                   parse_frame_range, print_json)
@@ -56,7 +57,7 @@ def frame_json(index: int, faces: list[Face], details: bool) -> dict:
     """One analysed frame: its media frame index, how many faces, and (`details`) each face."""
     frame = {"frame": index, "face_count": len(faces)}
     if details:
-        frame["faces"] = [face_json(face) for face in faces]
+        frame[protocol.FACES] = [face_json(face) for face in faces]
     return frame
 
 
@@ -73,17 +74,17 @@ def run_analyze(args: argparse.Namespace) -> int:
         per_frame = [frame_json(f.index, f.record.faces, args.faces) for f in frames]
         if args.json and not args.pretty:  # each media's frames as soon as they are known
             for frame in per_frame:
-                print_json(args, {"type": "frame", "media": str(path), **frame})
-        per_media.append({"media": str(path), "frames": len(frames),
-                          "faces": sum(frame["face_count"] for frame in per_frame), "per_frame": per_frame})
+                print_json(args, {protocol.TYPE: "frame", protocol.MEDIA: str(path), **frame})
+        per_media.append({protocol.MEDIA: str(path), protocol.FRAMES: len(frames),
+                          protocol.FACES: sum(frame["face_count"] for frame in per_frame), "per_frame": per_frame})
     summary = {
-        "frames": sum(m["frames"] for m in per_media),
-        "faces": sum(m["faces"] for m in per_media),
+        protocol.FRAMES: sum(m[protocol.FRAMES] for m in per_media),
+        protocol.FACES: sum(m[protocol.FACES] for m in per_media),
         **analyzer.stats.as_dict(),
-        "analysis_cache": analyzer.stats.as_dict(),
-        "inferences": analyzer.inferences.as_dict(),
-        "seconds": round(time.perf_counter() - start, 3),
-        "media": per_media,
+        protocol.ANALYSIS_CACHE: analyzer.stats.as_dict(),
+        protocol.INFERENCES: analyzer.inferences.as_dict(),
+        protocol.SECONDS: round(time.perf_counter() - start, 3),
+        protocol.MEDIA: per_media,
         **session_report(parts.sessions(settings.providers)),  # where the models ran, and a GPU fallback
     }
     if args.pretty:
@@ -91,12 +92,12 @@ def run_analyze(args: argparse.Namespace) -> int:
         return 0
     if args.json:
         media = [{key: value for key, value in m.items() if key != "per_frame"} for m in per_media]
-        print_json(args, {"type": "summary", **summary, "media": media})
+        print_json(args, {protocol.TYPE: "summary", **summary, protocol.MEDIA: media})
         return 0
     for m in per_media:
-        print(f"{m['media']}: {m['frames']} frames, {m['faces']} faces")
+        print(f"{m[protocol.MEDIA]}: {m[protocol.FRAMES]} frames, {m[protocol.FACES]} faces")
         for frame in m["per_frame"]:
-            for number, face in enumerate(frame.get("faces", ())):
+            for number, face in enumerate(frame.get(protocol.FACES, ())):
                 print("  " + _face_line(frame["frame"], number, face))
     print(describe_run(summary))
     return 0

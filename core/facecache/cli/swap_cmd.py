@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from facecache import choices
+from facecache import choices, protocol
 from facecache.analysis.analyzer import check_frames, timing_note
 from facecache.media.movie_out import QUALITY_HELP, MovieOutError, movie_format
 from facecache.media.picture_rules import picture_rules
@@ -121,13 +121,13 @@ def run_swap(args: argparse.Namespace) -> int:
         encoding = ProgressLine(args.out.name)
         report, made = make_movie(job, args.target, plan, pipeline.analyzer.cache.root, progress,
                                   lambda done, total: encoding(done, total, "encoded"))
-    summary = {**pipeline.summary(report, str(args.target)), "seconds": round(time.perf_counter() - start, 3),
-               "out": str(args.out), **({"frame_rate_note": note} if note else {}),
+    summary = {**pipeline.summary(report, str(args.target)), protocol.SECONDS: round(time.perf_counter() - start, 3),
+               protocol.OUT: str(args.out), **({"frame_rate_note": note} if note else {}),
                **session_report(parts.sessions(settings.providers))}  # where the models ran, a GPU fallback
     if made is not None:
         summary["movie"] = made.as_dict()
-    if "warning" in summary:
-        print(f"facecache: warning: {summary['warning']}", file=sys.stderr)
+    if protocol.WARNING in summary:
+        print(f"facecache: warning: {summary[protocol.WARNING]}", file=sys.stderr)
     if args.json:
         print_json(args, summary)
     else:

@@ -37,7 +37,7 @@ from typing import Callable, Iterable
 import cv2
 import numpy as np
 
-from facecache import choices, output_layout
+from facecache import choices, output_layout, protocol
 from facecache.analysis.analyzer import FaceAnalyzer, checked_range, segments
 from facecache.analysis.selection import Selector
 from facecache.errors import FaceCacheError, OSFault, os_fault
@@ -86,11 +86,11 @@ class SwapReport:
 
     def as_dict(self) -> dict:
         """The CLI's and the worker's summary keys for this report."""
-        return {"frames": self.frames, "written": self.written, "skipped": self.skipped,
-                "faces_found": self.faces_found, "faces_swapped": self.faces_swapped,
-                "faces_turned_away": self.faces_turned_away,
-                "turned_away_frames": sorted(set(self.turned_away_frames))[:10000],
-                "swap_cache": self.swap_stats.as_dict()}
+        return {protocol.FRAMES: self.frames, protocol.WRITTEN: self.written, protocol.SKIPPED: self.skipped,
+                protocol.FACES_FOUND: self.faces_found, protocol.FACES_SWAPPED: self.faces_swapped,
+                protocol.FACES_TURNED_AWAY: self.faces_turned_away,
+                protocol.TURNED_AWAY_FRAMES: sorted(set(self.turned_away_frames))[:10000],
+                protocol.SWAP_CACHE: self.swap_stats.as_dict()}
 
 
 @dataclass(frozen=True)
