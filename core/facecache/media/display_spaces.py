@@ -24,6 +24,10 @@ _TRC_BT709, _TRC_GAMMA22, _TRC_PQ, _TRC_HLG = 1, 4, 16, 18
 # (primaries, transfer) tags a Blender shows through a colour space of its own: 5.0 on, and 5.2 on
 HDR_SPACES = frozenset({(_BT2020, _TRC_HLG), (_BT2020, _TRC_PQ), (_BT2020, _TRC_BT709)})
 GAMMA22_SPACE = frozenset({(_BT709, _TRC_GAMMA22)})
+# Tags whose 8-bit picture goes through the space as Blender's byte buffer, rounded to 8 bits first (5.2's g2.2:
+# 0.029 / 2 off bpy 5.2.3, against 0.18 / 1 from the decoded floats). 8-bit HDR is not in the corpus and keeps the
+# float path its cached pictures were made with.
+FROM_BYTES = GAMMA22_SPACE
 _BT2020_TO_BT709 = np.array([[1.660491, -0.587641, -0.072850],
                              [-0.124550, 1.132900, -0.008349],
                              [-0.018151, -0.100579, 1.118730]])

@@ -27,7 +27,7 @@ import cv2
 import numpy as np
 
 from facecache.media import swscale61
-from facecache.media.display_spaces import display_transform
+from facecache.media.display_spaces import FROM_BYTES, display_transform
 from facecache.media.picture_rules import PictureRules
 from facecache.media.row_bands import in_bands
 
@@ -77,8 +77,8 @@ def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = No
     layout = _PLANAR_YUV.get(frame.format.name)
     shown_through = display_transform(frame.color_primaries, frame.color_trc, rules.display_spaces)
     if rules.nearest_chroma and layout is not None and shown_through is not None:
-        # 8 bits: Blender's byte buffer, taken through the colour space; deeper: its float buffer
-        decoded = (_planar_yuv_to_bgr(frame, *layout, pool) / 255.0 if layout[0] == 8 else
+        from_bytes = layout[0] == 8 and (frame.color_primaries, frame.color_trc) in FROM_BYTES
+        decoded = (_planar_yuv_to_bgr(frame, *layout, pool) / 255.0 if from_bytes else
                    np.clip(_planar_yuv_to_bgr(frame, *layout, pool, as_float=True).astype(np.float64), 0, 1))
         bgr = np.rint(shown_through(decoded[..., ::-1])[..., ::-1] * 255).astype(np.uint8)
     elif rules.nearest_chroma and layout is not None:
