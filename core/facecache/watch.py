@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 import psutil
 
-from facecache.output_layout import real_path
+from .output_layout import real_path  # relative: in Blender this is the add-on's vendored copy
 
 log = logging.getLogger("facecache.watch")
 
