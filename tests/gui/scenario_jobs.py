@@ -32,15 +32,30 @@ def idle_gaps(ctx, seconds: float = 3.0):
             "median_redraw_gap_ms": round(1000 * sorted(gaps)[len(gaps) // 2], 1) if gaps else None}
 
 
+def within(predicate, seconds: float, poll: float = 0.01):
+    """Yield until `predicate()` holds (True) or `seconds` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        yield poll
+    return True
+
+
 def job_by_click(ctx, label: str, name: str):
     """Click `label` (Swap or Update) and follow the job to its end: the progress seen, one screenshot while
     it runs, and the gaps between the sidebar's redraws while it runs (the gap that holds the screenshot,
     which stops Blender's loop, is left out and said)."""
     win, status = ctx.window, ctx.addon.runtime.STATE.job
-    rect = yield from button(ctx, label, f"{name}_button")
     draws = win.draws("sidebar")
-    yield from win.click(*rect.center)
-    yield from wait_until(lambda: status.running, f"the {label} job to start", poll=0.01)
+    for attempt in range(3):  # the sidebar may scroll back to its top between the reading and the click
+        rect = yield from button(ctx, label, f"{name}_button_{attempt}")
+        yield from win.click(*rect.center)
+        started = yield from within(lambda: status.running, seconds=5.0)
+        if started:
+            break
+    else:
+        raise AssertionError(f"three clicks on {label} started no job: {status.text}")
     started, progress, shot = time.perf_counter(), [], None
     while status.running:
         progress.append(round(status.progress, 3))
@@ -127,3 +142,46 @@ def dead_engine(ctx):
     ctx.result["engine_starts"].append(session.starts)
     yield from settle(ctx)
     yield from read_sidebar(ctx, "after_retry")
+
+
+def strips_now(ctx) -> list[list]:
+    """Every strip of the scene, nested ones too: [name, type, channel, first frame, role], sorted."""
+    editor = scene().sequence_editor
+    compat = ctx.addon.compat
+    return sorted([strip.name, strip.type, strip.channel, compat.left_handle(strip), strip.faceswap.role]
+                  for strip in compat.all_strips(editor))
+
+
+def press_over_timeline(ctx, *keys: str):
+    """Keys pressed with the pointer over the timeline (Ctrl+Z there is the editor's undo), then a redraw."""
+    win = ctx.window
+    yield from win.keys(*win.rect(win.region(win.area("SEQUENCER"), "WINDOW")).center, *keys)
+    yield from settle(ctx)
+
+
+
+def undo_swap(ctx):
+    """Ctrl+Z while a Swap runs; Swap clicked again (its frames are made), Ctrl+Z, Ctrl+Shift+Z, Update: the
+    strips and the panel recorded after each."""
+    yield from shot_selected(ctx, "undo")
+    win, status = ctx.window, ctx.addon.runtime.STATE.job
+    ctx.result["before"] = strips_now(ctx)
+    rect = yield from button(ctx, "Swap", "swap_button")
+    yield from win.click(*rect.center)
+    yield from wait_until(lambda: status.running and status.progress >= 0.2, "the swap's first frames", poll=0.01)
+    yield from press_over_timeline(ctx, "ctrl+z")
+    yield from wait_until(lambda: not status.running, "the swap to end")
+    ctx.result["undone_while_running"] = {"status": status.text, "report": json.loads(scene().faceswap.last_report or "{}")}
+    yield from settle(ctx)
+    ctx.result["after_undo_while_running"] = strips_now(ctx)
+    yield from select_shot(ctx)
+    ctx.result["again"] = yield from job_by_click(ctx, "Swap", "again")
+    yield from settle(ctx)
+    ctx.result["after_again"] = strips_now(ctx)
+    for name, keys in (("undo", "ctrl+z"), ("redo", "ctrl+shift+z")):
+        yield from press_over_timeline(ctx, keys)
+        ctx.result[f"after_{name}"] = strips_now(ctx)
+        yield from read_sidebar(ctx, f"after_{name}")
+    ctx.result["update"] = yield from job_by_click(ctx, "Update", "update")
+    yield from settle(ctx)
+    yield from read_sidebar(ctx, "after_update")

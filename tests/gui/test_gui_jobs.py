@@ -54,3 +54,28 @@ def test_a_killed_engine_is_said_and_the_next_click_works(window, unswapped_proj
     assert result["engine_starts"][1] == result["engine_starts"][0] + 1  # a fresh engine process
     after = words(result, "after_retry")
     assert "swapped 32 / 32 frames" in after and "up to date" in after, after
+
+
+
+
+def test_undo_of_a_swap_while_it_runs_and_after_it(window, unswapped_project):
+    """Ctrl+Z in the timeline (issue 36): during a Swap it takes the face swap group away and the job's frames
+    are kept; a Swap clicked again makes nothing new; Ctrl+Z after it gives the shot back as it was, Ctrl+Shift+Z
+    the swapped shot, which one Update (nothing written, no model run) marks up to date again (the swapped
+    strip's settings stamp is set when a job ends, after the step Blender's undo keeps). No error anywhere."""
+    result = window("jobs.undo_swap", copy_project(unswapped_project, "undo"))
+    unswapped = result["before"]
+    assert [role for *_, role in unswapped] == ["NONE"]
+    assert result["after_undo_while_running"] == unswapped
+    assert result["undone_while_running"]["report"]["written"] == 32  # the job went on; its frames are kept
+    again = result["again"]["report"]
+    assert (again["written"], again["skipped"]) == (0, 32) and not any(again["inferences"].values()), again
+    swapped = result["after_again"]
+    assert sorted(role for *_, role in swapped) == ["GROUP", "ORIGINAL", "SWAPPED"], swapped
+    assert result["after_undo"] == unswapped
+    assert result["after_redo"] == swapped
+    update = result["update"]["report"]
+    assert update["written"] == 0 and not any(update["inferences"].values()), update
+    assert "up to date" in words(result, "after_update") and "out of date" not in words(result, "after_update")
+    log = (result["out"] / "blender.log").read_text(encoding="utf-8")
+    assert "Traceback" not in log and "Error" not in log, log[-2000:]
