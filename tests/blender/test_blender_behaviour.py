@@ -1,9 +1,12 @@
 """Bad input, cache location across saves, preview, cancel, engine crash, async path."""
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import stat
+import subprocess
 
 import pytest
 
@@ -75,6 +78,41 @@ def test_unwritable_cache_folder_is_a_clear_message(bpy, addon, project, clip, t
     finally:
         addon.prefs.cache_dir_override = ""
     assert addon.timeline.swapped_strips(project) == []
+
+
+
+@contextlib.contextmanager
+def read_only(folder):
+    """`folder` mounted read-only over itself (a share mounted read-only; root cannot write it either)."""
+    if os.name != "posix" or not shutil.which("mount") or os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root on Linux")
+    subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True, capture_output=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], check=True, capture_output=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True, capture_output=True)
+
+
+def test_a_read_only_project_folder_is_a_clear_message_and_a_cache_location_elsewhere_swaps(bpy, addon, project, clip,
+                                                                                            tmp_path):
+    """A project opened from a folder nobody can write (issue 36): Swap says in one line why and what to do and
+    changes nothing; with a Cache Location elsewhere in the preferences it swaps there."""
+    strip = add_movie(project, clip)
+    select_only(project, strip)
+    elsewhere = tmp_path / "elsewhere"
+    with read_only(tmp_path / "project"):
+        with pytest.raises(RuntimeError, match=r"cannot write the cache folder .*faceswap_cache: read-only file system; "
+                                               r"choose another Cache Location"):
+            bpy.ops.faceswap.swap()
+        assert addon.timeline.swapped_strips(project) == []
+        addon.prefs.cache_dir_override = str(elsewhere)
+        try:
+            assert bpy.ops.faceswap.swap() == {"FINISHED"}
+        finally:
+            addon.prefs.cache_dir_override = ""
+    assert len(addon.timeline.swapped_strips(project)) == 1
+    assert len(list((elsewhere / "swaps").rglob("*.png"))) == json.loads(project.faceswap.last_report)["written"] > 0
 
 
 def test_cache_stays_put_after_save_as(bpy, addon, project, clip, tmp_path):
