@@ -59,9 +59,10 @@ def import_av():
 class Movie:
     """One video stream of a movie file, decoded by Blender's rules."""
 
-    def __init__(self, path: Path, rules: PictureRules):
+    def __init__(self, path: Path, rules: PictureRules, deinterlace: bool = False):
         self.path = path
         self.rules = rules
+        self.deinterlace = deinterlace  # the strip's Deinterlace option (deinterlace.py)
         self._av = av = import_av()
         self._pool: ThreadPoolExecutor | None = None  # the colour conversion's threads, made on first use
         try:
@@ -157,7 +158,7 @@ class Movie:
             return None
         if self._pool is None:
             self._pool = ThreadPoolExecutor(2, thread_name_prefix="facecache-yuv")
-        return to_bgr(frame, self.rules, self._pool)
+        return to_bgr(frame, self.rules, self._pool, self.deinterlace)
 
     def frame(self, position: int) -> tuple[int, av.VideoFrame | None]:
         """(target timestamp, decoded frame) of strip frame `position`, by Blender's rule."""

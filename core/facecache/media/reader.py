@@ -42,15 +42,19 @@ VIDEO_DECODER = "ffmpeg-picture-1"
 # What decoded videos before the engine read them by Blender's rules: records made from its pictures are
 # still served where a frame's picture is the same to the bit (FaceAnalyzer.open_segment).
 LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
+DEINTERLACED = "|deinterlaced"  # a video's decoder id with the Deinterlace option's picture (deinterlace.py)
 
 
-def decoder_id_for(path: Path, rules: PictureRules, colour_tags: Callable[[], tuple[int, int]]) -> str:
+def decoder_id_for(path: Path, rules: PictureRules, colour_tags: Callable[[], tuple[int, int]],
+                   deinterlace: bool = False) -> str:
     """What decodes the media at `path` under `rules` (a part of its frames' cache keys): OpenCV for stills
     and image sequences, FFmpeg by the rules whose picture it is for videos (`PictureRules.key_name`; a
-    video's `colour_tags` are asked for only where they matter)."""
+    video's `colour_tags` are asked for only where they matter), and its fields filtered where `deinterlace`
+    (the strip's Deinterlace option shows another picture: its frames are keyed apart; a woven video's key
+    is as it always was)."""
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
         return STILL_DECODER_ID
-    return f"{VIDEO_DECODER}|{rules.key_name(colour_tags)}"
+    return f"{VIDEO_DECODER}|{rules.key_name(colour_tags)}" + (DEINTERLACED if deinterlace else "")
 
 
 @dataclass
@@ -73,9 +77,10 @@ class MediaInfo:
 class MediaReader:
     """Frames of one still image, image sequence or video file, by media frame index."""
 
-    def __init__(self, path: str | os.PathLike, rules: PictureRules = NEWEST):
+    def __init__(self, path: str | os.PathLike, rules: PictureRules = NEWEST, deinterlace: bool = False):
         self.path = Path(path)
         self.rules = rules
+        self.deinterlace = deinterlace  # a video's fields filtered, as a strip's Deinterlace option shows them
         self._still: np.ndarray | None = None
         self._first: np.ndarray | None = None
         self._movie: Movie | None = None
@@ -103,7 +108,7 @@ class MediaReader:
         self.info = MediaInfo(self.path, len(files), 0.0, False, lambda: (width, height))
 
     def _open_video(self) -> None:
-        movie = Movie(self.path, self.rules)
+        movie = Movie(self.path, self.rules, self.deinterlace)
         try:
             check_pixels(self.path, *movie.coded_size)
             if movie.frame_count <= 0:
@@ -112,7 +117,7 @@ class MediaReader:
             movie.close()
             raise
         self._movie = movie
-        self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.colour_tags)
+        self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.colour_tags, self.deinterlace)
         # Frames are decoded when asked for: a run whose outputs are all made from the cache decodes none.
         self.info = MediaInfo(self.path, movie.frame_count, float(movie.fps), False, lambda: movie.size)
 
