@@ -10,8 +10,11 @@ before its colour conversion, with FFmpeg's old deinterlacer (`ffmpeg_deinterlac
 - for any other frame, Blender converts the woven picture and then runs `IMB_filtery` on it: down each
   column of the bottom-up image buffer, each value becomes (above + 2 x own + below + carry) >> 2, the carry
   being the remainder (& 3) of the sum before it (2 to start), the first and last rows counting themselves
-  for the missing neighbour (`rows_filtered`). On a float picture (over 8 bits) Blender filters the floats
-  with no rounding; the engine filters the 8-bit picture, which differs by at most a step of rounding.
+  for the missing neighbour (`rows_filtered`). IMB_filtery skips its buffer's first channel unless the
+  buffer has alpha (meant for the alpha, it lands on red): so red is left woven but where the pixel format
+  has alpha (measured on bpy 5.0.1: with red filtered too, 65/255 off its render; without, 1/255). On a float
+  picture (over 8 bits) Blender filters the floats with no rounding; the engine filters the 8-bit picture,
+  which differs by at most a step of rounding.
 """
 
 from __future__ import annotations
@@ -50,9 +53,17 @@ def field_filtered(plane: np.ndarray) -> np.ndarray:
     return out
 
 
-def rows_filtered(picture: np.ndarray) -> np.ndarray:
-    """An 8-bit picture (rows top-down, then any channels) as IMB_filtery leaves it: filtered down its
-    columns from the bottom row up (Blender's buffer is bottom-up), the rounding remainder carried."""
+def rows_filtered(bgr: np.ndarray, red: bool) -> np.ndarray:
+    """An 8-bit BGR picture (rows top-down) as IMB_filtery leaves it: blue, green and, with `red` (a pixel
+    format with alpha), red filtered down its columns from the bottom row up (Blender's buffer is bottom-up),
+    the rounding remainder carried."""
+    filtered = bgr.copy()
+    channels = slice(0, 3 if red else 2)
+    filtered[..., channels] = _columns_filtered(bgr[..., channels])
+    return filtered
+
+
+def _columns_filtered(picture: np.ndarray) -> np.ndarray:
     source = picture[::-1].astype(np.int32)
     rows = source.shape[0]
     if rows < 2:

@@ -80,7 +80,7 @@ def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = No
     fields = deinterlace and filters_fields(frame.format.name, frame.width, frame.height)
     bgr = _converted(frame, _field_filtered(frame) if fields else frame, rules, pool)
     if deinterlace and not fields:
-        bgr = rows_filtered(bgr)
+        bgr = rows_filtered(bgr, red=any(component.is_alpha for component in frame.format.components))
     turn = quarter_turns(frame, rules)
     return cv2.rotate(bgr, _TURNS[turn]) if turn else bgr
 
