@@ -3,15 +3,14 @@ IMB_filtery, each held against a reference written here pixel by pixel from thei
 take which; and the cache keys of a deinterlaced picture. Whether the picture is Blender's is settled
 against bpy's renders in tests/blender/test_blender_footage.py."""
 
-from pathlib import Path
-
 import av
+import cv2
 import numpy as np
 import pytest
 
 from facecache.media.deinterlace import field_filtered, filters_fields, rows_filtered
 from facecache.media.picture_rules import RULES
-from facecache.media.reader import VIDEO_DECODER, MediaReader, decoder_id_for
+from facecache.media.reader import STILL_DECODER_ID, VIDEO_DECODER, MediaReader, decoder_id_for
 from facecache.media.yuv_to_bgr import to_bgr
 from footage import write_clip
 
@@ -124,8 +123,20 @@ def test_a_deinterlaced_picture_is_keyed_apart_and_a_woven_one_as_before(tmp_pat
         assert shown.decoder_id != woven.decoder_id
         assert shown.decoder_id == decoder_id_for(clip, rules, lambda: (2, 2), deinterlace=True)
     still = tmp_path / "still.png"
-    import cv2
-
     cv2.imwrite(str(still), np.zeros((8, 8, 3), np.uint8))
-    assert decoder_id_for(still, rules, lambda: (2, 2), deinterlace=True) == decoder_id_for(
-        Path(still), rules, lambda: (2, 2))  # a still has no fields: Blender offers the option on movies alone
+    with MediaReader(still) as woven, MediaReader(still, deinterlace=True) as shown:
+        assert woven.decoder_id == STILL_DECODER_ID and shown.decoder_id != woven.decoder_id
+        assert shown.decoder_id == decoder_id_for(still, rules, lambda: (2, 2), deinterlace=True)
+
+
+@pytest.mark.parametrize("alpha", [False, True])
+def test_an_image_strip_with_deinterlace_set_shows_imb_filterys_rows(tmp_path, alpha):
+    """Blender filters an image strip's picture with IMB_filtery too; red as well where the image has alpha."""
+    picture = np.random.default_rng(3).integers(0, 256, (10, 6, 3), dtype=np.uint8)
+    for number in range(2):  # a still, and a folder of frames
+        cv2.imwrite(str(tmp_path / f"frame{number}.png"),
+                    np.dstack([picture, np.full(picture.shape[:2], 255, np.uint8)]) if alpha else picture)
+    for media in (tmp_path / "frame0.png", tmp_path):
+        with MediaReader(media, deinterlace=True) as reader:
+            for _, frame in reader.frames([0]):
+                assert np.array_equal(frame, reference_rows(picture, red=alpha))

@@ -18,7 +18,7 @@ from blender_helpers import ROOT
 from facecache import choices
 from facecache.media.picture_rules import picture_rules
 from facecache.media.reader import MediaReader
-from footage import CORPUS, write_clip
+from footage import CORPUS, pattern, write_clip
 
 pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
 # Where the engine's picture is not yet Blender's under a rules' name, said so (docs/blender.md's footage
@@ -53,12 +53,17 @@ def blender_pictures(bpy, tmp_path, clip, frames: int | None = None, deinterlace
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     # no add-on installed: this is Blender's picture alone (compat.py read from the source)
-    strip = source_compat().top_strips(scene.sequence_editor_create()).new_movie("clip", str(clip), 1, 1)
+    strips = source_compat().top_strips(scene.sequence_editor_create())
+    if clip.suffix == ".png":  # an image strip
+        strip = strips.new_image("still", str(clip), 1, 1)
+        height, width = cv2.imread(str(clip), cv2.IMREAD_UNCHANGED).shape[:2]
+    else:
+        strip = strips.new_movie("clip", str(clip), 1, 1)
+        width, height = strip.elements[0].orig_width, strip.elements[0].orig_height
     strip.use_deinterlace = deinterlace
-    element = strip.elements[0]
     length = strip.frame_final_duration
     settings = scene.render
-    settings.resolution_x, settings.resolution_y = element.orig_width, element.orig_height
+    settings.resolution_x, settings.resolution_y = width, height
     settings.resolution_percentage = 100
     settings.dither_intensity = 0.0
     settings.image_settings.file_format = "PNG"
@@ -142,3 +147,18 @@ def test_a_strip_with_deinterlace_set_is_decoded_as_blender_shows_it(bpy, tmp_pa
           f"woven picture: mean {woven_mean:.3f} max {woven_max}")
     assert worst_mean <= 1.0 and worst_max <= 3
     assert woven_max > worst_max  # Blender's picture is not the woven one: the option changed what it shows
+
+
+@pytest.mark.parametrize("alpha", [False, True], ids=["RGB", "RGBA"])
+def test_an_image_strip_with_deinterlace_set_is_read_as_blender_shows_it(bpy, tmp_path, alpha):
+    """Blender runs IMB_filtery on an image strip's picture too; red is filtered only where it has alpha."""
+    picture = np.ascontiguousarray(pattern(0, 96, 96)[..., ::-1])  # BGR, for OpenCV
+    still = tmp_path / "still.png"
+    cv2.imwrite(str(still), np.dstack([picture, np.full((96, 96), 255, np.uint8)]) if alpha else picture)
+    _, (shown,) = blender_pictures(bpy, tmp_path, still, deinterlace=True)
+    with MediaReader(still, deinterlace=True) as reader:
+        ((_, ours),) = reader.frames([0])
+    worst_mean, worst_max = worst_difference([shown], [ours[..., ::-1]])
+    print(f"DEINTERLACED | image strip {'RGBA' if alpha else 'RGB'} | mean {worst_mean:.3f} max {worst_max}")
+    assert worst_mean <= 1.0 and worst_max <= 3
+    assert worst_difference([shown], [picture[..., ::-1]])[1] > worst_max  # not the unfiltered image
