@@ -3,6 +3,8 @@ IMB_filtery, each held against a reference written here pixel by pixel from thei
 take which; and the cache keys of a deinterlaced picture. Whether the picture is Blender's is settled
 against bpy's renders in tests/blender/test_blender_footage.py."""
 
+from fractions import Fraction
+
 import av
 import cv2
 import numpy as np
@@ -12,7 +14,7 @@ from facecache.media.deinterlace import field_filtered, filters_fields, rows_fil
 from facecache.media.picture_rules import RULES
 from facecache.media.reader import STILL_DECODER_ID, VIDEO_DECODER, MediaReader, decoder_id_for
 from facecache.media.yuv_to_bgr import to_bgr
-from footage import write_clip
+from footage import VFR_PTS_MS, VFR_SHOWN, frame_number, write_clip
 
 INTERLACED = {"codec_options": {"x264-params": "interlaced=1:tff=1"}}
 
@@ -140,3 +142,15 @@ def test_an_image_strip_with_deinterlace_set_shows_imb_filterys_rows(tmp_path, a
         with MediaReader(media, deinterlace=True) as reader:
             for _, frame in reader.frames([0]):
                 assert np.array_equal(frame, reference_rows(picture, red=alpha))
+
+
+def test_on_a_variable_frame_rate_the_field_filter_reads_the_frame_decoded_last_as_blender_does(tmp_path):
+    """Blender's field filter is handed the frame it decoded last (pFrame), even where the clock shows the one
+    before it: a strip with Deinterlace set shows the next recorded frame there (measured on bpy 5.0.1)."""
+    clip = write_clip(tmp_path / "vfr.mp4", frames=len(VFR_PTS_MS), pts=VFR_PTS_MS, time_base=Fraction(1, 1000),
+                      **INTERLACED)
+    with MediaReader(clip, RULES["blender-5"], deinterlace=True) as reader:
+        shown = [frame_number(frame) for _, frame in reader.frames(range(reader.info.frame_count))]
+    decoded_last = [next((i for i, pts in enumerate(VFR_PTS_MS) if pts >= 40 * n), len(VFR_PTS_MS) - 1)
+                    for n in range(len(shown))]
+    assert shown == decoded_last and shown != VFR_SHOWN

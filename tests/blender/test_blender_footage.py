@@ -125,6 +125,8 @@ DEINTERLACED = {
         "size": (98, 96), **CORPUS["interlaced (top field first)"][1]}),
     "HEVC 10-bit (filtered after)": CORPUS["HEVC 10-bit BT.2020"],
     "ProRes 4444 with alpha (filtered after, red too)": CORPUS["ProRes 4444 with alpha"],
+    "VFR interlaced MP4 (field filter)": ("vfr_fields.mp4", {**CORPUS["VFR MP4"][1],
+                                                           **CORPUS["interlaced (top field first)"][1]}),
     "phone clip turned 90 degrees (field filter, then turned)": ("fields_turned.mp4", {
         "rotation": 90, **CORPUS["interlaced (top field first)"][1]}),
 }

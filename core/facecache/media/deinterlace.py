@@ -15,6 +15,9 @@ before its colour conversion, with FFmpeg's old deinterlacer (`ffmpeg_deinterlac
   has alpha (measured on bpy 5.0.1: with red filtered too, 65/255 off its render; without, 1/255). On a float
   picture (over 8 bits) Blender filters the floats with no rounding; the engine filters the 8-bit picture,
   which differs by at most a step of rounding.
+The field filter is handed the frame Blender decoded last, even where its clock shows the one before it (a
+variable frame rate): `movie.Movie.picture` does the same. Image strips have the option too: IMB_filtery on
+the image (`reader.MediaReader`).
 """
 
 from __future__ import annotations

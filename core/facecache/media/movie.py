@@ -24,6 +24,7 @@ import numpy as np
 
 from facecache.errors import FaceCacheError
 from facecache.media import decoder_threads
+from facecache.media.deinterlace import filters_fields
 from facecache.media.picture_rules import PictureRules
 from facecache.models.runtime_import import newer_macos_needed
 from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
@@ -156,6 +157,10 @@ class Movie:
         target, frame = self.frame(position)
         if frame is None or (self._ended and target >= _pts(frame) + (frame.duration or self._steps_per_frame)):
             return None
+        if self.deinterlace and filters_fields(frame.format.name, frame.width, frame.height):
+            # Blender's field filter reads the frame it decoded last (movie_read.cc hands it pFrame), even
+            # where the clock shows the one before it (a variable frame rate): so does the engine
+            frame = self._recent or frame
         if self._pool is None:
             self._pool = ThreadPoolExecutor(2, thread_name_prefix="facecache-yuv")
         return to_bgr(frame, self.rules, self._pool, self.deinterlace)
