@@ -77,7 +77,8 @@ def test_deep_and_interlaced_footage_renders_as_the_engine_composites_it(bpy, ad
     # the engine's full composite, by the extension's own engine session with this Blender's settings and rules
     settings = {**addon.jobs.engine_settings(scene), "output_form": "full", "cache_dir": str(tmp_path / "cache")}
     full = addon.runtime.ENGINE.request({"kind": "swap", "settings": settings, "items": [
-        {"media": str(clip), "start": 0, "stop": FRAMES, "out": str(tmp_path / "full"), "deinterlace": deinterlace}]}).wait()
+        {"media": str(clip), "start": 0, "stop": FRAMES, "out": str(tmp_path / "full"),
+         "deinterlace": deinterlace}]}).wait()
     assert full.result is not None, full.error
     scene.view_settings.view_transform = "Standard"
     scene.render.resolution_x, scene.render.resolution_y = SIZE

@@ -157,7 +157,8 @@ class SwapJob:
         models."""
         target, out_dir = Path(target), Path(out_dir)
         started = time.perf_counter()
-        with self.analyzer.open_reader(target, deinterlace) as reader, ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
+        with self.analyzer.open_reader(target, deinterlace) as reader, \
+                ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
             form = resolved_form(self.output_form, still)

@@ -83,7 +83,7 @@ class MediaReader:
     def __init__(self, path: str | os.PathLike, rules: PictureRules = NEWEST, deinterlace: bool = False):
         self.path = Path(path)
         self.rules = rules
-        self.deinterlace = deinterlace  # a video's fields filtered, as a strip's Deinterlace option shows them
+        self.deinterlace = deinterlace  # the picture a strip with Blender's Deinterlace option shows
         self._still: np.ndarray | None = None
         self._first: np.ndarray | None = None
         self._movie: Movie | None = None
