@@ -1,4 +1,4 @@
-"""A movie strip's Deinterlace option (media/deinterlace.py): FFmpeg's old field filter and Blender's
+"""A strip's Deinterlace option (media/deinterlace.py): FFmpeg's old field filter and Blender's
 IMB_filtery, each held against a reference written here pixel by pixel from their definitions; which frames
 take which; and the cache keys of a deinterlaced picture. Whether the picture is Blender's is settled
 against bpy's renders in tests/blender/test_blender_footage.py."""
