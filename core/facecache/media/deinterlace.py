@@ -67,16 +67,16 @@ def rows_filtered(bgr: np.ndarray, red: bool) -> np.ndarray:
 
 
 def _columns_filtered(picture: np.ndarray) -> np.ndarray:
-    source = picture[::-1].astype(np.int32)
-    rows = source.shape[0]
-    if rows < 2:
+    source = picture[::-1]  # Blender's buffer order: the bottom row first
+    if source.shape[0] < 2:
         return picture.copy()
-    out = np.empty_like(source)
-    carry = np.full(source.shape[1:], 2, np.int32)
-    for row in range(rows):
-        above = source[max(row - 1, 0)]  # the row before in the buffer; the first counts itself
-        below = source[row + 1] if row + 1 < rows else source[row]
-        total = above + 2 * source[row] + below + carry
-        out[row] = total >> 2
-        carry = total & 3
-    return out[::-1].astype(np.uint8)
+    sums = source.astype(np.uint16) * np.uint16(2)  # at most 4 x 255 + 3: uint16 holds every sum
+    sums[1:] += source[:-1]
+    sums[:-1] += source[1:]
+    sums[0] += source[0]  # the first and last rows count themselves for the missing neighbour
+    sums[-1] += source[-1]
+    carry = np.full(source.shape[1:], 2, np.uint16)
+    for row in sums:  # the carry runs down each column in turn
+        row += carry
+        np.bitwise_and(row, 3, out=carry)
+    return (sums >> 2)[::-1].astype(np.uint8)
