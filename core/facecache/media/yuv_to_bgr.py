@@ -123,7 +123,7 @@ def _progressive(frame: av.VideoFrame) -> av.VideoFrame:
     convert it field by field, FFmpeg 6.1's (Blender 4.2's) converts the woven picture."""
     if not getattr(frame, "interlaced_frame", False):
         return frame
-    return _copy_planes(frame, lambda plane, size: plane)
+    return _copy_planes(frame, lambda plane, number: plane)
 
 
 def _field_filtered(frame: av.VideoFrame) -> av.VideoFrame:
