@@ -99,11 +99,19 @@ def media_path(strip) -> str:
     return os.path.abspath(bpy.path.abspath(strip.filepath))
 
 
-def output_root(scene, media: str) -> str:
-    """Swapped frames of one media file: `<cache>/swaps/<path digest>`; the engine adds `<stem>/`.
+def deinterlaced(strip) -> bool:
+    """Whether the strip shows its file through Blender's Deinterlace option (movie and image strips have
+    it, under this name in every Blender the add-on supports): another picture, analysed and swapped apart."""
+    return bool(getattr(strip, "use_deinterlace", False))
+
+
+def output_root(scene, media: str, deinterlace: bool = False) -> str:
+    """Swapped frames of one media file's picture: `<cache>/swaps/<path digest>`; the engine adds `<stem>/`.
     Media inside the .blend's folder is named by its path relative to the .blend, so the folder
-    name survives moving the project or opening it from a teammate's mount at another path."""
-    digest = hashlib.sha256(os.path.normcase(_blend_relative(media) or media).encode()).hexdigest()[:16]
+    name survives moving the project or opening it from a teammate's mount at another path. Its
+    deinterlaced picture (`deinterlace`) has a folder of its own."""
+    name = os.path.normcase(_blend_relative(media) or media) + (" deinterlaced" if deinterlace else "")
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
     return os.path.join(cache_dir(scene), layout.SWAPS_FOLDER, digest)
 
 
@@ -127,8 +135,8 @@ def stored_path(folder: str, blend_path: str | None = None) -> str:
     return relative.rstrip("/") + "/" if relative else os.path.join(os.path.abspath(folder), "")
 
 
-def output_folder(scene, media: str) -> str:
-    return layout.output_folder(output_root(scene, media), media, still=False)
+def output_folder(scene, media: str, deinterlace: bool = False) -> str:
+    return layout.output_folder(output_root(scene, media, deinterlace), media, still=False)
 
 
 def check_location() -> str | None:

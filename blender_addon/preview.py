@@ -40,8 +40,8 @@ def items_under_playhead(scene) -> tuple[list[dict], list]:
             continue
         if index is None:
             continue
-        media = paths.media_path(original)
-        items.append(protocol.item(media, index, index + 1, paths.output_root(scene, media)))
+        media, deinterlace = paths.media_path(original), paths.deinterlaced(original)
+        items.append(protocol.item(media, index, index + 1, paths.output_root(scene, media, deinterlace), deinterlace))
         strips.append(strip)
     return items, strips
 

@@ -28,6 +28,7 @@ CLI_ONLY = {
     "json": "the command line's output format (the add-on keeps each job's summary in last_report)",
     protocol.PICTURE_RULES: "always the picture of the Blender the add-on runs in (bpy.app.version)",
     "quality": "a finished movie's codec quality: the add-on's output is the swapped strips, never a movie",
+    protocol.DEINTERLACE: "each strip's own Deinterlace option (movie and image strips), sent with its items",
 }
 
 

@@ -112,7 +112,8 @@ def overlay_of(original):
 def placement(scene, original) -> dict:
     """Where the swapped strip goes and what it holds; raises UnsupportedStrip for unreadable timing."""
     media = paths.media_path(original)
-    return {"folder": paths.output_folder(scene, media), "layout": frame_mapping.layout(original),
+    return {"folder": paths.output_folder(scene, media, paths.deinterlaced(original)),
+            "layout": frame_mapping.layout(original),
             "channel": original.channel + 1}
 
 
@@ -127,7 +128,7 @@ def element_names(scene, original, place) -> list[str]:
     media = place["layout"].media
     made = runtime.STATE.swapped.get(paths.media_path(original))
     if made is None:
-        made = swapped_on_disk(scene, paths.media_path(original))
+        made = swapped_on_disk(scene, paths.media_path(original), paths.deinterlaced(original))
     if set(media) <= made or not pending_frame.in_use() or not pending_frame.ensure(place["folder"]):
         return [frame_name(i) for i in media]
     return [frame_name(i) if i in made else pending_frame.NAME for i in media]
@@ -300,19 +301,20 @@ def _remove_strays(scene) -> int:
 
 
 def work_items(scene, strips, frames: range | None = None) -> list[dict]:
-    """One engine item per contiguous run of media frames, per media file (strips sharing media share
-    frames); with `frames` (timeline frames), only the media frames the strips show on those."""
-    wanted: dict[str, set] = {}
+    """One engine item per contiguous run of media frames, per media file and picture (strips sharing both
+    share frames; the Deinterlace option's picture is another); with `frames` (timeline frames), only the
+    media frames the strips show on those."""
+    wanted: dict[tuple[str, bool], set] = {}
     for strip in strips:
         try:
             used = frame_mapping.used_media_frames(strip, frames)
         except frame_mapping.UnsupportedStrip:
             continue  # reported by the caller (check_media, or the update's not-followed list)
-        wanted.setdefault(paths.media_path(strip), set()).update(used)
+        wanted.setdefault((paths.media_path(strip), paths.deinterlaced(strip)), set()).update(used)
     items = []
-    for media, used in wanted.items():
+    for (media, deinterlace), used in wanted.items():
         for start, stop in runs(sorted(used)):
-            items.append(protocol.item(media, start, stop, paths.output_root(scene, media)))
+            items.append(protocol.item(media, start, stop, paths.output_root(scene, media, deinterlace), deinterlace))
     return items
 
 
@@ -330,8 +332,8 @@ def runs(indices: list[int]):
         yield start, prev + 1
 
 
-def swapped_on_disk(scene, media: str) -> set[int]:
-    return paths.layout.frames_in(paths.output_folder(scene, media))
+def swapped_on_disk(scene, media: str, deinterlace: bool = False) -> set[int]:
+    return paths.layout.frames_in(paths.output_folder(scene, media, deinterlace))
 
 
 def is_up_to_date(scene, original) -> bool | None:

@@ -42,6 +42,21 @@ def test_analyze_then_coverage_from_the_cache(tmp_path, models_dir, small_clip):
     assert coverage["inferences"]["detect"] == 0
 
 
+def test_a_deinterlaced_item_is_its_own_picture_in_the_cache(tmp_path, models_dir, small_clip):
+    """A strip with Blender's Deinterlace option shows another picture: never served the woven one's records."""
+    woven = [{"media": str(small_clip), "start": 0, "stop": 2, "out": str(tmp_path / "out")}]
+    fields = [{**woven[0], "deinterlace": True}]
+    job = {"settings": settings(tmp_path, models_dir)}
+    assert run_job({**job, "kind": "analyze", "items": woven}, lambda _: None)["inferences"]["detect"] == 2
+    coverage = run_job({**job, "kind": "coverage", "items": fields}, lambda _: None)
+    assert coverage["analysed"] == {str(small_clip): []}
+    assert run_job({**job, "kind": "analyze", "items": fields}, lambda _: None)["inferences"]["detect"] == 2
+    again = run_job({**job, "kind": "analyze", "items": fields}, lambda _: None)
+    assert again["inferences"]["detect"] == 0 and again["analysed"] == {str(small_clip): [0, 1]}
+    with pytest.raises(Exception, match="deinterlace must be true or false"):
+        run_job({**job, "kind": "analyze", "items": [{**woven[0], "deinterlace": "yes"}]}, lambda _: None)
+
+
 def test_swap_job_over_the_pipe(tmp_path, models_dir, small_clip, portrait_paths):
     job = {"kind": "swap", "settings": settings(tmp_path, models_dir, sources=[str(portrait_paths["astronaut"])]),
            "items": [{"media": str(small_clip), "start": 0, "stop": 3, "out": str(tmp_path / "out")}]}

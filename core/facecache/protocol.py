@@ -12,6 +12,7 @@ form, with the constants as keys, so each key is spelled once (a type checker th
 reads the constants' values the same). `from` is a key no class body could name.
 
     request   {"id": 7, "kind": "swap", "settings": {...}, "items": [{"media", "start", "stop", "out"}]}
+              (an item may add "deinterlace": true: the picture of a strip with Blender's Deinterlace option)
     cancel    {"id": 8, "kind": "cancel", "target": 7}
     progress  {"id": 7, "type": "progress", "done": 3, "total": 24, "label": "clip.mp4"}
     result    {"id": 7, "type": "result", "summary": {...}}
@@ -43,6 +44,7 @@ MEDIA = "media"
 START = "start"
 STOP = "stop"
 OUT = "out"
+DEINTERLACE = "deinterlace"  # a movie's picture as a strip with the Deinterlace option shows it (default false)
 
 # -- an answer -----------------------------------------------------------------------------------------
 TYPE = "type"
@@ -121,7 +123,8 @@ JobSettings = TypedDict("JobSettings", {
 }, total=False)  # a missing setting takes Settings' default
 SETTINGS_NAMES: tuple[str, ...] = tuple(JobSettings.__annotations__)
 
-Item = TypedDict("Item", {MEDIA: str, START: int, STOP: int, OUT: str}, total=False)  # OUT: kinds that write
+Item = TypedDict("Item", {MEDIA: str, START: int, STOP: int, OUT: str, DEINTERLACE: bool},
+                 total=False)  # OUT: kinds that write; DEINTERLACE: only where set
 Request = TypedDict("Request", {
     ID: "int | str", KIND: str, SETTINGS: JobSettings, ITEMS: "list[Item]", TARGET: "int | str",
     MODELS: "list[str]", FROM: str, FOLDER: str, CUDA: str, SESSIONS: bool,
@@ -145,18 +148,25 @@ Error = TypedDict("Error", {ID: "int | str | None", TYPE: str, MESSAGE: str, KIN
 COVERAGE_KINDS = (ANALYSED, SWAPPED, FACELESS)
 
 
-def item(media: str, start: int, stop: int, out: str | None = None) -> Item:
+def item(media: str, start: int, stop: int, out: str | None = None, deinterlace: bool = False) -> Item:
     """One item: media frames start..stop-1 of `media` (and the folder its outputs go to, for the kinds
-    that write)."""
+    that write); `deinterlace`: the picture a strip with the Deinterlace option shows."""
     made: Item = {MEDIA: media, START: start, STOP: stop}
     if out is not None:
         made[OUT] = out
+    if deinterlace:
+        made[DEINTERLACE] = True
     return made
 
 
 def frame_range(entry: Item) -> range:
     """The media frames an item covers."""
     return range(int(entry[START]), int(entry[STOP]))
+
+
+def deinterlaced(entry: Item) -> bool:
+    """Whether an item asks for the picture a strip with the Deinterlace option shows."""
+    return bool(entry.get(DEINTERLACE, False))
 
 
 def progress(done: int, total: int, label: str) -> Progress:

@@ -1,4 +1,5 @@
-"""10-bit, 4:2:2 and interlaced footage swapped through the extension and rendered by Blender, not only
+"""10-bit, 4:2:2 and interlaced footage (also with the strip's Deinterlace option set) swapped through the
+extension and rendered by Blender, not only
 decoded by the engine: the render of the face swap group equals the engine's own composite of the frame (its
 full swapped frame, output form "full", made by the extension's engine session under this Blender's picture
 rules), which Blender shows as a plain image; and the face did change. Blender composites the overlay over a
@@ -23,10 +24,12 @@ pytestmark = [pytest.mark.blender, pytest.mark.every_blender, pytest.mark.index]
 SIZE = (320, 240)
 FRAMES = 6
 NEAR, MAX_DIFF = 8, 3  # a changed face: many pixels off by more than NEAR
-KINDS = {  # name: (file, codec, pixel format, codec options)
-    "HEVC 10-bit 4:2:0": ("deep.mp4", "libx265", "yuv420p10le", {"x265-params": "log-level=error"}),
-    "H.264 4:2:2": ("chroma422.mp4", "libx264", "yuv422p", {}),
-    "H.264 interlaced": ("fields.mp4", "libx264", "yuv420p", {"x264-params": "interlaced=1:tff=1"}),
+KINDS = {  # name: (file, codec, pixel format, codec options, the strip's Deinterlace option)
+    "HEVC 10-bit 4:2:0": ("deep.mp4", "libx265", "yuv420p10le", {"x265-params": "log-level=error"}, False),
+    "H.264 4:2:2": ("chroma422.mp4", "libx264", "yuv422p", {}, False),
+    "H.264 interlaced": ("fields.mp4", "libx264", "yuv420p", {"x264-params": "interlaced=1:tff=1"}, False),
+    "H.264 interlaced, Deinterlace set": ("fields.mp4", "libx264", "yuv420p", {"x264-params": "interlaced=1:tff=1"},
+                                          True),
 }
 
 
@@ -66,7 +69,7 @@ def differences(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_deep_and_interlaced_footage_renders_as_the_engine_composites_it(bpy, addon, project, face_clip, kind,
                                                                           tmp_path, request):
-    filename, codec, pix_fmt, options = KINDS[kind]
+    filename, codec, pix_fmt, options, deinterlace = KINDS[kind]
     if sys.platform == "win32" and tuple(bpy.app.version[:2]) < (4, 4) and pix_fmt == "yuv422p":
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS_WINDOWS_4_2["4:2:2"]))
     clip = transcode(face_clip, tmp_path / filename, codec, pix_fmt, options)
@@ -74,7 +77,8 @@ def test_deep_and_interlaced_footage_renders_as_the_engine_composites_it(bpy, ad
     # the engine's full composite, by the extension's own engine session with this Blender's settings and rules
     settings = {**addon.jobs.engine_settings(scene), "output_form": "full", "cache_dir": str(tmp_path / "cache")}
     full = addon.runtime.ENGINE.request({"kind": "swap", "settings": settings, "items": [
-        {"media": str(clip), "start": 0, "stop": FRAMES, "out": str(tmp_path / "full")}]}).wait()
+        {"media": str(clip), "start": 0, "stop": FRAMES, "out": str(tmp_path / "full"),
+         "deinterlace": deinterlace}]}).wait()
     assert full.result is not None, full.error
     scene.view_settings.view_transform = "Standard"
     scene.render.resolution_x, scene.render.resolution_y = SIZE
@@ -82,6 +86,7 @@ def test_deep_and_interlaced_footage_renders_as_the_engine_composites_it(bpy, ad
     scene.render.image_settings.file_format = "PNG"
     render_uncached(scene)
     strip = add_movie(scene, clip, frame_start=1)
+    strip.use_deinterlace = deinterlace
     select_only(scene, strip)
     assert bpy.ops.faceswap.swap() == {"FINISHED"}
     assert report(scene)["faces_swapped"] >= FRAMES - 1

@@ -18,7 +18,7 @@ from blender_helpers import ROOT
 from facecache import choices
 from facecache.media.picture_rules import picture_rules
 from facecache.media.reader import MediaReader
-from footage import CORPUS, write_clip
+from footage import CORPUS, pattern, write_clip
 
 pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
 # Where the engine's picture is not yet Blender's under a rules' name, said so (docs/blender.md's footage
@@ -47,16 +47,23 @@ def source_compat():
     return module
 
 
-def blender_pictures(bpy, tmp_path, clip, frames: int | None = None):
-    """(strip length, [RGB pictures of each timeline frame]) as this Blender renders the movie strip alone."""
+def blender_pictures(bpy, tmp_path, clip, frames: int | None = None, deinterlace: bool = False):
+    """(strip length, [RGB pictures of each timeline frame]) as this Blender renders the movie strip alone
+    (with its Deinterlace option set where `deinterlace`)."""
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     # no add-on installed: this is Blender's picture alone (compat.py read from the source)
-    strip = source_compat().top_strips(scene.sequence_editor_create()).new_movie("clip", str(clip), 1, 1)
-    element = strip.elements[0]
+    strips = source_compat().top_strips(scene.sequence_editor_create())
+    if clip.suffix == ".png":  # an image strip
+        strip = strips.new_image("still", str(clip), 1, 1)
+        height, width = cv2.imread(str(clip), cv2.IMREAD_UNCHANGED).shape[:2]
+    else:
+        strip = strips.new_movie("clip", str(clip), 1, 1)
+        width, height = strip.elements[0].orig_width, strip.elements[0].orig_height
+    strip.use_deinterlace = deinterlace
     length = strip.frame_final_duration
     settings = scene.render
-    settings.resolution_x, settings.resolution_y = element.orig_width, element.orig_height
+    settings.resolution_x, settings.resolution_y = width, height
     settings.resolution_percentage = 100
     settings.dither_intensity = 0.0
     settings.image_settings.file_format = "PNG"
@@ -71,6 +78,16 @@ def blender_pictures(bpy, tmp_path, clip, frames: int | None = None):
         bpy.ops.render.render(write_still=True)
         pictures.append(cv2.imread(settings.filepath, cv2.IMREAD_COLOR)[..., ::-1])
     return length, pictures
+
+
+def worst_difference(blender_pictures_: list, engine: list) -> tuple[float, int]:
+    """The largest mean and max difference per channel over the frames (the same sizes asserted)."""
+    worst_mean, worst_max = 0.0, 0
+    for index, (blender, ours) in enumerate(zip(blender_pictures_, engine)):
+        assert blender.shape == ours.shape, f"frame {index}"
+        difference = np.abs(blender.astype(int) - ours.astype(int))
+        worst_mean, worst_max = max(worst_mean, difference.mean()), max(worst_max, int(difference.max()))
+    return worst_mean, worst_max
 
 
 @pytest.mark.parametrize("name", list(CORPUS))
@@ -92,11 +109,58 @@ def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_pat
     with MediaReader(clip, rules) as reader:
         assert reader.info.frame_count == length
         engine = [frame[..., ::-1] for _, frame in reader.frames(range(length))]
-    worst_mean, worst_max = 0.0, 0
-    for index, (blender, ours) in enumerate(zip(pictures, engine)):
-        assert blender.shape == ours.shape, f"frame {index}"
-        difference = np.abs(blender.astype(int) - ours.astype(int))
-        worst_mean, worst_max = max(worst_mean, difference.mean()), max(worst_max, int(difference.max()))
+    worst_mean, worst_max = worst_difference(pictures, engine)
     print(f"FOOTAGE | {name} | {filename} | {length} frames {pictures[0].shape[1]}x{pictures[0].shape[0]} | "
           f"mean {worst_mean:.3f} max {worst_max}")
     assert worst_mean <= 1.0 and worst_max <= 3
+
+
+# The strip's Deinterlace option on footage of each of Blender's two filters (media/deinterlace.py): its field
+# filter where the format and size allow, IMB_filtery on the converted picture otherwise.
+DEINTERLACED = {
+    "interlaced H.264 4:2:0 (field filter)": ("interlaced.mp4", CORPUS["interlaced (top field first)"][1]),
+    "interlaced H.264 4:4:4 (field filter)": ("interlaced444.mp4", {"pix_fmt": "yuv444p",
+                                                                    **CORPUS["interlaced (top field first)"][1]}),
+    "interlaced H.264, 98 pixels wide (filtered after)": ("interlaced98.mp4", {
+        "size": (98, 96), **CORPUS["interlaced (top field first)"][1]}),
+    "HEVC 10-bit (filtered after)": CORPUS["HEVC 10-bit BT.2020"],
+    "ProRes 4444 with alpha (filtered after, red too)": CORPUS["ProRes 4444 with alpha"],
+    "VFR interlaced MP4 (field filter)": ("vfr_fields.mp4", {**CORPUS["VFR MP4"][1],
+                                                           **CORPUS["interlaced (top field first)"][1]}),
+    "phone clip turned 90 degrees (field filter, then turned)": ("fields_turned.mp4", {
+        "rotation": 90, **CORPUS["interlaced (top field first)"][1]}),
+}
+
+
+@pytest.mark.parametrize("name", list(DEINTERLACED))
+def test_a_strip_with_deinterlace_set_is_decoded_as_blender_shows_it(bpy, tmp_path, name):
+    filename, options = DEINTERLACED[name]
+    clip = write_clip(tmp_path / filename, **options)
+    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
+    length, pictures = blender_pictures(bpy, tmp_path, clip, deinterlace=True)
+    with MediaReader(clip, rules, deinterlace=True) as reader:
+        assert reader.info.frame_count == length
+        engine = [frame[..., ::-1] for _, frame in reader.frames(range(length))]
+    with MediaReader(clip, rules) as reader:
+        woven = [frame[..., ::-1] for _, frame in reader.frames(range(length))]
+    worst_mean, worst_max = worst_difference(pictures, engine)
+    woven_mean, woven_max = worst_difference(pictures, woven)
+    print(f"DEINTERLACED | {name} | {filename} | mean {worst_mean:.3f} max {worst_max} | "
+          f"woven picture: mean {woven_mean:.3f} max {woven_max}")
+    assert worst_mean <= 1.0 and worst_max <= 3
+    assert woven_max > worst_max  # Blender's picture is not the woven one: the option changed what it shows
+
+
+@pytest.mark.parametrize("alpha", [False, True], ids=["RGB", "RGBA"])
+def test_an_image_strip_with_deinterlace_set_is_read_as_blender_shows_it(bpy, tmp_path, alpha):
+    """Blender runs IMB_filtery on an image strip's picture too; red is filtered only where it has alpha."""
+    picture = np.ascontiguousarray(pattern(0, 96, 96)[..., ::-1])  # BGR, for OpenCV
+    still = tmp_path / "still.png"
+    cv2.imwrite(str(still), np.dstack([picture, np.full((96, 96), 255, np.uint8)]) if alpha else picture)
+    _, (shown,) = blender_pictures(bpy, tmp_path, still, deinterlace=True)
+    with MediaReader(still, deinterlace=True) as reader:
+        ((_, ours),) = reader.frames([0])
+    worst_mean, worst_max = worst_difference([shown], [ours[..., ::-1]])
+    print(f"DEINTERLACED | image strip {'RGBA' if alpha else 'RGB'} | mean {worst_mean:.3f} max {worst_max}")
+    assert worst_mean <= 1.0 and worst_max <= 3
+    assert worst_difference([shown], [picture[..., ::-1]])[1] > worst_max  # not the unfiltered image

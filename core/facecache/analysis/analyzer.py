@@ -160,13 +160,13 @@ class FaceAnalyzer:
     # -- media ----------------------------------------------------------------------------------
 
     def analyze_media(self, path: str | Path, frames: range | None = None, needed: Stage | None = None,
-                      progress: Progress | None = None) -> list[AnalysedFrame]:
-        """Records for the given frames of a still or video; decodes only segments with work left.
-        A segment that another process sharing the cache is analysing (its claim is held) is
-        left for later and then mostly read from the cache."""
+                      progress: Progress | None = None, deinterlace: bool = False) -> list[AnalysedFrame]:
+        """Records for the given frames of a still or video (`deinterlace`: as a strip with the Deinterlace
+        option shows it); decodes only segments with work left. A segment that another process sharing the
+        cache is analysing (its claim is held) is left for later and then mostly read from the cache."""
         needed = self.stages() if needed is None else needed
         claims = ClaimBook(self.cache, self.claim_ttl)
-        with self.open_reader(path) as reader:
+        with self.open_reader(path, deinterlace) as reader:
             frames = checked_range(frames, reader.info.frame_count, path)
             media_id = media_identity(path, self.cache)
             records: dict[int, FrameRecord] = {}
@@ -213,9 +213,10 @@ class FaceAnalyzer:
                 lacking.append(index)
         return lacking
 
-    def open_reader(self, path: str | Path) -> MediaReader:
-        """The media's frames as this analyzer's Blender shows them."""
-        return MediaReader(path, self.picture_rules)
+    def open_reader(self, path: str | Path, deinterlace: bool = False) -> MediaReader:
+        """The media's frames as this analyzer's Blender shows them (`deinterlace`: with the strip's
+        Deinterlace option set)."""
+        return MediaReader(path, self.picture_rules, deinterlace)
 
     def open_segment(self, media_id: str, decoder_id: str, segment: int, fresh: bool = False,
                      legacy: bool = False) -> FrameGroup:

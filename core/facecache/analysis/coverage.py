@@ -15,10 +15,12 @@ from facecache.media.identity import colour_tags, media_identity
 from facecache.media.reader import decoder_id_for
 
 
-def analysed_frames(analyzer: FaceAnalyzer, path: str | Path, frames: range) -> list[int]:
-    """The indices in `frames` whose analysis records are in the cache (for this analyzer's models)."""
+def analysed_frames(analyzer: FaceAnalyzer, path: str | Path, frames: range, deinterlace: bool = False) -> list[int]:
+    """The indices in `frames` whose analysis records are in the cache (for this analyzer's models, and the
+    picture `deinterlace` says: a strip's Deinterlace option)."""
     media_id = media_identity(path, analyzer.cache)
-    decoder_id = decoder_id_for(Path(path), analyzer.picture_rules, lambda: colour_tags(path, analyzer.cache))
+    decoder_id = decoder_id_for(Path(path), analyzer.picture_rules, lambda: colour_tags(path, analyzer.cache),
+                                deinterlace)
     needed = analyzer.stages(embeddings=False)
     found: list[int] = []
     for segment, wanted in segments(frames):

@@ -70,7 +70,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     analyzer = build_analyzer(settings, parts)
     per_media = []
     for path in args.media:
-        frames = analyzer.analyze_media(path, args.frames, progress=ProgressLine(path.name))
+        frames = analyzer.analyze_media(path, args.frames, progress=ProgressLine(path.name),
+                                        deinterlace=args.deinterlace)
         per_frame = [frame_json(f.index, f.record.faces, args.faces) for f in frames]
         if args.json and not args.pretty:  # each media's frames as soon as they are known
             for frame in per_frame:

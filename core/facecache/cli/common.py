@@ -101,6 +101,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 def add_picture_option(parser: argparse.ArgumentParser) -> None:
     add_choice(parser, "--picture-rules", choices.PICTURE_RULES, "whose picture of a movie to analyse and swap "
                "(the Blender that will show it)")
+    parser.add_argument("--deinterlace", action="store_true",
+                        help="a movie's picture as a strip with Blender's Deinterlace option shows it (its fields "
+                             "filtered; cached apart from the woven picture)")
 
 
 def parse_frame_range(text: str) -> range:

@@ -99,7 +99,7 @@ def run_swap(args: argparse.Namespace) -> int:
         else:
             check_frames(path, None)
     rules = picture_rules(settings.picture_rules)
-    plan = plan_movie(args.target, args.out, args.frames, args.quality, rules) if movie else None
+    plan = plan_movie(args.target, args.out, args.frames, args.quality, rules, args.deinterlace) if movie else None
     if plan is None:
         check_frames(args.target, args.frames, rules)
     note = timing_note(args.target, rules)
@@ -116,7 +116,7 @@ def run_swap(args: argparse.Namespace) -> int:
 
     made = None
     if plan is None:
-        report = job.run(args.target, args.out, args.frames, progress=progress)
+        report = job.run(args.target, args.out, args.frames, progress=progress, deinterlace=args.deinterlace)
     else:
         encoding = ProgressLine(args.out.name)
         report, made = make_movie(job, args.target, plan, pipeline.analyzer.cache.root, progress,

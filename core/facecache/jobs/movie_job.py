@@ -45,10 +45,11 @@ class MoviePlan:
     quality: int
     frames: range
     source: MovieSource
+    deinterlace: bool = False  # the target's picture as a strip with Blender's Deinterlace option shows it
 
 
 def plan_movie(target: Path, movie: Path, frames: range | None, quality: int | None,
-               rules: PictureRules = NEWEST) -> MoviePlan:
+               rules: PictureRules = NEWEST, deinterlace: bool = False) -> MoviePlan:
     """Every check a movie output needs, before a model runs: a supported suffix in an existing folder, a video
     target (not a still, not a folder of frames) that FFmpeg reads, a quality in the codec's range and an
     encoder for it. Errors are one line saying what to do."""
@@ -67,7 +68,7 @@ def plan_movie(target: Path, movie: Path, frames: range | None, quality: int | N
     if still:
         raise _not_a_video(target, "a still image")
     frames = checked_range(frames, count, target)
-    return MoviePlan(movie, fmt, quality, frames, probe_movie(target, count, rules))
+    return MoviePlan(movie, fmt, quality, frames, probe_movie(target, count, rules), deinterlace)
 
 
 def _not_a_video(target: Path, what: str) -> MovieOutError:
@@ -89,7 +90,7 @@ def make_movie(job: SwapJob, target: Path, plan: MoviePlan, cache_root: Path,
         raise os_fault(exc, "write the movie in", plan.movie.parent, hint="choose another movie path (--out)",
                        name_file=False) from None
     try:
-        report = job.run(target, hidden, plan.frames, progress=progress)
+        report = job.run(target, hidden, plan.frames, progress=progress, deinterlace=plan.deinterlace)
         if report.cancelled:
             return report, None
         folder = Path(output_layout.output_folder(hidden, target, still=False))

@@ -27,10 +27,10 @@ from facecache.swap.sparse_png import SparseOverlayEncoder
 
 
 class PreviewSession:
-    def __init__(self, job: SwapJob, target: str | Path, out_dir: str | Path):
+    def __init__(self, job: SwapJob, target: str | Path, out_dir: str | Path, deinterlace: bool = False):
         self.job = job
         self.target = Path(target)
-        self.reader = job.analyzer.open_reader(self.target)
+        self.reader = job.analyzer.open_reader(self.target, deinterlace)
         info = self.reader.info
         self.form = resolved_form(job.output_form, info.is_still)
         self.media_id = media_identity(self.target, job.analyzer.cache)
@@ -111,8 +111,8 @@ class PreviewSession:
 
 
 class PreviewSessions:
-    """Open preview sessions of one long-lived process, one per (media file, output folder, settings
-    other than the blend), the most recently used first; the oldest is closed beyond `limit`. A blend
+    """Open preview sessions of one long-lived process, one per (media file, its Deinterlace option, output
+    folder, settings other than the blend), the most recently used first; the oldest is closed beyond `limit`. A blend
     change reuses its session: the frame is recomposited from the cached swap."""
 
     def __init__(self, swap_job: Callable[[Any], SwapJob], limit: int = 4):
@@ -120,11 +120,11 @@ class PreviewSessions:
         self.limit = limit
         self._sessions: dict[tuple, PreviewSession] = {}
 
-    def session(self, settings, target: str | Path, out_dir: str | Path) -> PreviewSession:
-        key = (str(target), str(out_dir), settings.without_composite().key())
+    def session(self, settings, target: str | Path, out_dir: str | Path, deinterlace: bool = False) -> PreviewSession:
+        key = (str(target), deinterlace, str(out_dir), settings.without_composite().key())
         session = self._sessions.pop(key, None)
         if session is None:
-            session = PreviewSession(self.swap_job(settings), target, out_dir)
+            session = PreviewSession(self.swap_job(settings), target, out_dir, deinterlace)
         self._sessions[key] = session  # now the most recent
         while len(self._sessions) > self.limit:
             self._sessions.pop(next(iter(self._sessions))).close()

@@ -150,13 +150,15 @@ class SwapJob:
 
     def run(self, target: str | Path, out_dir: str | Path, frames: range | None = None,
             progress: Callable[[JobProgress], None] | None = None,
-            cancel: threading.Event | None = None) -> SwapReport:
-        """Make every missing or stale output of `frames`; stops cleanly, keeping all finished work,
-        when `cancel` is set. Compositing, encoding and writing run on a second thread, overlapping
-        the next frame's decoding and models."""
+            cancel: threading.Event | None = None, deinterlace: bool = False) -> SwapReport:
+        """Make every missing or stale output of `frames` (`deinterlace`: of the picture a strip with the
+        Deinterlace option shows); stops cleanly, keeping all finished work, when `cancel` is set.
+        Compositing, encoding and writing run on a second thread, overlapping the next frame's decoding and
+        models."""
         target, out_dir = Path(target), Path(out_dir)
         started = time.perf_counter()
-        with self.analyzer.open_reader(target) as reader, ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
+        with self.analyzer.open_reader(target, deinterlace) as reader, \
+                ThreadPoolExecutor(_WRITERS, thread_name_prefix="facecache-writer") as writer:
             frames = checked_range(frames, reader.info.frame_count, target)
             still = reader.info.is_still
             form = resolved_form(self.output_form, still)

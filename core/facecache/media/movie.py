@@ -24,6 +24,7 @@ import numpy as np
 
 from facecache.errors import FaceCacheError
 from facecache.media import decoder_threads
+from facecache.media.deinterlace import filters_fields
 from facecache.media.picture_rules import PictureRules
 from facecache.models.runtime_import import newer_macos_needed
 from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
@@ -59,9 +60,10 @@ def import_av():
 class Movie:
     """One video stream of a movie file, decoded by Blender's rules."""
 
-    def __init__(self, path: Path, rules: PictureRules):
+    def __init__(self, path: Path, rules: PictureRules, deinterlace: bool = False):
         self.path = path
         self.rules = rules
+        self.deinterlace = deinterlace  # the strip's Deinterlace option (deinterlace.py)
         self._av = av = import_av()
         self._pool: ThreadPoolExecutor | None = None  # the colour conversion's threads, made on first use
         try:
@@ -155,9 +157,13 @@ class Movie:
         target, frame = self.frame(position)
         if frame is None or (self._ended and target >= _pts(frame) + (frame.duration or self._steps_per_frame)):
             return None
+        if self.deinterlace and filters_fields(frame.format.name, frame.width, frame.height):
+            # Blender's field filter reads the frame it decoded last (movie_read.cc hands it pFrame), even
+            # where the clock shows the one before it (a variable frame rate): so does the engine
+            frame = self._recent or frame
         if self._pool is None:
             self._pool = ThreadPoolExecutor(2, thread_name_prefix="facecache-yuv")
-        return to_bgr(frame, self.rules, self._pool)
+        return to_bgr(frame, self.rules, self._pool, self.deinterlace)
 
     def frame(self, position: int) -> tuple[int, av.VideoFrame | None]:
         """(target timestamp, decoded frame) of strip frame `position`, by Blender's rule."""

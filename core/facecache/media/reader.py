@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Iterator
 import cv2
 import numpy as np
 
+from facecache.media.deinterlace import rows_filtered
 from facecache.media.image_size import MAX_PIXELS, UnknownImage, image_size
 from facecache.media.movie import MediaError, Movie
 from facecache.media.picture_rules import NEWEST, PictureRules
@@ -42,15 +43,21 @@ VIDEO_DECODER = "ffmpeg-picture-1"
 # What decoded videos before the engine read them by Blender's rules: records made from its pictures are
 # still served where a frame's picture is the same to the bit (FaceAnalyzer.open_segment).
 LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
+DEINTERLACED = "|deinterlaced"  # ends a decoder id of the Deinterlace option's picture (deinterlace.py)
 
 
-def decoder_id_for(path: Path, rules: PictureRules, colour_tags: Callable[[], tuple[int, int]]) -> str:
+def decoder_id_for(path: Path, rules: PictureRules, colour_tags: Callable[[], tuple[int, int]],
+                   deinterlace: bool = False) -> str:
     """What decodes the media at `path` under `rules` (a part of its frames' cache keys): OpenCV for stills
     and image sequences, FFmpeg by the rules whose picture it is for videos (`PictureRules.key_name`; a
-    video's `colour_tags` are asked for only where they matter)."""
+    video's `colour_tags` are asked for only where they matter); with `deinterlace`, filtered as a strip
+    with the Deinterlace option shows it (another picture: its frames are keyed apart; without, the key is
+    as it always was)."""
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
-        return STILL_DECODER_ID
-    return f"{VIDEO_DECODER}|{rules.key_name(colour_tags)}"
+        decoder = STILL_DECODER_ID
+    else:
+        decoder = f"{VIDEO_DECODER}|{rules.key_name(colour_tags)}"
+    return decoder + (DEINTERLACED if deinterlace else "")
 
 
 @dataclass
@@ -73,20 +80,21 @@ class MediaInfo:
 class MediaReader:
     """Frames of one still image, image sequence or video file, by media frame index."""
 
-    def __init__(self, path: str | os.PathLike, rules: PictureRules = NEWEST):
+    def __init__(self, path: str | os.PathLike, rules: PictureRules = NEWEST, deinterlace: bool = False):
         self.path = Path(path)
         self.rules = rules
+        self.deinterlace = deinterlace  # the picture a strip with Blender's Deinterlace option shows
         self._still: np.ndarray | None = None
         self._first: np.ndarray | None = None
         self._movie: Movie | None = None
         self._sequence: list[Path] | None = None
-        self.decoder_id = STILL_DECODER_ID
+        self.decoder_id = STILL_DECODER_ID + (DEINTERLACED if deinterlace else "")
         if self.path.is_dir():
             self._open_sequence()
         elif not self.path.is_file():
             raise MediaError(f"media file {self.path} does not exist: check the path")
         elif self.path.suffix.lower() in IMAGE_SUFFIXES:
-            self._still = _read_still(self.path)
+            self._still = self._read_still(self.path)
             height, width = self._still.shape[:2]
             self.info = MediaInfo(self.path, 1, 0.0, True, lambda: (width, height))
         else:
@@ -98,12 +106,12 @@ class MediaReader:
             raise MediaError(f"the folder {self.path} holds no images ({', '.join(sorted(IMAGE_SUFFIXES))}): "
                              "pass a video, an image, or a folder of numbered frames")
         self._sequence = files
-        self._first = _read_still(files[0])
+        self._first = self._read_still(files[0])
         height, width = self._first.shape[:2]
         self.info = MediaInfo(self.path, len(files), 0.0, False, lambda: (width, height))
 
     def _open_video(self) -> None:
-        movie = Movie(self.path, self.rules)
+        movie = Movie(self.path, self.rules, self.deinterlace)
         try:
             check_pixels(self.path, *movie.coded_size)
             if movie.frame_count <= 0:
@@ -112,7 +120,7 @@ class MediaReader:
             movie.close()
             raise
         self._movie = movie
-        self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.colour_tags)
+        self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.colour_tags, self.deinterlace)
         # Frames are decoded when asked for: a run whose outputs are all made from the cache decodes none.
         self.info = MediaInfo(self.path, movie.frame_count, float(movie.fps), False, lambda: movie.size)
 
@@ -124,7 +132,7 @@ class MediaReader:
             if self._still is not None:
                 yield index, self._still
             elif self._sequence is not None:
-                yield index, self._first if index == 0 else _read_still(self._sequence[index])
+                yield index, self._first if index == 0 else self._read_still(self._sequence[index])
             else:
                 frame = self._video_frame(index)
                 if frame is None:
@@ -132,6 +140,12 @@ class MediaReader:
                                      f"{self.info.frame_count} frames: the file is truncated or damaged; "
                                      "frames before it are done, re-export the file for the rest")
                 yield index, frame
+
+    def _read_still(self, path: Path) -> np.ndarray:
+        """An image as Blender's image strip shows it: with the Deinterlace option, IMB_filtery's rows
+        (deinterlace.py), red too where the file has alpha (Blender's buffer then has four channels)."""
+        image = _read_still(path)
+        return rows_filtered(image, red=_has_alpha(path)) if self.deinterlace else image
 
     def timing_note(self) -> str | None:
         """A line for a movie whose recorded frames are not its timeline frames one for one (a variable frame
@@ -190,6 +204,12 @@ def _read_still(path: Path) -> np.ndarray:
     if image is None:
         raise MediaError(f"{path} is not an image that OpenCV can decode: save it as PNG or JPEG")
     return image
+
+
+def _has_alpha(path: Path) -> bool:
+    """Whether an image (checked by `_read_still` already) has an alpha channel."""
+    image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
+    return image is not None and image.ndim == 3 and image.shape[2] == 4
 
 
 def check_pixels(path: Path, width: int, height: int) -> None:

@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from facecache.media import swscale61
+from facecache.media.deinterlace import field_filtered, filters_fields, plane_sizes, rows_filtered
 from facecache.media.display_spaces import FROM_BYTES, display_transform
 from facecache.media.picture_rules import PictureRules
 from facecache.media.row_bands import in_bands
@@ -71,29 +72,38 @@ def quarter_turns(frame: av.VideoFrame, rules: PictureRules) -> int:
     return turn if turn in _TURNS else 0
 
 
-def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = None) -> np.ndarray:
+def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = None,
+           deinterlace: bool = False) -> np.ndarray:
     """The frame as Blender shows it under `rules`, as 8-bit BGR (height, width, 3); `pool` (threads, one per
-    core) shares the conversion out."""
+    core) shares the conversion out. `deinterlace`: as the strip's Deinterlace option shows it (deinterlace.py:
+    its fields filtered before the conversion where Blender does, its converted picture's rows after)."""
+    fields = deinterlace and filters_fields(frame.format.name, frame.width, frame.height)
+    bgr = _converted(frame, _field_filtered(frame) if fields else frame, rules, pool)
+    if deinterlace and not fields:
+        bgr = rows_filtered(bgr, red=any(component.is_alpha for component in frame.format.components))
+    turn = quarter_turns(frame, rules)
+    return cv2.rotate(bgr, _TURNS[turn]) if turn else bgr
+
+
+def _converted(frame: av.VideoFrame, pixels: av.VideoFrame, rules: PictureRules, pool: Executor | None) -> np.ndarray:
+    """`pixels` (the frame, or its field-filtered copy) converted by `frame`'s tags, unrotated."""
     layout = _PLANAR_YUV.get(frame.format.name)
+    tag, full_range = colour_tag(frame), is_full_range(frame)
     shown_through = display_transform(frame.color_primaries, frame.color_trc, rules.display_spaces)
     if rules.nearest_chroma and layout is not None and shown_through is not None:
         from_bytes = layout[0] == 8 and (frame.color_primaries, frame.color_trc) in FROM_BYTES
-        decoded = (_planar_yuv_to_bgr(frame, *layout, pool) / 255.0 if from_bytes else
-                   np.clip(_planar_yuv_to_bgr(frame, *layout, pool, as_float=True).astype(np.float64), 0, 1))
-        bgr = np.rint(shown_through(decoded[..., ::-1])[..., ::-1] * 255).astype(np.uint8)
-    elif rules.nearest_chroma and layout is not None:
-        bgr = _planar_yuv_to_bgr(frame, *layout, pool)
-    elif layout is not None and swscale61.takes_scaled_path(*layout, frame.width, frame.height):
+        decoded = (_planar_yuv_to_bgr(pixels, tag, full_range, *layout, pool) / 255.0 if from_bytes else
+                   np.clip(_planar_yuv_to_bgr(pixels, tag, full_range, *layout, pool, as_float=True)
+                           .astype(np.float64), 0, 1))
+        return np.rint(shown_through(decoded[..., ::-1])[..., ::-1] * 255).astype(np.uint8)
+    if rules.nearest_chroma and layout is not None:
+        return _planar_yuv_to_bgr(pixels, tag, full_range, *layout, pool)
+    if layout is not None and swscale61.takes_scaled_path(*layout, frame.width, frame.height):
         bits, (step_x, _) = layout
-        bgr = swscale61.to_bgr(*_planes(frame, *layout), bits, step_x, colour_tag(frame), is_full_range(frame),
-                               pool)
-    else:
-        progressive = _progressive(frame) if layout is not None and layout[1][1] == 2 else frame
-        bgr = progressive.reformat(format="bgr24", src_colorspace=colour_tag(frame),
-                                   src_color_range=_FULL_RANGE if is_full_range(frame) else 1,
-                                   interpolation=_swscale_flags(rules)).to_ndarray()
-    turn = quarter_turns(frame, rules)
-    return cv2.rotate(bgr, _TURNS[turn]) if turn else bgr
+        return swscale61.to_bgr(*_planes(pixels, *layout), bits, step_x, tag, full_range, pool)
+    progressive = _progressive(pixels) if layout is not None and layout[1][1] == 2 else pixels
+    return progressive.reformat(format="bgr24", src_colorspace=tag, src_color_range=_FULL_RANGE if full_range else 1,
+                                interpolation=_swscale_flags(rules)).to_ndarray()
 
 
 def _swscale_flags(rules: PictureRules):
@@ -113,12 +123,34 @@ def _progressive(frame: av.VideoFrame) -> av.VideoFrame:
     convert it field by field, FFmpeg 6.1's (Blender 4.2's) converts the woven picture."""
     if not getattr(frame, "interlaced_frame", False):
         return frame
+    return _copy_planes(frame, lambda plane, number: plane)
+
+
+def _field_filtered(frame: av.VideoFrame) -> av.VideoFrame:
+    """A copy of the frame (not flagged interlaced, without its tags: the conversion takes them from the
+    frame) whose planes have their fields filtered, as Blender's Deinterlace option does."""
+    sizes = plane_sizes(frame.format.name, frame.width, frame.height)
+
+    def filtered(plane: np.ndarray, number: int) -> np.ndarray:
+        if number >= len(sizes):
+            return plane
+        columns, rows = sizes[number]
+        plane = plane.copy()
+        plane[:rows, :columns] = field_filtered(plane[:rows, :columns])
+        return plane
+
+    return _copy_planes(frame, filtered)
+
+
+def _copy_planes(frame: av.VideoFrame, change) -> av.VideoFrame:
+    """A new frame of the same format and size holding `change(plane rows, plane number)` of each plane's
+    bytes (rows of the shorter line size of the two frames)."""
     copy = type(frame)(frame.width, frame.height, frame.format.name)
-    for source, target in zip(frame.planes, copy.planes):
+    for number, (source, target) in enumerate(zip(frame.planes, copy.planes)):
         row_bytes = min(source.line_size, target.line_size)
         rows = min(source.buffer_size // source.line_size, target.buffer_size // target.line_size)
         np.frombuffer(target, np.uint8).reshape(-1, target.line_size)[:rows, :row_bytes] = \
-            np.frombuffer(source, np.uint8).reshape(-1, source.line_size)[:rows, :row_bytes]
+            change(np.frombuffer(source, np.uint8).reshape(-1, source.line_size)[:rows, :row_bytes], number)
     return copy
 
 
@@ -134,13 +166,14 @@ def _planes(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int]) -> li
     return planes
 
 
-def _planar_yuv_to_bgr(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int],
+def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: int, subsampling: tuple[int, int],
                        pool: Executor | None, as_float: bool = False) -> np.ndarray:
-    """8-bit BGR; with `as_float`, float32 BGR in 0-1 (unclipped), for a display transform to follow."""
+    """8-bit BGR by the colour matrix `tag` and range; with `as_float`, float32 BGR in 0-1 (unclipped), for a
+    display transform to follow."""
     height, width = frame.height, frame.width
     step_x, step_y = subsampling
     planes = _planes(frame, bits, subsampling)
-    matrix = _bgr_matrix(colour_tag(frame), is_full_range(frame), bits)
+    matrix = _bgr_matrix(tag, full_range, bits)
     if bits > 8:  # Blender's float path: swscale puts white at 255 x 256 of 65535 (measured on bpy 5.0.1)
         matrix *= _FLOAT_WHITE
     out = np.empty((height, width, 3), np.float32 if as_float else np.uint8)
