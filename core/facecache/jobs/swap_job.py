@@ -281,8 +281,12 @@ class SwapJob:
             encoder = encoder or self._encoder
             patches = overlay_patches(frame, results, self.composite, pool)
             width, height = FACELESS_SIZE if form == "sequencer" and not patches else frame.shape[1::-1]
+            # a preview's picture is made beside its overlay's encoding: the editor waits for both
+            preview = pool.submit(write_preview, path, frame, patches, mode) if form == "sequencer" and pool else None
             data = encoder.encode(width, height, patches)
-            if form == "sequencer":
+            if preview is not None:
+                preview.result()
+            elif form == "sequencer":
                 write_preview(path, frame, patches, mode)
         write_atomic(path, stamp_png(data, key), mode=mode, durable=durable)
 
