@@ -3,6 +3,7 @@ classic swapper on real portraits: each kind of change pays only for its stage."
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -200,11 +201,15 @@ def test_sequencer_form_writes_each_frame_with_faces_composited_where_blenders_p
     run_job(tmp_path, models_dir, source, clip, out="overlay", output_form="overlay")
     assert not (tmp_path / "overlay" / "clip" / "BL_proxy").exists()
     folder = tmp_path / "sequencer" / "clip"
-    stale = Path(output_layout.preview_path(folder / "000002.png"))
-    stale.parent.mkdir(parents=True)
-    stale.write_bytes(b"a preview of earlier settings")
     run_job(tmp_path, models_dir, source, clip, out="sequencer", output_form="sequencer")
+    stale = Path(output_layout.preview_path(folder / "000002.png"))
+    for made in (folder / "BL_proxy", stale.parent.parent, stale.parent):  # swapped faces: as private as the overlays
+        assert stat.S_IMODE(made.stat().st_mode) == stat.S_IMODE(folder.stat().st_mode) in (0o700, 0o2770)
     assert not stale.exists()
+    stale.write_bytes(b"a preview of earlier settings")
+    _, report = run_job(tmp_path, models_dir, source, clip, CompositeParams(opacity=0.9), out="sequencer",
+                        output_form="sequencer")
+    assert report.written == 4 and not stale.exists()
     with MediaReader(clip) as reader:
         frames = dict(reader.frames(range(4)))
     for index in (0, 1, 3):
@@ -214,7 +219,7 @@ def test_sequencer_form_writes_each_frame_with_faces_composited_where_blenders_p
         exact = frames[index] * (1 - alpha) + overlay[..., :3] * alpha
         assert preview.shape == (512, 512, 3)  # opaque
         assert np.abs(preview - exact).mean() < 2.5  # the JPEG's loss, in the preview only
-        face = alpha[..., 0] == 1
+        face = alpha[..., 0] > 0.8
         assert np.abs(preview[face].astype(int) - frames[index][face]).mean() > 10  # the swapped face shows
 
 
