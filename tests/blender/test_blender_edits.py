@@ -531,6 +531,8 @@ def test_renders_never_read_the_previews_composited_pictures(bpy, addon, make_sh
         assert np.abs(preview.astype(int) - full).mean() < 3  # the swapped frame, through a JPEG
     frames = (3, 8, FRAMES)  # the last shows media frame 11, without a face
     before = [render(bpy, shot.scene, frame, tmp_path / f"before_{frame}.png") for frame in frames]
+    pictures = previews[0].parents[2]  # BL_proxy, in the cache the module's tests share: put back at the end
+    shutil.copytree(pictures, tmp_path / "kept")
     magenta = np.full((SIZE[1], SIZE[0], 3), (255, 0, 255), np.uint8)
     for preview in previews:
         if preview.exists():
@@ -538,10 +540,11 @@ def test_renders_never_read_the_previews_composited_pictures(bpy, addon, make_sh
     swapped.directory = swapped.directory  # no image of the strip left in Blender's caches
     for frame, want in zip(frames, before):
         assert np.array_equal(render(bpy, shot.scene, frame, tmp_path / f"magenta_{frame}.png"), want), frame
-    shutil.rmtree(previews[0].parents[2])  # BL_proxy
+    shutil.rmtree(pictures)
     swapped.directory = swapped.directory
     for frame, want in zip(frames, before):
         assert np.array_equal(render(bpy, shot.scene, frame, tmp_path / f"none_{frame}.png"), want), frame
+    shutil.copytree(tmp_path / "kept", pictures)
 
 
 def test_blenders_own_proxy_builder_writes_where_the_engine_writes(bpy, addon, make_shot, tmp_path):
