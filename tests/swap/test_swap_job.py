@@ -157,17 +157,22 @@ def test_video_target_writes_overlays_by_media_frame_index(tmp_path, models_dir,
     assert report.skipped == 12 and report.written == 0 and again.inferences.total == 0
 
 
-def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(tmp_path, models_dir, portrait_paths,
-                                                                             portraits):
-    """The extension's form: frames with faces are the overlay's pixels at the clip's size, a frame
-    without one is 1x1 and transparent (it costs Blender's playback nothing); the overlay form keeps one
-    size per clip for other tools."""
+def four_frames_one_without_a_face(tmp_path, portrait_paths, portraits):
+    """(a 4-frame 512x512 clip of a real portrait whose frame 2 is black, the source faces)"""
     clip = tmp_path / "clip.mp4"
     writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 25, (512, 512))
     for i in range(4):
         writer.write(portraits["astronaut"] if i != 2 else np.zeros((512, 512, 3), np.uint8))
     writer.release()
-    source = [portrait_paths["grace_hopper"]]
+    return clip, [portrait_paths["grace_hopper"]]
+
+
+def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(tmp_path, models_dir, portrait_paths,
+                                                                             portraits):
+    """The extension's form: frames with faces are the overlay's pixels at the clip's size, a frame
+    without one is 1x1 and transparent (it costs Blender's playback nothing); the overlay form keeps one
+    size per clip for other tools."""
+    clip, source = four_frames_one_without_a_face(tmp_path, portrait_paths, portraits)
     run_job(tmp_path, models_dir, source, clip, out="overlay", output_form="overlay")
     _, report = run_job(tmp_path, models_dir, source, clip, out="sequencer", output_form="sequencer")
     assert report.written == 4
@@ -192,12 +197,7 @@ def test_sequencer_form_writes_each_frame_with_faces_composited_where_blenders_p
     """Beside each overlay with faces, the picture the overlay makes over its frame, opaque, as the strip's
     proxy (Blender's preview reads it, a render never does); none for a frame without a face, where one
     left from earlier settings goes; none in the overlay form."""
-    clip = tmp_path / "clip.mp4"
-    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 25, (512, 512))
-    for i in range(4):
-        writer.write(portraits["astronaut"] if i != 2 else np.zeros((512, 512, 3), np.uint8))
-    writer.release()
-    source = [portrait_paths["grace_hopper"]]
+    clip, source = four_frames_one_without_a_face(tmp_path, portrait_paths, portraits)
     run_job(tmp_path, models_dir, source, clip, out="overlay", output_form="overlay")
     assert not (tmp_path / "overlay" / "clip" / "BL_proxy").exists()
     folder = tmp_path / "sequencer" / "clip"
