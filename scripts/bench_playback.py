@@ -287,7 +287,8 @@ def write_previews(clip: Path, overlays: Path, say) -> tuple[Path, dict]:
     written = [Path(output_layout.preview_path(path)) for path in paths]
     figures = {"encode_cpu_ms": round(statistics.median(times), 2),
                "bytes_per_frame": int(statistics.mean(p.stat().st_size for p in written))}
-    say(f"{PREVIEW}: composite and encode {figures['encode_cpu_ms']} ms CPU, {figures['bytes_per_frame']} bytes a frame")
+    say(f"{PREVIEW}: composite and encode {figures['encode_cpu_ms']} ms CPU, {figures['bytes_per_frame']} bytes "
+        "a frame")
     return written[0].parent, figures
 
 

@@ -65,7 +65,7 @@ def frame_name(index: int) -> str:
 
 # Where Blender 4.2-5.2 reads an image strip element's proxy at the preview's 100 % size, relative to the
 # strip's folder (per-strip storage, no custom folder: the sequencer's proxy.cc; checked against Blender's
-# own `sequencer.rebuild_proxy` in tests/blender/test_blender_preview_form.py).
+# own `sequencer.rebuild_proxy` in tests/blender/test_blender_edits.py).
 PREVIEW_FOLDER = ("BL_proxy", "images", "100")
 
 

@@ -367,7 +367,7 @@ def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int) ->
     there): one left from earlier settings goes."""
     preview = Path(output_layout.preview_path(overlay))
     if patches:
-        if not preview.parent.is_dir():  # faces: private, or the team's, as the overlays' folder (not write_atomic's 0755)
+        if not preview.parent.is_dir():  # faces: private or the team's, as the overlays' (not write_atomic's 0755)
             make_dir(preview.parent, permissions_for(preview.parent))
         write_atomic(preview, preview_frame.encode(preview_frame.composited(frame, patches)), mode=mode,
                      durable=False)
