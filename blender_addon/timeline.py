@@ -6,7 +6,8 @@ the engine's RGBA overlays (`<cache>/swaps/<media digest>/<stem>/<media frame:06
 that carries the shot's opacity, blend mode, modifiers and transitions). The swapped strip holds one
 element per timeline frame the original shows - the media frame Blender shows there (`frame_mapping`), so reversed,
 strobed and retimed strips line up - and mirrors the original's transform, crop and flip. Its own opacity is keyed
-to 0 over the frames without a face, which playback then skips (`faceless_keys`).
+to 0 over the frames without a face, which playback then skips (`faceless_keys`). The preview shows, where it
+may, the composited frames the engine writes as the strip's proxy (`preview_form`); renders show the overlays.
 Everything here is plain data work on the main thread: no engine, no decoding.
 """
 
@@ -17,8 +18,8 @@ import uuid
 
 import bpy
 
-from . import (compat, faceless_keys, frame_mapping, paths, pending_frame, runtime, shot_group, strip_copy,
-               strip_elements)
+from . import (compat, faceless_keys, frame_mapping, paths, pending_frame, preview_form, runtime, shot_group,
+               strip_copy, strip_elements)
 from .engine_client import engine_module
 
 protocol = engine_module("protocol")  # the engine's items
@@ -163,6 +164,7 @@ def point_elements(scene) -> int:
             swapped.directory = swapped.directory  # drops the strip's cached images and missing-media flag
             changed += 1
         key_faceless(scene, original, swapped, place)
+        preview_form.follow(scene, original, swapped)
     return changed
 
 
@@ -212,6 +214,7 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
         existing.mute = original.mute
         existing.faceswap.link = original.faceswap.uid
         kept = key_faceless(scene, original, existing, place)
+        preview_form.follow(scene, original, existing)
         return existing, problems + mirror_geometry(scene, original, existing), [kept] if kept else []
     settings_key = existing.faceswap.settings_key if existing is not None else ""
     if existing is not None:
@@ -239,6 +242,7 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
         shot_group.siblings(scene, existing).remove(existing)
         strip.channel = place["channel"]  # Blender put it above while the old strip was there
     kept = key_faceless(scene, original, strip, place, unknown=[])  # no keys of ours a strip of that name left
+    preview_form.follow(scene, original, strip)
     return strip, problems + mirror_geometry(scene, original, strip), [kept] if kept else []
 
 

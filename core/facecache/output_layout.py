@@ -6,6 +6,10 @@
     <out>/<stem>/NNNNNN.png                  a video (or a folder of frames): one RGBA overlay per media
                                              frame, by index from 0, six digits (more past 999999)
     <out>/<stem>/.facecache-clip             which clip that folder belongs to
+    <out>/<stem>/BL_proxy/images/100/NNNNNN.png_proxy.jpg
+                                             the "sequencer" form's preview of a frame with faces: the
+                                             composited, opaque picture, where Blender looks for the image
+                                             strip's proxy at 100 % (`preview_path`)
 
 The add-on's <out> is `<cache>/swaps/<digest of the media path>` (`SWAPS_FOLDER`): one per media file,
 so its clips never share a folder. Given `--out` by hand, two clips with one name do: cameras restart
@@ -57,6 +61,18 @@ class OutputTaken(FaceCacheError):
 
 def frame_name(index: int) -> str:
     return f"{index:06d}.png"
+
+
+# Where Blender 4.2-5.2 reads an image strip element's proxy at the preview's 100 % size, relative to the
+# strip's folder (per-strip storage, no custom folder: the sequencer's proxy.cc; checked against Blender's
+# own `sequencer.rebuild_proxy` in tests/blender/test_blender_edits.py).
+PREVIEW_FOLDER = ("BL_proxy", "images", "100")
+
+
+def preview_path(overlay: str | os.PathLike) -> str:
+    """The preview picture of the overlay at `overlay` (`<folder>/NNNNNN.png`): Blender's proxy path for it."""
+    folder, name = os.path.split(os.fspath(overlay))
+    return os.path.join(folder, *PREVIEW_FOLDER, f"{name}_proxy.jpg")
 
 
 def frame_index(name: str) -> int | None:

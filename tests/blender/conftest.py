@@ -101,7 +101,8 @@ def addon(bpy, addon_zip, models_dir):
 
     modules = Modules()
     for name in ("frame_mapping", "timeline", "paths", "jobs", "engine_client", "ops", "coverage_overlay", "compat",
-                 "shot_group", "runtime", "preview", "coverage_watch", "cache_watcher", "ui", "props", "faceless_keys"):
+                 "shot_group", "runtime", "preview", "coverage_watch", "cache_watcher", "ui", "props", "faceless_keys",
+                 "preview_form"):
         setattr(modules, name, importlib.import_module(f"{MODULE}.{name}"))
     modules.prefs = bpy.context.preferences.addons[MODULE].preferences
     yield modules

@@ -32,7 +32,13 @@ def test_every_encoding_is_played_and_measured(default_models_dir, portrait_path
     assert (result["frames"], result["faces"], result["size"]) == (3, 2, "480x270")
     assert {"muted_ms", "muted_cpu_ms", "muted_page_faults"} <= set(result)
     assert set(result["encodings"]) == {"sparse_png", "opencv_png", "transparent_png", "faceless_pixel",
-                                        "faceless_keyed_out"}
+                                        "faceless_keyed_out", "preview_jpeg"}
+    # the swapped shot as the preview plays it (the engine's composited pictures), against the movie alone
+    preview = result["encodings"]["preview_jpeg"]
+    assert result["swapped_ratio_first_pass"] == round(result["muted_ms"] / preview["first_pass_ms"], 3)
+    assert result["overlay_ratio_first_pass"] == round(result["muted_ms"]
+                                                       / result["encodings"]["sparse_png"]["first_pass_ms"], 3)
+    assert result["swapped_ratio_goal_met"] == (result["swapped_ratio_first_pass"] >= result["swapped_ratio_goal"])
     assert result["faceless_added_ms"] == result["encodings"]["faceless_keyed_out"]["added_first_pass_ms"]
     comparison = result["faces_comparison"]  # the faces goal's own playback, glibc's thresholds held
     assert comparison["thresholds_held"] is (platform.libc_ver()[0] == "glibc")  # glibc's mallopt (not Windows)
@@ -47,3 +53,4 @@ def test_every_encoding_is_played_and_measured(default_models_dir, portrait_path
         assert figures["first_pass_page_faults"] >= 0 and figures["bytes_per_frame"] > 0
     assert result["encodings"]["faceless_pixel"]["bytes_per_frame"] < 100  # one pixel, not a frame
     assert len(list((tmp_path / "out" / "clip").glob("*.png"))) == 3  # the engine's own overlays were played
+    assert len(list((tmp_path / "out" / "clip" / "BL_proxy" / "images" / "100").glob("*.jpg"))) == 3  # and pictures

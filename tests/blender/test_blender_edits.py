@@ -504,3 +504,105 @@ def test_the_editors_opacity_on_the_swapped_strip_is_kept_and_said(bpy, addon, m
     result = update(bpy, scene)
     assert result["kept"] == {} and shot.original.faceswap.kept == ""
     assert opacities() == keyed_out
+
+
+def element_paths(bpy, swapped) -> list[Path]:
+    folder = Path(bpy.path.abspath(swapped.directory))
+    return [folder / element.filename for element in swapped.elements]
+
+
+def test_renders_never_read_the_previews_composited_pictures(bpy, addon, make_shot, full_frames, tmp_path):
+    """The swapped strip's proxy is on at the preview's 100 % alone, and the engine's composited picture of each
+    frame with a face is where Blender reads that proxy: close to the engine's full swapped frame (a JPEG).
+    A render never reads it: replaced by magenta, or removed, every render is the same, pixel for pixel."""
+    from facecache import output_layout
+
+    shot = make_shot()
+    swapped = swapped_of(shot)
+    proxy = swapped.proxy
+    assert swapped.use_proxy and proxy.build_100 and not (proxy.build_25 or proxy.build_50 or proxy.build_75)
+    assert not (proxy.use_proxy_custom_directory or proxy.use_proxy_custom_file)
+    previews = [Path(output_layout.preview_path(path)) for path in element_paths(bpy, swapped)]
+    assert [p.exists() for p in previews] == [path.name != FACELESS for path in element_paths(bpy, swapped)]
+    for frame in (3, 8):
+        preview = cv2.imread(str(previews[frame - 1]), cv2.IMREAD_UNCHANGED)
+        full = cv2.imread(str(full_frames / f"{frame - 1:06d}.png"), cv2.IMREAD_COLOR)
+        assert preview.shape == full.shape  # opaque, the clip's size
+        assert np.abs(preview.astype(int) - full).mean() < 3  # the swapped frame, through a JPEG
+    frames = (3, 8, FRAMES)  # the last shows media frame 11, without a face
+    before = [render(bpy, shot.scene, frame, tmp_path / f"before_{frame}.png") for frame in frames]
+    pictures = previews[0].parents[2]  # BL_proxy, in the cache the module's tests share: put back at the end
+    shutil.copytree(pictures, tmp_path / "kept")
+    magenta = np.full((SIZE[1], SIZE[0], 3), (255, 0, 255), np.uint8)
+    for preview in previews:
+        if preview.exists():
+            cv2.imwrite(str(preview), magenta)
+    swapped.directory = swapped.directory  # no image of the strip left in Blender's caches
+    for frame, want in zip(frames, before):
+        assert np.array_equal(render(bpy, shot.scene, frame, tmp_path / f"magenta_{frame}.png"), want), frame
+    shutil.rmtree(pictures)
+    swapped.directory = swapped.directory
+    for frame, want in zip(frames, before):
+        assert np.array_equal(render(bpy, shot.scene, frame, tmp_path / f"none_{frame}.png"), want), frame
+    shutil.copytree(tmp_path / "kept", pictures)
+
+
+def test_blenders_own_proxy_builder_writes_where_the_engine_writes(bpy, addon, make_shot, tmp_path):
+    """Blender's `sequencer.rebuild_proxy`, on a strip set up as the extension sets up the swapped strip, writes
+    each element's proxy at the path the engine writes its composited picture to."""
+    from facecache import output_layout
+
+    shot = make_shot()
+    swapped = swapped_of(shot)
+    folder = tmp_path / "overlays"
+    shutil.copytree(bpy.path.abspath(swapped.directory), folder, ignore=shutil.ignore_patterns("BL_proxy"))
+    scene = bpy.data.scenes.new("proxy names")
+    scene.sequence_editor_create()
+    strip = top_strips(scene).new_image("copy", str(folder / swapped.elements[0].filename), 1, 1)
+    for element in list(swapped.elements)[1:]:
+        strip.elements.append(element.filename)
+    addon.preview_form.follow(scene, shot.original, strip)
+    assert strip.use_proxy
+    edit_with_operators(bpy, scene)
+    select_only(scene, strip)
+    assert bpy.ops.sequencer.rebuild_proxy() == {"FINISHED"}
+    edit_with_operators(bpy, shot.scene)
+    built = {str(p) for p in (folder / "BL_proxy").rglob("*") if p.is_file()}
+    assert built == {output_layout.preview_path(path) for path in element_paths(bpy, strip)}
+
+
+def test_the_preview_keeps_the_overlay_where_its_picture_would_differ_and_follows_update(bpy, addon, make_shot):
+    """Where the composited picture would not show what a render shows (a modifier or blend mode on the
+    swapped strip, an edit on the original that Update has not moved to the group yet, proxies stored per
+    project), the swapped strip's proxy is off and the preview shows the overlay over the movie. A blend change's
+    Update rewrites the pictures with the overlays."""
+    from facecache import output_layout
+
+    shot = make_shot()
+    scene, swapped = shot.scene, swapped_of(shot)
+    grade = swapped.modifiers.new("Grade", "COLOR_BALANCE")
+    update(bpy, scene)
+    assert not swapped_of(shot).use_proxy
+    swapped_of(shot).modifiers.remove(grade)
+    swapped_of(shot).blend_type = "ADD"
+    update(bpy, scene)
+    assert not swapped_of(shot).use_proxy
+    swapped_of(shot).blend_type = "ALPHA_OVER"
+    update(bpy, scene)
+    assert swapped_of(shot).use_proxy
+    shot.original.modifiers.new("Grade", "COLOR_BALANCE")  # until Update moves it to the group
+    addon.timeline.point_elements(scene)
+    assert not swapped_of(shot).use_proxy
+    update(bpy, scene)
+    assert swapped_of(shot).use_proxy and len(shot.group.modifiers) == 1
+    scene.sequence_editor.proxy_storage = "PROJECT"
+    update(bpy, scene)
+    assert not swapped_of(shot).use_proxy
+    scene.sequence_editor.proxy_storage = "PER_STRIP"
+    update(bpy, scene)
+    assert swapped_of(shot).use_proxy
+    preview = Path(output_layout.preview_path(element_paths(bpy, swapped_of(shot))[2]))
+    old = preview.read_bytes()
+    scene.faceswap.opacity = 0.5
+    result = update(bpy, scene)
+    assert result["written"] == FRAMES and preview.read_bytes() != old

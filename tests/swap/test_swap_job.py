@@ -3,17 +3,21 @@ classic swapper on real portraits: each kind of change pays only for its stage."
 
 import json
 import os
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
+from facecache import output_layout
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.factory import build_model_set
 from facecache.analysis.selection import Selector
 from facecache.jobs.swap_job import SwapJob, faceless_outputs
+from facecache.media.reader import MediaReader
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.store.cache import FaceCache
@@ -153,17 +157,22 @@ def test_video_target_writes_overlays_by_media_frame_index(tmp_path, models_dir,
     assert report.skipped == 12 and report.written == 0 and again.inferences.total == 0
 
 
-def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(tmp_path, models_dir, portrait_paths,
-                                                                             portraits):
-    """The extension's form: frames with faces are the overlay's pixels at the clip's size, a frame
-    without one is 1x1 and transparent (it costs Blender's playback nothing); the overlay form keeps one
-    size per clip for other tools."""
+def four_frames_one_without_a_face(tmp_path, portrait_paths, portraits):
+    """(a 4-frame 512x512 clip of a real portrait whose frame 2 is black, the source faces)"""
     clip = tmp_path / "clip.mp4"
     writer = cv2.VideoWriter(str(clip), cv2.VideoWriter_fourcc(*"mp4v"), 25, (512, 512))
     for i in range(4):
         writer.write(portraits["astronaut"] if i != 2 else np.zeros((512, 512, 3), np.uint8))
     writer.release()
-    source = [portrait_paths["grace_hopper"]]
+    return clip, [portrait_paths["grace_hopper"]]
+
+
+def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(tmp_path, models_dir, portrait_paths,
+                                                                             portraits):
+    """The extension's form: frames with faces are the overlay's pixels at the clip's size, a frame
+    without one is 1x1 and transparent (it costs Blender's playback nothing); the overlay form keeps one
+    size per clip for other tools."""
+    clip, source = four_frames_one_without_a_face(tmp_path, portrait_paths, portraits)
     run_job(tmp_path, models_dir, source, clip, out="overlay", output_form="overlay")
     _, report = run_job(tmp_path, models_dir, source, clip, out="sequencer", output_form="sequencer")
     assert report.written == 4
@@ -181,6 +190,37 @@ def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(t
     (tmp_path / "sequencer" / "clip" / "000001.png").write_bytes(b"not a png")  # small, not an image
     (tmp_path / "sequencer" / "clip" / "000003.png").unlink()  # gone since the listing
     assert faceless_outputs(clip, tmp_path / "sequencer", [0, 1, 2, 3]) == [2]
+
+
+def test_sequencer_form_writes_each_frame_with_faces_composited_where_blenders_preview_reads_it(
+        tmp_path, models_dir, portrait_paths, portraits):
+    """Beside each overlay with faces, the picture the overlay makes over its frame, opaque, as the strip's
+    proxy (Blender's preview reads it, a render never does); none for a frame without a face, where one
+    left from earlier settings goes; none in the overlay form."""
+    clip, source = four_frames_one_without_a_face(tmp_path, portrait_paths, portraits)
+    run_job(tmp_path, models_dir, source, clip, out="overlay", output_form="overlay")
+    assert not (tmp_path / "overlay" / "clip" / "BL_proxy").exists()
+    folder = tmp_path / "sequencer" / "clip"
+    run_job(tmp_path, models_dir, source, clip, out="sequencer", output_form="sequencer")
+    stale = Path(output_layout.preview_path(folder / "000002.png"))
+    for made in (folder / "BL_proxy", stale.parent.parent, stale.parent):  # swapped faces: as private as the overlays
+        assert stat.S_IMODE(made.stat().st_mode) == stat.S_IMODE(folder.stat().st_mode) in (0o700, 0o2770)
+    assert not stale.exists()
+    stale.write_bytes(b"a preview of earlier settings")
+    _, report = run_job(tmp_path, models_dir, source, clip, CompositeParams(opacity=0.9), out="sequencer",
+                        output_form="sequencer")
+    assert report.written == 4 and not stale.exists()
+    with MediaReader(clip) as reader:
+        frames = dict(reader.frames(range(4)))
+    for index in (0, 1, 3):
+        overlay = cv2.imread(str(folder / f"{index:06d}.png"), cv2.IMREAD_UNCHANGED)
+        preview = cv2.imread(output_layout.preview_path(folder / f"{index:06d}.png"), cv2.IMREAD_UNCHANGED)
+        alpha = overlay[..., 3:].astype(np.float32) / 255
+        exact = frames[index] * (1 - alpha) + overlay[..., :3] * alpha
+        assert preview.shape == (512, 512, 3)  # opaque
+        assert np.abs(preview - exact).mean() < 2.5  # the JPEG's loss, in the preview only
+        face = alpha[..., 0] > 0.8
+        assert np.abs(preview[face].astype(int) - frames[index][face]).mean() > 10  # the swapped face shows
 
 
 def test_a_blend_change_composes_cached_faces_without_decoding(tmp_path, models_dir, portrait_paths, portraits,

@@ -14,7 +14,8 @@ name is refused there. The "sequencer" form (the Blender extension's) writes a
 frame without a face as one transparent pixel instead: a full-frame transparent
 overlay cost Blender 7-14 ms a frame of playback for nothing, a 1x1 one nothing
 measurable, and it is transparent under any transform or crop. Other tools get
-one size per clip.
+one size per clip. Beside each overlay with faces it also writes the composited picture
+as the strip's proxy, which only Blender's preview reads (`swap.preview_frame`).
 Measured on a 1080p frame: a full-frame PNG costs about 85 ms to encode; an
 overlay through OpenCV about 26 ms and a tenth of the bytes; through the sparse
 encoder (only the rows crossing the faces are compressed) about half that.
@@ -53,6 +54,7 @@ from facecache.store.cache import FaceCache
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
+from facecache.swap import preview_frame
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
 from facecache.swap.factory import BoundSwapper
 from facecache.swap.result import SwapResult
@@ -281,7 +283,13 @@ class SwapJob:
             encoder = encoder or self._encoder
             patches = overlay_patches(frame, results, self.composite, pool)
             width, height = FACELESS_SIZE if form == "sequencer" and not patches else frame.shape[1::-1]
+            # a preview's picture is made beside its overlay's encoding: the editor waits for both
+            preview = pool.submit(write_preview, path, frame, patches, mode) if form == "sequencer" and pool else None
             data = encoder.encode(width, height, patches)
+            if preview is not None:
+                preview.result()
+            elif form == "sequencer":
+                write_preview(path, frame, patches, mode)
         write_atomic(path, stamp_png(data, key), mode=mode, durable=durable)
 
     def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> BaseException | None:
@@ -303,9 +311,10 @@ class SwapJob:
         overlay whose analysis and swap are cached, each face with its fitted colour transfer (or
         colour matching off), reads no pixel of the frame, so a `blank_frame` of its size stands in for
         it (a 4K frame's decode was a third of a blend change's time). None when the frame must be
-        decoded. Reads the cache without counting it."""
+        decoded: the "full" form and the "sequencer" form's preview (`write_preview`) show its pixels.
+        Reads the cache without counting it."""
         fingerprint = analysis.fingerprint_at(index)
-        record = analysis.content.records.get(fingerprint) if form != "full" and fingerprint else None
+        record = analysis.content.records.get(fingerprint) if form == "overlay" and fingerprint else None
         if record is None or not record.has(self.needed):
             return None
         cached = swaps.content.records.get(record.fingerprint)
@@ -351,6 +360,21 @@ class SwapJob:
         alone, so an up-to-date output is skipped without reading the cache or decoding."""
         return bytes_digest(f"{media_id}|{decoder_id}|{index}|{self.store.namespace_key}|"
                             f"{self._composite_key}|{form}".encode())
+
+
+def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int) -> None:
+    """The "sequencer" form's preview of the overlay at `overlay` (`swap.preview_frame`), written before the
+    overlay, so no overlay is newer than its preview. Never fsynced: an emptied file fails to load and
+    Blender's preview falls back to the overlay. A frame without a face has none (its strip is keyed out
+    there): one left from earlier settings goes."""
+    preview = Path(output_layout.preview_path(overlay))
+    if patches:
+        if not preview.parent.is_dir():  # faces: private or the team's, as the overlays' (not write_atomic's 0755)
+            make_dir(preview.parent, permissions_for(preview.parent))
+        write_atomic(preview, preview_frame.encode(preview_frame.composited(frame, patches)), mode=mode,
+                     durable=False)
+    else:
+        preview.unlink(missing_ok=True)
 
 
 def blank_frame(size: tuple[int, int]) -> np.ndarray:

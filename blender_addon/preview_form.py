@@ -1,0 +1,52 @@
+"""What the preview shows of a swapped strip: the composited frames, as the strip's proxy.
+
+The engine writes, beside each overlay with faces, the frame with its overlay laid over it, opaque, where
+Blender looks for an image strip element's proxy at 100 % (`output_layout.preview_path`). With the swapped
+strip's proxy on at that size, the preview (proxy size 100 % with proxies on: the Video Editing workspace's
+default) shows that picture, and an opaque picture in an alpha-over strip hides the movie below it: Blender
+does not decode the movie at all. A full-frame RGBA overlay cost about 10 ms a 1080p frame over the movie's
+own. Renders (F12, `render.render`, the farm, OpenGL renders) never read proxies and keep the exact overlays.
+
+The picture holds the movie as the engine decoded it, under nothing else. Where the shot shows the movie
+otherwise, the preview keeps today's overlay (proxy off), so it never shows what a render would not:
+- edits the next Update moves to the face swap group still on the original (modifiers, opacity, blend mode,
+  saturation, multiply): the hidden movie would drop them;
+- a blend mode, saturation, multiply or modifier set on the swapped strip itself: they would act on the whole
+  picture instead of the face;
+- proxies stored per project (`proxy_storage`): Blender names those by the element's file name alone, and
+  every shot's overlays are called `000000.png`...
+Transform, crop and flip need nothing: the strip mirrors them and the picture has the movie's size. Where
+they uncover the frame's edge the strip is no longer opaque, and Blender blends it over the movie (same
+pixels, the movie decoded again). At the preview's other proxy sizes there is no picture of that size, and
+Blender shows the overlay.
+"""
+
+from __future__ import annotations
+
+from . import shot_group
+
+OTHER_SIZES = ("build_25", "build_50", "build_75")
+
+
+def applies(scene, original, swapped) -> bool:
+    """Whether the preview may show the composited picture in place of the overlay over the movie."""
+    return (scene.sequence_editor.proxy_storage == "PER_STRIP"
+            and not shot_group.has_composite_edits(original)
+            and swapped.blend_type == "ALPHA_OVER" and len(swapped.modifiers) == 0
+            and swapped.color_saturation == 1.0 and swapped.color_multiply == 1.0)
+
+
+def follow(scene, original, swapped) -> None:
+    """Turn the swapped strip's proxy on at 100 % (Blender's own folder for it) where `applies`, else off.
+    Only what differs is set: each change makes Blender drop the strip's cached images."""
+    wanted = applies(scene, original, swapped)
+    if swapped.use_proxy != wanted:
+        swapped.use_proxy = wanted
+    if not wanted:
+        return
+    proxy = swapped.proxy
+    settings = {size: False for size in OTHER_SIZES} | {"build_100": True, "use_proxy_custom_directory": False,
+                                                          "use_proxy_custom_file": False}
+    for name, value in settings.items():
+        if getattr(proxy, name) != value:
+            setattr(proxy, name, value)
