@@ -17,11 +17,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+BUCKET = "facecache-test"
 ACCESS_KEY = "facecache-test-key"
 SECRET_KEY = "facecache-test-secret-0123456789"
-READY_SECONDS = 120.0
+READY_SECONDS = 120.0  # a busy 2-core machine starts the master, volume, filer and S3 gateway slowly
 _PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-               "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "metricsPort")  # a busy 2-core machine starts the master, volume, filer and S3 gateway slowly
+               "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "metricsPort")
 
 
 def weed_binary() -> str | None:
@@ -98,3 +99,16 @@ class SeaweedS3:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=30)
+
+
+def client(server: SeaweedS3, **overrides):
+    """A botocore S3 client of the test identity (to look into the bucket, or spoil an object)."""
+    import botocore.session
+    from botocore.config import Config
+
+    env = server.environment()
+    return botocore.session.get_session().create_client(
+        "s3", endpoint_url=server.endpoint, region_name="us-east-1",
+        aws_access_key_id=overrides.get("access_key", env["AWS_ACCESS_KEY_ID"]),
+        aws_secret_access_key=overrides.get("secret_key", env["AWS_SECRET_ACCESS_KEY"]),
+        config=Config(s3={"addressing_style": "path"}))
