@@ -28,6 +28,8 @@ CLI_ONLY = {
     "json": "the command line's output format (the add-on keeps each job's summary in last_report)",
     protocol.PICTURE_RULES: "always the picture of the Blender the add-on runs in (bpy.app.version)",
     "quality": "a finished movie's codec quality: the add-on's output is the swapped strips, never a movie",
+    protocol.REMOTE_CACHE: "the engine's on the command line and the farm: the zips hold no S3 client (botocore)",
+    protocol.REMOTE_READ_ONLY: "as the remote cache: the command line's and the farm's",
 }
 
 
@@ -149,8 +151,10 @@ def _plain(value):
     return round(value, 6) if isinstance(value, float) else value
 
 
-# The engine's settings that the preferences and the cache's location give (jobs.engine_settings).
-FROM_PREFERENCES = (protocol.CACHE_DIR, protocol.MAX_BYTES, protocol.MODELS_DIR, protocol.PROVIDERS)
+# The engine's settings that the preferences and the cache's location give (jobs.engine_settings), and the
+# remote cache tier, which the extension leaves to the engine's environment (its zips hold no S3 client).
+FROM_PREFERENCES = (protocol.CACHE_DIR, protocol.MAX_BYTES, protocol.MODELS_DIR, protocol.PROVIDERS,
+                    protocol.REMOTE_CACHE, protocol.REMOTE_READ_ONLY)
 # The scene's settings that are not sent as their property holds them: what an unused option leaves unset,
 # what the add-on always sends.
 SENT_OTHERWISE = {

