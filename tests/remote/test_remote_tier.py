@@ -34,25 +34,32 @@ def clip(tmp_path_factory, portraits) -> Path:
     return write_clip(tmp_path_factory.mktemp("remote-clip") / "clip.mp4", portraits["astronaut"], FRAMES)
 
 
-def run_node(tmp: Path, name: str, server, clip: Path, models: Path, url: str = URL, kill: bool = False,
-             mode: str = "read-write", **credentials) -> dict:
+def start_node(tmp: Path, name: str, server, clip: Path, models: Path, url: str = URL, kill: bool = False,
+               mode: str = "read-write", **credentials) -> tuple[subprocess.Popen, Path]:
     """One node: its own cache folder and its own copy of the clip (the same bytes, as on another machine)."""
     home = tmp / name
     home.mkdir()
     local_clip = home / clip.name
     shutil.copyfile(clip, local_clip)
-    report = home / "report.json"
     env = {**os.environ, **server.environment(**credentials)}
-    command = [sys.executable, str(WORKER), str(report), str(home / "cache"), str(local_clip), str(models), url,
-               mode]
+    command = [sys.executable, str(WORKER), str(home / "report.json"), str(home / "cache"), str(local_clip),
+               str(models), url, mode]
     if kill:
         command.append(str(server.process.pid))
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(report.read_text())
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), home
+
+
+def finish_node(process: subprocess.Popen, home: Path) -> dict:
+    _out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    result = json.loads((home / "report.json").read_text())
     result["cache"] = home / "cache"
-    result["stderr"] = done.stderr
+    result["stderr"] = err
     return result
+
+
+def run_node(*args, **kwargs) -> dict:
+    return finish_node(*start_node(*args, **kwargs))
 
 
 def bucket_packs(server) -> dict[str, int]:
@@ -72,6 +79,15 @@ def test_a_second_node_runs_no_model_on_the_first_nodes_frames(seaweed, clip, mo
     assert second["remote"]["packs_fetched"] == 2 and second["remote"]["packs_uploaded"] == 0
     assert second["warnings"] == []
     assert FaceCache(second["cache"], create=False).stats().packs == 2  # the remote hits are kept locally
+
+
+def test_two_nodes_at_once_analyse_each_frame_once_between_them(seaweed, clip, models_dir, tmp_path):
+    """Their segment claims are taken in the bucket (conditional PUTs, which SeaweedFS honours)."""
+    nodes = [start_node(tmp_path, name, seaweed, clip, models_dir) for name in ("a", "b")]
+    reports = [finish_node(*node) for node in nodes]
+    assert sum(report["detect"] for report in reports) == FRAMES, [r["detect"] for r in reports]
+    assert reports[0]["faces"] == reports[1]["faces"]
+    assert all(report["warnings"] == [] for report in reports)
 
 
 def test_a_read_only_node_reads_and_never_uploads(seaweed, clip, models_dir, tmp_path):

@@ -181,8 +181,7 @@ class RemoteTier:
             (quarantine / f"remote.{name}{PACK_SUFFIX}").write_bytes(data)
         except OSError:
             pass  # a read-only local cache: the pack is simply not used
-        if self.writable:
-            self._call("write", lambda s3: s3.delete_object(Bucket=self.url.bucket, Key=key))
+        self.delete(key)
 
     def inventory(self) -> "RemoteInventory":
         """The packs under the prefix and their bytes (`facecache cache stats`)."""
@@ -195,12 +194,8 @@ class RemoteTier:
     # -- writing ---------------------------------------------------------------------------------
 
     def upload(self, namespace_key: str, group: str, name: str, data: bytes) -> None:
-        """Upload a new pack, write-once: `If-None-Match: *` leaves an existing object as it is."""
-        if not self.writable:
-            return
-        key = self._pack_key(namespace_key, group, name)
-        if self._call("write", lambda s3: s3.put_object(Bucket=self.url.bucket, Key=key, Body=bytes(data),
-                                                              IfNoneMatch="*")) is not None:
+        """Upload a new pack, write-once (`create`)."""
+        if self.writable and self.create(self._pack_key(namespace_key, group, name), data):
             self.counters.packs_uploaded += 1
             self.counters.bytes_uploaded += len(data)
 
@@ -208,9 +203,31 @@ class RemoteTier:
         """Delete packs whose records now live in a pack this node uploaded (a group's merged pack), so a
         node fetching the group downloads them once. A reader that listed one gets nothing for it and
         reads the merged pack."""
-        for name in names if self.writable else ():
-            key = self._pack_key(namespace_key, group, name)
+        for name in names:
+            self.delete(self._pack_key(namespace_key, group, name))
+
+    # -- single objects (packs, claims) -------------------------------------------------------------
+
+    def create(self, key: str, data: bytes) -> bool:
+        """Write an object that must not exist yet (`If-None-Match: *`); False when it exists, or on a fault."""
+        return self.writable and self._call("write", lambda s3: s3.put_object(
+            Bucket=self.url.bucket, Key=key, Body=bytes(data), IfNoneMatch="*")) is not None
+
+    def put(self, key: str, data: bytes) -> None:
+        if self.writable:
+            self._call("write", lambda s3: s3.put_object(Bucket=self.url.bucket, Key=key, Body=bytes(data)))
+
+    def delete(self, key: str) -> None:
+        if self.writable:
             self._call("write", lambda s3: s3.delete_object(Bucket=self.url.bucket, Key=key))
+
+    def read(self, key: str, limit: int) -> tuple[bytes, str] | None:
+        """A small object's bytes (at most `limit`) and its ETag; None when missing or on a fault."""
+        def get(s3):
+            answer = s3.get_object(Bucket=self.url.bucket, Key=key, Range=f"bytes=0-{limit - 1}")
+            return answer["Body"].read(), answer.get("ETag", "")
+
+        return self._call("read", get)
 
     def _pack_key(self, namespace_key: str, group: str, name: str) -> str:
         if not (is_digest(namespace_key) and is_digest(group) and is_digest(name)):
