@@ -147,3 +147,26 @@ def test_remote_urls_are_checked():
     for bad in ("bucket/prefix", "http://bucket/x", "s3://B/x", "s3://"):
         with pytest.raises(SettingsError, match="s3://bucket/prefix"):
             Settings(remote_cache=bad)
+
+
+def facecache(server, *args, env: dict | None = None) -> dict:
+    """`facecache ARGS --json` with the server's AWS configuration; its last line, parsed."""
+    done = subprocess.run([sys.executable, "-m", "facecache", *args, "--json"], capture_output=True, text=True,
+                          env={**os.environ, **server.environment(), **(env or {})}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_command_line_takes_the_remote_tier_from_its_option_or_the_environment(seaweed, clip, models_dir,
+                                                                                    tmp_path):
+    common = ["--models-dir", str(models_dir), "--providers", "cpu"]
+    first = facecache(seaweed, "analyze", str(clip), "--cache-dir", str(tmp_path / "a"), "--remote-cache", URL,
+                      *common)
+    assert first["inferences"]["detect"] == FRAMES and first["remote"]["packs_uploaded"] == 2
+    # a render node: the remote tier from FACECACHE_REMOTE_CACHE, read-only
+    second = facecache(seaweed, "analyze", str(clip), "--cache-dir", str(tmp_path / "b"), "--remote-read-only",
+                       *common, env={"FACECACHE_REMOTE_CACHE": URL})
+    assert second["inferences"]["detect"] == 0 and second["remote"]["packs_fetched"] == 2
+    assert second["remote"]["packs_uploaded"] == 0
+    stats = facecache(seaweed, "cache", "stats", "--cache-dir", str(tmp_path / "b"), "--remote-cache", URL)
+    assert stats["packs"] == 2 and stats["remote"]["packs"] == 2 and stats["remote"]["reachable"]
