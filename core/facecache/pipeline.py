@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from facecache import choices, protocol
-from facecache.errors import CacheError, FaceCacheError
+from facecache.errors import BadValue, FaceCacheError
 from facecache.locations import resolve_cache_dir
 from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
 from facecache.store.remote import RemoteURL, remote_from
@@ -93,7 +93,7 @@ class Settings:
         if self.remote_cache is not None:
             try:
                 RemoteURL.parse(str(self.remote_cache))
-            except CacheError as exc:
+            except BadValue as exc:
                 raise SettingsError(str(exc)) from None
         if self.position is not None:
             if not (isinstance(self.position, (list, tuple)) and len(self.position) == 2

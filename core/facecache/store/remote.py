@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from facecache.errors import CacheError
+from facecache.errors import BadValue
 from facecache.fingerprint import is_digest
 
 log = logging.getLogger("facecache.remote")
@@ -60,7 +60,7 @@ class RemoteURL:
         scheme, sep, rest = text.strip().partition("://")
         bucket, _, prefix = rest.partition("/")
         if not sep or scheme.lower() != "s3" or not _BUCKET_NAME.match(bucket):
-            raise CacheError(f"not a remote cache URL: {text!r}: write s3://bucket/prefix (a bucket name of "
+            raise BadValue(f"not a remote cache URL: {text!r}: write s3://bucket/prefix (a bucket name of "
                              "3-63 lowercase letters, digits, dots and dashes)")
         return cls(bucket, prefix.strip("/"))
 

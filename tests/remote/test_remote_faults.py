@@ -1,0 +1,69 @@
+"""The remote tier's faults that need no running server (a missing client, a closed port), and the server
+behaviour its claims rest on: SeaweedFS honours `If-None-Match: *` when PUTs race."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+
+import pytest
+
+from facecache.store.remote import RemoteTier, RemoteURL
+from seaweedfs import BUCKET, client, free_port
+
+NAMESPACE, GROUP = "0" * 32, "1" * 32
+
+
+def warnings_of(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+
+
+def test_without_botocore_the_tier_is_off_with_one_line(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "botocore", None)  # `import botocore.session` now raises ImportError
+    tier = RemoteTier(RemoteURL.parse("s3://studio-cache/faces"))
+    assert tier.list_group(NAMESPACE, GROUP) == [] and tier.list_group(NAMESPACE, GROUP) == []
+    tier.upload(NAMESPACE, GROUP, "2" * 32, b"pack")
+    assert not tier.usable and tier.counters.packs_uploaded == 0
+    assert len(warnings_of(caplog)) == 1 and "pip install 'facecache[remote]'" in warnings_of(caplog)[0]
+
+
+def test_a_closed_port_turns_the_tier_off_with_one_warning(monkeypatch, caplog):
+    pytest.importorskip("botocore")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    for name, value in (("AWS_ACCESS_KEY_ID", "key"), ("AWS_SECRET_ACCESS_KEY", "secret"),
+                        ("AWS_REGION", "us-east-1"), ("AWS_CONFIG_FILE", "/dev/null"),
+                        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")):
+        monkeypatch.setenv(name, value)
+    tier = RemoteTier(RemoteURL.parse("s3://studio-cache/faces"))
+    assert tier.list_group(NAMESPACE, GROUP) == []
+    assert tier.fetch(NAMESPACE, GROUP, "2" * 32) is None
+    tier.upload(NAMESPACE, GROUP, "2" * 32, b"pack")
+    assert not tier.usable
+    assert len(warnings_of(caplog)) == 1 and "cannot be reached" in warnings_of(caplog)[0]
+
+
+def test_seaweedfs_gives_a_conditional_put_to_one_of_four_racing_writers(seaweed):
+    from botocore.exceptions import ClientError
+
+    clients = [client(seaweed) for _ in range(4)]
+    for race in range(20):
+        winners, losers = [], []
+        start = threading.Barrier(len(clients))
+
+        def put(number: int) -> None:
+            start.wait()
+            try:
+                clients[number].put_object(Bucket=BUCKET, Key=f"race/{race}", Body=b"%d" % number, IfNoneMatch="*")
+                winners.append(number)
+            except ClientError as exc:
+                losers.append(exc.response["Error"]["Code"])
+
+        threads = [threading.Thread(target=put, args=(n,)) for n in range(len(clients))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(winners) == 1 and losers == ["PreconditionFailed"] * 3, (winners, losers)
+        body = clients[0].get_object(Bucket=BUCKET, Key=f"race/{race}")["Body"].read()
+        assert body == b"%d" % winners[0]
