@@ -15,14 +15,8 @@ import signal
 import sys
 from pathlib import Path
 
-
-class Warnings(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nas"))
+from nas_worker import Warnings  # noqa: E402  (the NAS tests' worker: every warning the engine logs)
 
 
 def main(report, cache, clip, models, remote_url, mode, kill_pgid=None):

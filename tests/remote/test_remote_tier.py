@@ -117,7 +117,8 @@ def test_a_corrupt_remote_object_is_never_served_and_is_computed_again(seaweed, 
     assert second["remote"]["packs_set_aside"] == 1
     assert [message for message in second["warnings"] if "set aside the remote pack" in message] == second["warnings"]
     name = spoiled.rsplit("/", 1)[1]
-    assert (second["cache"] / "quarantine" / f"remote.{name}").exists()
+    kept = second["cache"] / "quarantine" / f"remote.{name}"
+    assert kept.read_bytes() == whole[: len(whole) // 2] and kept.stat().st_mode & 0o007 == 0  # never world-readable
     assert FaceCache(second["cache"]).verify().bad == []  # only whole packs were kept locally
     # The spoiled object was removed; the segment computed again is the same pack, uploaded whole.
     assert len(bucket_packs(seaweed)) == 2

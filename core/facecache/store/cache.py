@@ -171,7 +171,8 @@ class FaceCache(CacheFolder):
             try:
                 fetched.append(StoredPack(name, decode(packfile.decode(data, name))))
             except CorruptPack as exc:
-                self.remote.set_aside(namespace_key, group, name, data, str(exc), self._quarantine())
+                self.remote.set_aside(namespace_key, group, name, str(exc))
+                self._store_file(self._quarantine(), f"remote.{name}{PACK_SUFFIX}", data)  # to look at
                 continue
             self._store_file(folder, name + PACK_SUFFIX, data)  # a remote hit is kept locally
         return fetched

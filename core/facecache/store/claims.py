@@ -56,13 +56,13 @@ class HeldClaim:
             try:
                 renewed = lease.renew()
             except OSError as exc:
-                log.warning("could not renew the claim %s (%s); will retry", _name(lease), exc)
+                log.warning("could not renew the claim %s (%s); will retry", lease.path, exc)
                 return
             if not renewed:
                 # We stalled past the ttl and someone took the chunk over: our results are still
                 # correct (write-once), the work may just be done twice.
                 self.lost = True
-                log.warning("the claim %s expired while this process worked on it", _name(lease))
+                log.warning("the claim %s expired while this process worked on it", lease.path.name)
         self._renewed = time.monotonic()
 
     def release(self) -> None:
@@ -70,7 +70,7 @@ class HeldClaim:
             try:
                 lease.release()
             except OSError as exc:  # it expires on its own
-                log.warning("could not release the claim %s (%s)", _name(lease), exc)
+                log.warning("could not release the claim %s (%s)", lease.path, exc)
 
     def __enter__(self) -> "HeldClaim":
         return self
@@ -140,10 +140,6 @@ class ClaimBook:
                 return None
             taken.append(claim)
         return HeldClaim(taken, self.ttl)
-
-
-def _name(lease: Lease | RemoteClaim) -> str:
-    return lease.path.name if isinstance(lease, Lease) else lease.key
 
 
 def work_through(items: Iterable[Item], attempt: Callable[[Item], bool], poll_seconds: float = DEFAULT_POLL_SECONDS,

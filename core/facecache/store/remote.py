@@ -24,11 +24,11 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from facecache.errors import BadValue
 from facecache.fingerprint import is_digest
+from facecache.store import packfile
 
 log = logging.getLogger("facecache.remote")
 
@@ -112,8 +112,8 @@ class RemoteTier:
     read_only: bool = False
     counters: RemoteCounters = field(default_factory=RemoteCounters)
     usable: bool = True
-    _client: Any = None
-    _bad: set[str] = field(default_factory=set)  # keys of objects found corrupt in this run: never fetched again
+    _client: Any = field(default=None, init=False, repr=False)
+    _bad: set[str] = field(default_factory=set, init=False, repr=False)  # corrupt objects' keys: never fetched again
 
     @property
     def writable(self) -> bool:
@@ -148,12 +148,11 @@ class RemoteTier:
             return []
         folder = self.url.key("ns", namespace_key, group) + "/"
         names: list[str] = []
-        pages = self._call("list", lambda s3: s3.get_paginator("list_objects_v2").paginate(
-            Bucket=self.url.bucket, Prefix=folder).build_full_result())
-        if pages is None:
+        found = self._list(folder)
+        if found is None:
             return []
         self.counters.groups_listed += 1
-        for item in pages.get("Contents", []):
+        for item in found:
             name = item["Key"][len(folder):]
             if name.endswith(PACK_SUFFIX) and is_digest(name[:-len(PACK_SUFFIX)]) and item["Key"] not in self._bad:
                 names.append(name[:-len(PACK_SUFFIX)])
@@ -163,33 +162,35 @@ class RemoteTier:
         """A pack's bytes as the bucket holds them (unchecked: the caller checks the digest); None when
         it is gone (replaced by a merged pack meanwhile) or the tier is off."""
         key = self._pack_key(namespace_key, group, name)
-        data = self._call("read", lambda s3: s3.get_object(Bucket=self.url.bucket, Key=key)["Body"].read())
+        # one byte over the limit is enough for the check to refuse an oversized object
+        data = self._call("read", lambda s3: s3.get_object(Bucket=self.url.bucket, Key=key)["Body"].read(
+            packfile.MAX_PACK_BYTES + 1))
         if data is not None:
             self.counters.packs_fetched += 1
             self.counters.bytes_fetched += len(data)
         return data
 
-    def set_aside(self, namespace_key: str, group: str, name: str, data: bytes, reason: str, quarantine: Path) -> None:
-        """A fetched pack failed its checks: never served, never fetched again in this run, its bytes kept
-        in the local quarantine to look at, and removed from the bucket where this node may write (its
-        content is computed again, and uploaded under its true digest)."""
+    def set_aside(self, namespace_key: str, group: str, name: str, reason: str) -> None:
+        """A fetched pack failed its checks: never served, never fetched again in this run, and removed
+        from the bucket where this node may write (its content is computed again, and uploaded under its
+        true digest). The caller keeps its bytes in the local quarantine."""
         key = self._pack_key(namespace_key, group, name)
         self._bad.add(key)
         self.counters.packs_set_aside += 1
         log.warning("set aside the remote pack %s/%s: %s; its frames are computed again", self.url.bucket, key, reason)
-        try:
-            (quarantine / f"remote.{name}{PACK_SUFFIX}").write_bytes(data)
-        except OSError:
-            pass  # a read-only local cache: the pack is simply not used
         self.delete(key)
 
     def inventory(self) -> "RemoteInventory":
         """The packs under the prefix and their bytes (`facecache cache stats`)."""
-        folder = self.url.key("ns") + "/"
-        found = self._call("list", lambda s3: s3.get_paginator("list_objects_v2").paginate(
-            Bucket=self.url.bucket, Prefix=folder).build_full_result())
-        packs = [item for item in (found or {}).get("Contents", []) if item["Key"].endswith(PACK_SUFFIX)]
+        found = self._list(self.url.key("ns") + "/")
+        packs = [item for item in found or () if item["Key"].endswith(PACK_SUFFIX)]
         return RemoteInventory(len(packs), sum(int(item["Size"]) for item in packs), found is not None)
+
+    def _list(self, prefix: str) -> list[dict] | None:
+        """Every object under a prefix (`Key`, `Size`, ...); None on a fault."""
+        found = self._call("list", lambda s3: s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.url.bucket, Prefix=prefix).build_full_result())
+        return None if found is None else found.get("Contents", [])
 
     # -- writing ---------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import secrets
 import socket
 import time
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import msgpack
 
@@ -39,6 +40,11 @@ class RemoteClaim:
     owner: str
     ttl: float
     holds: bool = True  # False: a claim of nothing, where the tier cannot take claims
+
+    @property
+    def path(self) -> PurePosixPath:
+        """Where it is in the bucket (what HeldClaim's messages name, as a lease's file)."""
+        return PurePosixPath(self.tier.url.bucket, self.key)
 
     def renew(self) -> bool:
         """Push the expiry forward; False when the claim was taken over meanwhile (we stalled past the ttl)."""
