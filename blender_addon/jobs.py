@@ -55,7 +55,7 @@ def engine_settings(scene) -> dict:
     return {**scene.faceswap.engine_settings(), protocol.CACHE_DIR: paths.cache_dir(scene),
             protocol.MAX_BYTES: paths.max_bytes(), protocol.MODELS_DIR: paths.models_dir(),
             protocol.PROVIDERS: chosen.execution_provider if chosen else "auto",
-            # None: the engine's FACECACHE_REMOTE_CACHE, if any (the zips hold no S3 client: docs/cache.md)
+            # no remote cache tier: the zips hold no S3 client (docs/cache.md)
             protocol.REMOTE_CACHE: None, protocol.REMOTE_READ_ONLY: False}
 
 

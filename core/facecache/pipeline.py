@@ -61,7 +61,7 @@ class Settings:
     limit_yaw: bool = True  # the classic swapper leaves faces turned past max_yaw as they are
     max_yaw: float = choices.MAX_YAW.default
     picture_rules: str = choices.DEFAULTS["picture_rules"]  # whose picture of a movie: the Blender showing it
-    remote_cache: str | None = None  # s3://bucket/prefix; None: $FACECACHE_REMOTE_CACHE, else no remote tier
+    remote_cache: str | None = None  # s3://bucket/prefix; None: no remote tier (the CLI fills it from its variable)
     remote_read_only: bool = False  # read the remote tier, never upload to it (render nodes)
 
     def __post_init__(self) -> None:

@@ -112,7 +112,7 @@ OUTPUT_FORM = "output_form"
 LIMIT_YAW = "limit_yaw"
 MAX_YAW = "max_yaw"
 PICTURE_RULES = "picture_rules"
-REMOTE_CACHE = "remote_cache"  # s3://bucket/prefix (else FACECACHE_REMOTE_CACHE)
+REMOTE_CACHE = "remote_cache"  # s3://bucket/prefix, or none
 REMOTE_READ_ONLY = "remote_read_only"  # render nodes: read the remote tier, never upload
 
 JobSettings = TypedDict("JobSettings", {

@@ -67,3 +67,17 @@ def test_seaweedfs_gives_a_conditional_put_to_one_of_four_racing_writers(seaweed
         assert len(winners) == 1 and losers == ["PreconditionFailed"] * 3, (winners, losers)
         body = clients[0].get_object(Bucket=BUCKET, Key=f"race/{race}")["Body"].read()
         assert body == b"%d" % winners[0]
+
+
+def test_only_the_command_line_reads_the_variable(monkeypatch, tmp_path):
+    """FACECACHE_REMOTE_CACHE fills the command line's --remote-cache; a job's settings without a remote tier
+    (the extension's engine session) reach no bucket whatever the environment says."""
+    from facecache.cli import build_parser
+    from facecache.pipeline import Settings, open_cache
+
+    monkeypatch.setenv("FACECACHE_REMOTE_CACHE", "s3://studio-cache/faces")
+    monkeypatch.setenv("FACECACHE_DIR", str(tmp_path / "cli-cache"))
+    assert open_cache(Settings(cache_dir=str(tmp_path / "cache"))).remote is None
+    args = build_parser().parse_args(["analyze", "clip.mp4"])
+    assert args.remote_cache == "s3://studio-cache/faces"
+    assert str(open_cache(Settings.from_args(args)).remote.url) == "s3://studio-cache/faces"

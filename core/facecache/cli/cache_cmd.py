@@ -6,7 +6,8 @@ import argparse
 import datetime
 
 from facecache import protocol
-from facecache.cli.common import add_cache_options, add_command, open_cache, parse_duration, parse_size, print_json
+from facecache.cli.common import (add_cache_options, add_command, add_remote_cache_option, open_cache, parse_duration,
+                                  parse_size, print_json)
 from facecache.progress import human_bytes
 
 
@@ -21,8 +22,7 @@ def register(commands) -> None:
     for sub in (stats, verify, prune, clear):
         add_cache_options(sub, size_cap=sub is prune)  # only prune evicts down to a size
         sub.add_argument("--json", action="store_true", help="print one JSON object")
-    stats.add_argument("--remote-cache", default=None, metavar="s3://BUCKET/PREFIX",
-                       help="also count the packs of this remote cache tier (default: $FACECACHE_REMOTE_CACHE)")
+    add_remote_cache_option(stats, "also count the packs of this remote cache tier")
     prune.add_argument("--stale", type=parse_duration, default=None,
                        help="also remove namespaces unused for this long, e.g. 30d")
     stats.set_defaults(run=run_stats)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,12 +31,16 @@ def add_cache_options(parser: argparse.ArgumentParser, size_cap: bool = True) ->
                             metavar="SIZE", help="size cap of the cache, e.g. 10G or 500M (default 10G)")
 
 
+def add_remote_cache_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """--remote-cache, its default from FACECACHE_REMOTE_CACHE (the command line's alone: see remote.remote_from)."""
+    parser.add_argument("--remote-cache", default=os.environ.get(REMOTE_CACHE_ENV) or None, metavar="s3://BUCKET/PREFIX",
+                        help=f"{what} (default: ${REMOTE_CACHE_ENV})")
+
+
 def add_remote_options(parser: argparse.ArgumentParser) -> None:
     """--remote-cache and --remote-read-only, on the commands that read the cache's packs."""
-    parser.add_argument("--remote-cache", default=None, metavar="s3://BUCKET/PREFIX",
-                        help=f"a remote cache tier in an S3-compatible bucket, read after the cache folder (default: "
-                             f"${REMOTE_CACHE_ENV}); credentials and endpoint from the AWS configuration "
-                             "(AWS_PROFILE, ~/.aws, AWS_ENDPOINT_URL)")
+    add_remote_cache_option(parser, "a remote cache tier in an S3-compatible bucket, read after the cache folder; "
+                            "credentials and endpoint from the AWS configuration (AWS_PROFILE, ~/.aws, AWS_ENDPOINT_URL)")
     parser.add_argument("--remote-read-only", action="store_true", default=None,
                         help="read the remote cache, never upload to it (render nodes)")
 

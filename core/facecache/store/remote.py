@@ -21,7 +21,6 @@ give one line that says what to fix (no write permission stops uploads only).
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -71,11 +70,11 @@ class RemoteURL:
         return "/".join((self.prefix, *parts) if self.prefix else parts)
 
 
-def remote_from(explicit: str | None, read_only: bool = False) -> "RemoteTier | None":
-    """The remote tier of `--remote-cache` (or the add-on's setting), else of FACECACHE_REMOTE_CACHE;
-    None when neither is set."""
-    text = explicit or os.environ.get(REMOTE_CACHE_ENV, "")
-    return RemoteTier(RemoteURL.parse(text), read_only=read_only) if text.strip() else None
+def remote_from(url: str | None, read_only: bool = False) -> "RemoteTier | None":
+    """The remote tier of a URL (a job's `remote_cache` setting); None when it is unset or empty. The command
+    line fills the setting from FACECACHE_REMOTE_CACHE; the engine itself reads no variable for it, so the
+    extension's engine session never reaches a bucket."""
+    return RemoteTier(RemoteURL.parse(url), read_only=read_only) if url and url.strip() else None
 
 
 @dataclass
