@@ -81,3 +81,15 @@ def test_only_the_command_line_reads_the_variable(monkeypatch, tmp_path):
     args = build_parser().parse_args(["analyze", "clip.mp4"])
     assert args.remote_cache == "s3://studio-cache/faces"
     assert str(open_cache(Settings.from_args(args)).remote.url) == "s3://studio-cache/faces"
+
+
+def test_a_runs_report_says_what_came_from_the_remote_tier():
+    from facecache.jobs.run_summary import describe_run
+    from facecache.store.remote import RemoteCounters
+
+    summary = {"frames": 128, "analysis_cache": {"hits": 128}, "inferences": {"detect": 0}, "seconds": 0.5,
+               "remote": RemoteCounters(packs_fetched=2, bytes_fetched=325_000).as_dict()}
+    assert describe_run(summary) == ("128 frames; analyses from cache 128; model runs: detect 0; "
+                                     "remote cache: 2 packs fetched, 0 uploaded; 0.50 s")
+    summary["remote"]["packs_set_aside"] = 1
+    assert "remote cache: 2 packs fetched, 0 uploaded, 1 set aside;" in describe_run(summary)
