@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "remote"))
-from seaweedfs import BUCKET, SeaweedS3, client, free_port  # noqa: E402
+from seaweedfs import BUCKET, SeaweedS3, free_port  # noqa: E402
 
 
 def analyse(clip: Path, cache_dir: Path, remote_url: str | None, warm_up: Path | None = None) -> tuple[float, dict, int]:
@@ -100,9 +100,8 @@ def main() -> None:
         photo = sample_image("astronaut")
         server = SeaweedS3(work / "server", free_port())
         (work / "server").mkdir()
-        server.start()
         try:
-            client(server).create_bucket(Bucket=BUCKET)
+            server.start()
             os.environ.update(server.environment())
             for latency in args.latency_ms:
                 os.environ["AWS_ENDPOINT_URL"] = (f"http://127.0.0.1:{start_relay(server.port, latency / 1000)}"

