@@ -20,7 +20,8 @@ def warnings_of(caplog) -> list[str]:
 
 
 def test_without_botocore_the_tier_is_off_with_one_line(monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "botocore", None)  # `import botocore.session` now raises ImportError
+    for module in ("botocore", "botocore.exceptions", "botocore.session", "botocore.config"):
+        monkeypatch.setitem(sys.modules, module, None)  # importing it now raises ImportError
     tier = RemoteTier(RemoteURL.parse("s3://studio-cache/faces"))
     assert tier.list_group(NAMESPACE, GROUP) == [] and tier.list_group(NAMESPACE, GROUP) == []
     tier.upload(NAMESPACE, GROUP, "2" * 32, b"pack")
@@ -93,3 +94,13 @@ def test_a_runs_report_says_what_came_from_the_remote_tier():
                                      "remote cache: 2 packs fetched, 0 uploaded; 0.50 s")
     summary["remote"]["packs_set_aside"] = 1
     assert "remote cache: 2 packs fetched, 0 uploaded, 1 set aside;" in describe_run(summary)
+
+
+def test_a_profile_that_does_not_exist_is_one_line(monkeypatch, caplog):
+    pytest.importorskip("botocore")
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    tier = RemoteTier(RemoteURL.parse("s3://studio-cache/faces"))
+    assert tier.list_group(NAMESPACE, GROUP) == [] and not tier.usable
+    assert len(warnings_of(caplog)) == 1 and "no-such-profile" in warnings_of(caplog)[0]

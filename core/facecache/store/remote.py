@@ -28,11 +28,11 @@ from typing import Any, Callable
 from facecache.errors import BadValue
 from facecache.fingerprint import is_digest
 from facecache.store import packfile
+from facecache.store.layout import PACK_SUFFIX
 
 log = logging.getLogger("facecache.remote")
 
 REMOTE_CACHE_ENV = "FACECACHE_REMOTE_CACHE"
-PACK_SUFFIX = ".fcp"
 INSTALL_HINT = "install the engine's remote extra: pip install 'facecache[remote]' (botocore)"
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]\Z")
 # Short timeouts and few retries: a slow remote must cost a job seconds, not minutes, before it is dropped.
@@ -60,7 +60,7 @@ class RemoteURL:
         bucket, _, prefix = rest.partition("/")
         if not sep or scheme.lower() != "s3" or not _BUCKET_NAME.match(bucket):
             raise BadValue(f"not a remote cache URL: {text!r}: write s3://bucket/prefix (a bucket name of "
-                             "3-63 lowercase letters, digits, dots and dashes)")
+                           "3-63 lowercase letters, digits, dots and dashes)")
         return cls(bucket, prefix.strip("/"))
 
     def __str__(self) -> str:
@@ -79,7 +79,7 @@ def remote_from(url: str | None, read_only: bool = False) -> "RemoteTier | None"
 
 @dataclass
 class RemoteCounters:
-    """What this run took from and gave to the remote tier (the job's summary, `cache stats`)."""
+    """What this run took from and gave to the remote tier (a job's summary and report)."""
 
     groups_listed: int = 0
     packs_fetched: int = 0
@@ -94,6 +94,8 @@ class RemoteCounters:
 
 @dataclass(frozen=True)
 class RemoteInventory:
+    """The packs the bucket holds under the prefix (`facecache cache stats`); reachable: False after a fault."""
+
     packs: int
     bytes: int
     reachable: bool
@@ -121,16 +123,11 @@ class RemoteTier:
     # -- the client ------------------------------------------------------------------------------
 
     def _s3(self):
-        """botocore's S3 client, made on first use (reading the AWS configuration then); None when botocore
-        is missing (one warning: the job goes on with the local cache)."""
+        """botocore's S3 client, made on first use (reading the AWS configuration then)."""
         if self._client is None:
-            try:
-                import botocore.session
-                from botocore.config import Config
-            except ImportError:
-                self._turn_off(f"the remote cache {self.url} needs botocore: {INSTALL_HINT}; going on with the "
-                               "local cache only")
-                return None
+            import botocore.session
+            from botocore.config import Config
+
             session = botocore.session.get_session()
             # Path-style addressing works with every S3-compatible server; AWS S3 accepts it too.
             config = Config(connect_timeout=_CONNECT_SECONDS, read_timeout=_READ_SECONDS,
@@ -224,8 +221,8 @@ class RemoteTier:
     def read(self, key: str, limit: int) -> tuple[bytes, str] | None:
         """A small object's bytes (at most `limit`) and its ETag; None when missing or on a fault."""
         def get(s3):
-            answer = s3.get_object(Bucket=self.url.bucket, Key=key, Range=f"bytes=0-{limit - 1}")
-            return answer["Body"].read(), answer.get("ETag", "")
+            answer = s3.get_object(Bucket=self.url.bucket, Key=key)
+            return answer["Body"].read(limit), answer.get("ETag", "")
 
         return self._call("read", get)
 
@@ -239,13 +236,17 @@ class RemoteTier:
     def _call(self, doing: str, request: Callable[[Any], Any]):
         """`request(client)`; a fault is reported once and turns the tier (or its uploads) off: None then.
         A key that is missing (or, on a write-once upload, already there) is None without a fault."""
-        s3 = self._s3() if self.usable else None
-        if s3 is None:
+        if not self.usable:
             return None
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
-
         try:
-            return request(s3)
+            from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError, HTTPClientError,
+                                             NoCredentialsError, PartialCredentialsError)
+        except ImportError:
+            self._turn_off(f"the remote cache {self.url} needs botocore: {INSTALL_HINT}; going on with the "
+                           "local cache only")
+            return None
+        try:
+            return request(self._s3())  # the client is made here: a profile that does not exist is found now
         except ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
@@ -256,9 +257,12 @@ class RemoteTier:
             self._turn_off(f"the remote cache {self.url} has no AWS credentials: set AWS_ACCESS_KEY_ID and "
                            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a profile in ~/.aws/credentials; "
                            "going on with the local cache only")
-        except (BotoCoreError, OSError) as exc:
+        except (ConnectionError, HTTPClientError, OSError) as exc:
             self._turn_off(f"the remote cache {self.url} cannot be reached ({type(exc).__name__}); "
                            "going on with the local cache only")
+        except BotoCoreError as exc:  # the AWS configuration itself (a missing profile, ...): its own words
+            self._turn_off(f"the remote cache {self.url} cannot be used: {exc}; fix the AWS configuration "
+                           "(AWS_PROFILE, ~/.aws/config); going on with the local cache only")
         return None
 
     def _refused(self, doing: str, code: str, status: int | None) -> None:
