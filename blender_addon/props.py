@@ -152,7 +152,7 @@ def _plain(value):
 
 
 # The engine's settings that the preferences and the cache's location give (jobs.engine_settings), and the
-# remote cache tier, which the extension leaves to the engine's environment (its zips hold no S3 client).
+# remote cache tier, which the extension never sets (its zips hold no S3 client; CLI_ONLY says so).
 FROM_PREFERENCES = (protocol.CACHE_DIR, protocol.MAX_BYTES, protocol.MODELS_DIR, protocol.PROVIDERS,
                     protocol.REMOTE_CACHE, protocol.REMOTE_READ_ONLY)
 # The scene's settings that are not sent as their property holds them: what an unused option leaves unset,
