@@ -88,7 +88,8 @@ def try_remote_claim(tier: RemoteTier, keys: tuple[str, ...], ttl: float) -> Rem
         if isinstance(expires, (int, float)) and expires > time.time():
             return None  # held by a live node
         # Stale: only the node that creates this claim's takeover marker replaces it.
-        if not tier.create(f"{key}.takeover-{etag.strip('"')}", owner.encode()):
+        marker = f"{key}.takeover-" + etag.strip('"')  # ETags come quoted
+        if not tier.create(marker, owner.encode()):
             return None
         tier.delete(key)
     return None
