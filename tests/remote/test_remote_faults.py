@@ -104,3 +104,33 @@ def test_a_profile_that_does_not_exist_is_one_line(monkeypatch, caplog):
     tier = RemoteTier(RemoteURL.parse("s3://studio-cache/faces"))
     assert tier.list_group(NAMESPACE, GROUP) == [] and not tier.usable
     assert len(warnings_of(caplog)) == 1 and "no-such-profile" in warnings_of(caplog)[0]
+
+
+def test_a_dead_nodes_claim_is_taken_over_by_one_node(seaweed, monkeypatch):
+    """The bucket's claims (remote_claims.py): a live claim is respected, a stale one is taken over by the
+    node that creates its takeover marker, and a second contender for that same stale claim is refused."""
+    import time
+
+    import msgpack
+
+    from facecache.store.remote_claims import claim_key, try_remote_claim
+
+    for name, value in seaweed.environment().items():
+        monkeypatch.setenv(name, value)
+    keys = ("a" * 32, "b" * 32)
+    tiers = [RemoteTier(RemoteURL.parse(f"s3://{BUCKET}/claims-test")) for _ in range(3)]
+    held = try_remote_claim(tiers[0], keys, ttl=60)
+    assert held is not None and held.holds
+    assert try_remote_claim(tiers[1], keys, ttl=60) is None  # live: another node waits
+    key = claim_key(tiers[0], keys)
+    s3 = client(seaweed)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=msgpack.packb({"owner": "dead-node", "expires": time.time() - 1}))
+    stale_etag = s3.head_object(Bucket=BUCKET, Key=key)["ETag"].strip('"')
+    s3.put_object(Bucket=BUCKET, Key=f"{key}.takeover-{stale_etag}", Body=b"someone-else", IfNoneMatch="*")
+    assert try_remote_claim(tiers[1], keys, ttl=60) is None  # that stale claim is being taken over already
+    s3.put_object(Bucket=BUCKET, Key=key, Body=msgpack.packb({"owner": "dead-node-2", "expires": time.time() - 1}))
+    taken = try_remote_claim(tiers[2], keys, ttl=60)
+    assert taken is not None and taken.holds and taken.renew()
+    assert not held.renew()  # the first holder's claim is gone: it learns it lost it
+    taken.release()
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=key).get("KeyCount") == 2  # released: only the two markers
