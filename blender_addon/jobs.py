@@ -54,7 +54,9 @@ def engine_settings(scene) -> dict:
     chosen = paths.prefs()
     return {**scene.faceswap.engine_settings(), protocol.CACHE_DIR: paths.cache_dir(scene),
             protocol.MAX_BYTES: paths.max_bytes(), protocol.MODELS_DIR: paths.models_dir(),
-            protocol.PROVIDERS: chosen.execution_provider if chosen else "auto"}
+            protocol.PROVIDERS: chosen.execution_provider if chosen else "auto",
+            # no remote cache tier: the zips hold no S3 client (docs/cache.md)
+            protocol.REMOTE_CACHE: None, protocol.REMOTE_READ_ONLY: False}
 
 
 def friendly(message: str, kind: str = "") -> str:

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from facecache import choices, protocol
-from facecache.errors import FaceCacheError
+from facecache.errors import BadValue, FaceCacheError
 from facecache.locations import resolve_cache_dir
 from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
+from facecache.store.remote import RemoteURL, remote_from
 
 
 STAGES = ("detect", "landmark", "embed", "swap")  # model runs are counted by these stages
@@ -60,6 +61,8 @@ class Settings:
     limit_yaw: bool = True  # the classic swapper leaves faces turned past max_yaw as they are
     max_yaw: float = choices.MAX_YAW.default
     picture_rules: str = choices.DEFAULTS["picture_rules"]  # whose picture of a movie: the Blender showing it
+    remote_cache: str | None = None  # s3://bucket/prefix; None: no remote tier (the CLI fills it from its variable)
+    remote_read_only: bool = False  # read the remote tier, never upload to it (render nodes)
 
     def __post_init__(self) -> None:
         """Every value checked by type, then against its choices or range: a wrong one is a SettingsError
@@ -82,8 +85,16 @@ class Settings:
                                     f"{', '.join(choices.names(options))}")
         for number in (*choices.COMPOSITE, choices.REFERENCE_THRESHOLD, choices.SOURCE_FACE, choices.MAX_YAW):
             object.__setattr__(self, number.name, _checked_number(number, getattr(self, number.name)))
-        if not isinstance(self.limit_yaw, bool):
-            raise SettingsError(f"limit yaw must be true or false, got {_shown(self.limit_yaw)}")
+        for field in ("limit_yaw", "remote_read_only"):
+            if not isinstance(getattr(self, field), bool):
+                raise SettingsError(f"{field.replace('_', ' ')} must be true or false, got {_shown(getattr(self, field))}")
+        if self.remote_cache == "":
+            object.__setattr__(self, "remote_cache", None)
+        if self.remote_cache is not None:
+            try:
+                RemoteURL.parse(str(self.remote_cache))
+            except BadValue as exc:
+                raise SettingsError(str(exc)) from None
         if self.position is not None:
             if not (isinstance(self.position, (list, tuple)) and len(self.position) == 2
                     and all(_real(v) and 0.0 <= v <= 1.0 for v in self.position)):
@@ -282,6 +293,7 @@ class Pipeline:
         summary = {**report.as_dict(), protocol.CANCELLED: report.cancelled,
                    protocol.INFERENCES: self.analyzer.inferences.as_dict(STAGES),
                    protocol.ANALYSIS_CACHE: self.analyzer.stats.as_dict()}
+        summary.update(remote_figures(self.analyzer.cache))
         warning = no_face_warning(summary, targets)
         if warning:
             summary[protocol.WARNING] = warning
@@ -289,8 +301,15 @@ class Pipeline:
 
 
 def open_cache(settings: Settings, create: bool = True) -> FaceCache:
-    """The settings' cache (`create=False`: only looked at, nothing created or changed)."""
-    return FaceCache(resolve_cache_dir(settings.cache_dir), max_bytes=int(settings.max_bytes), create=create)
+    """The settings' cache, with its remote tier where one is set (`create=False`: only looked at, nothing
+    created or changed)."""
+    return FaceCache(resolve_cache_dir(settings.cache_dir), max_bytes=int(settings.max_bytes), create=create,
+                     remote=remote_from(settings.remote_cache, settings.remote_read_only))
+
+
+def remote_figures(cache: FaceCache) -> dict:
+    """What the cache's remote tier did in this run, for a summary (nothing without a remote tier)."""
+    return {protocol.REMOTE: cache.remote.counters.as_dict()} if cache.remote is not None else {}
 
 
 def build_analyzer(settings: Settings, parts: Parts | None = None):

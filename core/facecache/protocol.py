@@ -72,6 +72,7 @@ FACES_SWAPPED = "faces_swapped"
 FACES_TURNED_AWAY = "faces_turned_away"  # left as they were: turned past the swapper's yaw limit
 ANALYSIS_CACHE = "analysis_cache"  # the analyses' cache figures (hits, ...)
 SWAP_CACHE = "swap_cache"
+REMOTE = "remote"  # what the remote cache tier did: groups listed, packs fetched and uploaded, bytes
 CANCELLED = "cancelled"
 WARNING = "warning"
 ANALYSED = "analysed"  # {media: [frames]} in the cache
@@ -113,13 +114,15 @@ OUTPUT_FORM = "output_form"
 LIMIT_YAW = "limit_yaw"
 MAX_YAW = "max_yaw"
 PICTURE_RULES = "picture_rules"
+REMOTE_CACHE = "remote_cache"  # s3://bucket/prefix, or none
+REMOTE_READ_ONLY = "remote_read_only"  # render nodes: read the remote tier, never upload
 
 JobSettings = TypedDict("JobSettings", {
     CACHE_DIR: "str | None", MAX_BYTES: int, MODELS_DIR: "str | None", PROVIDERS: str, DETECTOR: str,
     TRACKING: str, LANDMARKER: str, RECOGNIZER: str, SWAPPER: str, SELECTOR: str, SOURCES: "list[str]",
     SOURCE_FACE: int, POSITION: "list[float] | None", REFERENCES: "list[str]", REFERENCE_THRESHOLD: float,
     MASK_BLUR: float, COLOR_MATCH: float, OPACITY: float, OUTPUT_FORM: str, LIMIT_YAW: bool,
-    MAX_YAW: "float | None", PICTURE_RULES: str,
+    MAX_YAW: "float | None", PICTURE_RULES: str, REMOTE_CACHE: "str | None", REMOTE_READ_ONLY: bool,
 }, total=False)  # a missing setting takes Settings' default
 SETTINGS_NAMES: tuple[str, ...] = tuple(JobSettings.__annotations__)
 
@@ -133,8 +136,8 @@ Progress = TypedDict("Progress", {ID: "int | str", TYPE: str, DONE: int, TOTAL: 
 Summary = TypedDict("Summary", {
     KIND: str, MESSAGE: str, SECONDS: float, FRAMES: int, WRITTEN: int, SKIPPED: int,
     INFERENCES: "dict[str, int]", FACES: int, FACES_FOUND: int, FACES_SWAPPED: int, FACES_TURNED_AWAY: int,
-    ANALYSIS_CACHE: "dict[str, int]", SWAP_CACHE: "dict[str, int]", CANCELLED: bool, WARNING: str,
-    ANALYSED: "dict[str, list[int]]", SWAPPED: "dict[str, list[int]]", FACELESS: "dict[str, list[int]]",
+    ANALYSIS_CACHE: "dict[str, int]", SWAP_CACHE: "dict[str, int]", REMOTE: "dict[str, int]", CANCELLED: bool,
+    WARNING: str, ANALYSED: "dict[str, list[int]]", SWAPPED: "dict[str, list[int]]", FACELESS: "dict[str, list[int]]",
     TURNED_AWAY: "dict[str, list[int]]", TURNED_AWAY_FRAMES: "list[int]", OUTPUTS: "list[str]", CACHE_BYTES: int,
     PROVIDERS: "dict[str, str]", GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]", MODELS_DIR: str,
     INSTALLED: "list[str]", IMPORT: "dict[str, Any]", GPU: "dict[str, Any]", GPU_INSTALL: "dict[str, Any]",

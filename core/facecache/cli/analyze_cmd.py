@@ -13,11 +13,11 @@ from pathlib import Path
 from facecache import protocol
 from facecache.analysis.analyzer import check_frames
 from facecache.cli.common import (add_cache_options, add_command, add_model_options, add_picture_option,
-                                  parse_frame_range, print_json)
+                                  add_remote_options, parse_frame_range, print_json)
 from facecache.media.picture_rules import picture_rules
 from facecache.jobs.run_summary import describe_run
 from facecache.gpu.status import session_report
-from facecache.pipeline import Parts, Settings, build_analyzer
+from facecache.pipeline import Parts, Settings, build_analyzer, remote_figures
 from facecache.progress import ProgressLine
 from facecache.store.records import Face
 
@@ -31,6 +31,7 @@ def register(commands) -> None:
                         help="print every frame's faces: box, score, landmarks, head pose, whether an "
                              "embedding is cached")
     add_cache_options(parser)
+    add_remote_options(parser)
     add_model_options(parser)
     add_picture_option(parser)
     parser.add_argument("--json", action="store_true",
@@ -86,6 +87,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         protocol.INFERENCES: analyzer.inferences.as_dict(),
         protocol.SECONDS: round(time.perf_counter() - start, 3),
         protocol.MEDIA: per_media,
+        **remote_figures(analyzer.cache),
         **session_report(parts.sessions(settings.providers)),  # where the models ran, and a GPU fallback
     }
     if args.pretty:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import datetime
 
-from facecache.cli.common import add_cache_options, add_command, open_cache, parse_duration, parse_size, print_json
+from facecache import protocol
+from facecache.cli.common import (add_cache_options, add_command, add_remote_cache_option, open_cache, parse_duration,
+                                  parse_size, print_json)
 from facecache.progress import human_bytes
 
 
@@ -20,6 +22,7 @@ def register(commands) -> None:
     for sub in (stats, verify, prune, clear):
         add_cache_options(sub, size_cap=sub is prune)  # only prune evicts down to a size
         sub.add_argument("--json", action="store_true", help="print one JSON object")
+    add_remote_cache_option(stats, "also count the packs of this remote cache tier")
     prune.add_argument("--stale", type=parse_duration, default=None,
                        help="also remove namespaces unused for this long, e.g. 30d")
     stats.set_defaults(run=run_stats)
@@ -29,9 +32,11 @@ def register(commands) -> None:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    stats = open_cache(args, create=False).stats()  # looking changes nothing
+    cache = open_cache(args, create=False)  # looking changes nothing
+    stats = cache.stats()
+    remote = cache.remote.inventory() if cache.remote is not None else None
     if args.json:
-        print_json(args, stats.as_dict())
+        print_json(args, {**stats.as_dict(), **({protocol.REMOTE: remote.as_dict()} if remote else {})})
         return 0
     print(f"cache      {stats.root} ({'shared with its group' if stats.shared else 'private'})")
     print(f"entries    {stats.entries} frame records in {stats.packs} packs")
@@ -43,6 +48,9 @@ def run_stats(args: argparse.Namespace) -> int:
         print(f"  {ns.key[:12]}  {stage:<10} {ns.entries:>8} entries {human_bytes(ns.bytes):>10}  last used {used}")
     if stats.quarantined:
         print(f"set aside  {stats.quarantined} bad files in {stats.root}/quarantine (safe to delete)")
+    if remote is not None:
+        print(f"remote     {cache.remote.url}: {remote.packs} packs, {human_bytes(remote.bytes)}"
+              + ("" if remote.reachable else " (not reachable: see the warning above)"))
     loose = stats.loose_permissions
     if loose.found:
         print(f"warning    {loose.found} entries are more open than a cache of faces may be "

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from facecache import choices
 from facecache.locations import CACHE_DIR_ENV, MODELS_DIR_ENV, resolve_cache_dir
 from facecache.store.cache import DEFAULT_MAX_BYTES, FaceCache
+from facecache.store.remote import REMOTE_CACHE_ENV, remote_from
 
 # Option names are the pipeline settings' names (`facecache.pipeline.Settings`), so a parsed
 # command line turns into settings field by field.
@@ -29,10 +31,26 @@ def add_cache_options(parser: argparse.ArgumentParser, size_cap: bool = True) ->
                             metavar="SIZE", help="size cap of the cache, e.g. 10G or 500M (default 10G)")
 
 
+def add_remote_cache_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """--remote-cache, its default from FACECACHE_REMOTE_CACHE (the command line's alone: see remote.remote_from)."""
+    parser.add_argument("--remote-cache", default=os.environ.get(REMOTE_CACHE_ENV) or None, metavar="s3://BUCKET/PREFIX",
+                        help=f"{what} (default: ${REMOTE_CACHE_ENV})")
+
+
+def add_remote_options(parser: argparse.ArgumentParser) -> None:
+    """--remote-cache and --remote-read-only, on the commands that read the cache's packs."""
+    add_remote_cache_option(parser, "a remote cache tier in an S3-compatible bucket, read after the cache folder; "
+                            "credentials and endpoint from the AWS configuration (AWS_PROFILE, ~/.aws, AWS_ENDPOINT_URL)")
+    parser.add_argument("--remote-read-only", action="store_true", default=None,
+                        help="read the remote cache, never upload to it (render nodes)")
+
+
 def open_cache(args: argparse.Namespace, create: bool = True) -> FaceCache:
-    """The cache of --cache-dir (`create=False`: only looked at, nothing created or changed)."""
+    """The cache of --cache-dir, with the remote tier of --remote-cache where the command has it
+    (`create=False`: only looked at, nothing created or changed)."""
     return FaceCache(resolve_cache_dir(args.cache_dir), max_bytes=getattr(args, "max_bytes", DEFAULT_MAX_BYTES),
-                     create=create)
+                     create=create, remote=remote_from(args.remote_cache, read_only=not create)
+                     if hasattr(args, "remote_cache") else None)
 
 
 _UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}

@@ -17,7 +17,7 @@ from facecache.media.movie_out import QUALITY_HELP, MovieOutError, movie_format
 from facecache.media.picture_rules import picture_rules
 from facecache.media.reader import IMAGE_SUFFIXES, check_still
 from facecache.cli.common import (add_cache_options, add_choice, add_command, add_model_options, add_number,
-                                  add_picture_option, parse_frame_range, print_json)
+                                  add_picture_option, add_remote_options, parse_frame_range, print_json)
 from facecache.jobs.movie_job import MOVIE_FORM, make_movie, plan_movie
 from facecache.jobs.run_summary import describe_run
 from facecache.jobs.swap_job import check_outside_cache, prepare_output_folder
@@ -53,6 +53,7 @@ def register(commands) -> None:
     add_choice(parser, "--output-form", choices.OUTPUT_FORMS, "what each output holds")
     add_picture_option(parser)
     add_cache_options(parser)
+    add_remote_options(parser)
     add_model_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run_swap)

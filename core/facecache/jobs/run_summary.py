@@ -40,6 +40,10 @@ def describe_run(summary: dict) -> str:
     if turned:
         text += ("; 1 face turned past the yaw limit left as it was" if turned == 1
                  else f"; {turned} faces turned past the yaw limit left as they were")
+    remote = summary.get(protocol.REMOTE)
+    if remote is not None:  # what came from the remote tier, beside the hits the cache folder served
+        text += (f"; remote cache: {remote['packs_fetched']} packs fetched, {remote['packs_uploaded']} uploaded"
+                 + (f", {remote['packs_set_aside']} set aside" if remote["packs_set_aside"] else ""))
     if protocol.SECONDS in summary:
         text += f"; {summary[protocol.SECONDS]:.2f} s"
     return text

@@ -34,6 +34,7 @@ from facecache.store.eviction import PRUNE_GRACE_SECONDS, PruneReport
 from facecache.store.inspection import CacheStats, VerifyReport
 from facecache.store.layout import MAX_RECORD_BYTES, NAMESPACE_FILE, PACK_NAME, PACK_SUFFIX, SUBFOLDERS, CacheFolder
 from facecache.store.namespace import Namespace
+from facecache.store.remote import RemoteTier
 
 log = logging.getLogger("facecache.cache")
 
@@ -54,13 +55,18 @@ class StoredPack(Generic[T]):
 class FaceCache(CacheFolder):
     """One cache folder. Safe to use from several processes and machines at once."""
 
-    def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES, create: bool = True):
+    def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES, create: bool = True,
+                 remote: RemoteTier | None = None):
         """The cache folder at `root`, created (private, or shared with a team folder's group) where it
         is missing; an existing folder keeps its own mode. `create=False` opens it to look only
-        (`stats`): nothing is created, changed or set aside, and a missing folder is an empty cache."""
+        (`stats`): nothing is created, changed or set aside, and a missing folder is an empty cache.
+        `remote`: a bucket read after this folder, which keeps what it fetches (`remote.py`)."""
         # storing: False once a write failed because the folder cannot take new files
         super().__init__(root, storing=create)
         self.max_bytes = int(max_bytes)
+        self.remote = remote
+        # per (namespace, group): the pack names the remote listed in this run (see remove_packs)
+        self._remote_names: dict[tuple[str, str], set[str]] = {}
         self._namespaces_touched: set[str] = set()
         self._bytes_since_cap_check = 0
         if os.path.exists(self.root) and not self.root.is_dir():
@@ -143,9 +149,33 @@ class FaceCache(CacheFolder):
         for _attempt in range(2):
             packs, vanished = self._read_packs_in(folder, decode)
             if not vanished:
-                return packs
+                break
             # A pack disappeared while we read: a writer compacted the group into a new pack.
+        if self.remote is not None and self.remote.usable:
+            packs += self._fetch_remote(namespace_key, group, folder, {pack.name for pack in packs}, decode)
         return packs
+
+    def _fetch_remote(self, namespace_key: str, group: str, folder: Path, have: set[str],
+                      decode: Callable[[packfile.Pack], T]) -> list[StoredPack[T]]:
+        """The group's packs that only the remote tier holds, checked like a local pack and kept locally.
+        One that fails its checks (digest, format) is never served: it is set aside (`RemoteTier.set_aside`)."""
+        listed = self.remote.list_group(namespace_key, group)
+        self._remote_names[(namespace_key, group)] = set(listed)
+        fetched: list[StoredPack[T]] = []
+        for name in listed:
+            if name in have:
+                continue
+            data = self.remote.fetch(namespace_key, group, name)
+            if data is None:
+                continue  # gone meanwhile (merged into a newer pack) or the tier just turned off
+            try:
+                fetched.append(StoredPack(name, decode(packfile.decode(data, name))))
+            except CorruptPack as exc:
+                self.remote.set_aside(namespace_key, group, name, str(exc))
+                self._store_file(self._quarantine(), f"remote.{name}{PACK_SUFFIX}", data)  # to look at
+                continue
+            self._store_file(folder, name + PACK_SUFFIX, data)  # a remote hit is kept locally
+        return fetched
 
     def _refresh_listing(self, folder: Path) -> None:
         """Network clients (sshfs, NFS) list a folder from a cache for a while (sshfs's dcache_timeout,
@@ -217,7 +247,10 @@ class FaceCache(CacheFolder):
                     self.enforce_size_cap()
             return digest
 
-        return self._storing(write)
+        name = self._storing(write)
+        if name is not None and self.remote is not None:
+            self.remote.upload(namespace_key, group, name, data)
+        return name
 
     def _write_file(self, folder: Path, name: str, data: bytes) -> bool:
         """Write-once (`files.write_once`); an existing file is only touched (LRU). False if it existed."""
@@ -232,7 +265,15 @@ class FaceCache(CacheFolder):
             return write_once(folder, name, data, self.perms.file_mode)
 
     def remove_packs(self, namespace_key: str, group: str, names: list[str]) -> None:
-        """Delete packs whose content now lives in another pack of the group."""
+        """Delete packs whose content now lives in another pack of the group. With a remote tier, those
+        the bucket holds go there too; a read-only node keeps its copies of them instead, so that the
+        next run finds them here and does not fetch them again."""
+        remote_names = self._remote_names.get((namespace_key, group), set())
+        if self.remote is not None and self.remote.writable:
+            self.remote.remove(namespace_key, group, [name for name in names if name in remote_names])
+        elif remote_names:
+            names = [name for name in names if name not in remote_names]
+
         def remove() -> None:
             folder = self.real_group_dir(namespace_key, group)
             for name in names if folder is not None else ():

@@ -10,6 +10,9 @@ are write-once and content-addressed; outputs are written atomically).
 Analysis and swapping claim separately: a swap job holds the segment's swap claim and its
 analysis claim, so two teammates swapping different faces onto one shot, or a render node
 running `facecache analyze`, do not analyse the same frames at once either.
+
+With a remote tier that may be written, each claim is also taken in the bucket (`remote_claims.py`), so
+nodes that share only the bucket split the work the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from facecache.fingerprint import is_digest
 from facecache.permissions import make_dir
 from facecache.store.cache import FaceCache
 from facecache.store.lease import Lease
+from facecache.store.remote_claims import RemoteClaim, try_remote_claim
 
 log = logging.getLogger("facecache.claims")
 
@@ -39,8 +43,8 @@ Item = TypeVar("Item")
 class HeldClaim:
     """Claims this process holds; `keep_alive()` renews them once a third of their ttl has passed."""
 
-    def __init__(self, leases: list[Lease], ttl: float):
-        self._leases = leases
+    def __init__(self, leases: list[Lease | RemoteClaim], ttl: float):
+        self._leases = leases  # local leases and claims in the remote tier's bucket, renewed alike
         self._ttl = ttl
         self._renewed = time.monotonic()
         self.lost = False
@@ -112,7 +116,7 @@ class ClaimBook:
     def try_claim_all(self, *claims: tuple[str, ...]) -> HeldClaim | None:
         """All of `claims` (each a tuple of keys) or none: None while another live process holds
         any of them (those taken meanwhile are released again)."""
-        taken: list[Lease] = []
+        taken: list[Lease | RemoteClaim] = []
         for keys in claims:
             if not self.usable:
                 break
@@ -128,6 +132,13 @@ class ClaimBook:
         if not self.usable:  # claims became impossible: hold none rather than some
             HeldClaim(taken, self.ttl).release()
             taken = []
+        remote = self.cache.remote
+        for keys in claims if remote is not None and remote.writable else ():
+            claim = try_remote_claim(remote, keys, self.ttl)
+            if claim is None:  # another node holds it
+                HeldClaim(taken, self.ttl).release()
+                return None
+            taken.append(claim)
         return HeldClaim(taken, self.ttl)
 
 
