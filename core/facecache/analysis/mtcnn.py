@@ -151,6 +151,8 @@ class MtcnnDetector:
         and O-Net then take all candidates at once, their crops sampled from the frame halved, quartered
         and so on (bands are no whole pyramid to sample from)."""
         frame = check_bgr_frame(frame)
+        if not bands:
+            return []  # most followed frames: the camera brought no new ground into view
         sources = [(frame, 1.0, 1.0)] + self._pyramid(frame, [0.5 ** k for k in range(1, 5)])
         levels = []
         for (x1, y1, x2, y2), scale in bands:
