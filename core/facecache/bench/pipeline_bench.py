@@ -15,7 +15,9 @@ the remaining frames (10% of the first range) are the "extension". Runs, each
 with a fresh cache object and analyzer (as a new run would have), all writing
 to one output folder, on one cache folder:
 
-  cold               source A, params 1, first range, empty cache
+  cold               source A, params 1, first range, empty cache; each analysis model's calls are
+                     timed (the wall time the run waits on them): `cold_analysis_ms_per_frame`, the
+                     analysis' own share of the run, against issue 34's goals (`cold_goals`)
   cold_every_frame   the same with detection on every whole frame (`--tracking off`), own cache and
                      outputs: `cold_tracking_ratio` is what following faces saves a cold run
   warm_new_source    source B, params 1, first range: the target's analysis is cached
@@ -36,7 +38,8 @@ to one output folder, on one cache folder:
                      each, timed from the call to the written output
   preview jumps      params 3: frames at random (seeded) that the steps did not touch
   profile            params 4: a few preview steps under cProfile, reported per frame
-  analysis cost      every analysis stage of the first frames, on empty caches, with the
+  analysis cost      every analysis stage of the first frames (tracking as in `cold`, embeddings
+                     included), on empty caches, with the
                      model set above and with the detector alone: the cold per-frame cost of
                      the 68-point landmarker and the recognizer (when installed), which take
                      all faces of a frame in one session run, and each model's share
@@ -313,7 +316,7 @@ def _identity_model_cost(bench: Bench, work: Path, frames: range) -> dict:
     costs, by_model, used = {}, {}, []
     for name, ids in (("full", {}), ("detector_only", {"landmarker": "none", "recognizer": "none"})):
         model_set = bench.model_set(replace(bench.settings(), **ids))
-        timed = {role: _CpuTimed(model_set.get(role)) for role in MODEL_ROLES if model_set.has(role)}
+        timed = {role: _TimedModel(model_set.get(role)) for role in MODEL_ROLES if model_set.has(role)}
         if name == "full":
             used = [model_set.settings[role] for role in timed if role != "detector"]
         builders = [(lambda model=timed[role]: model) if role in timed else None for role in MODEL_ROLES]
@@ -332,7 +335,7 @@ def _identity_model_cost(bench: Bench, work: Path, frames: range) -> dict:
             "identity_models_cost_ratio": _ratio(costs["full"], costs["detector_only"])}
 
 
-def _timed_models(analyzer: FaceAnalyzer) -> dict[str, "_CpuTimed"]:
+def _timed_models(analyzer: FaceAnalyzer) -> dict[str, "_TimedModel"]:
     """The analyzer's model set replaced by one whose models time their calls (each wrapped when the run
     first needs it, so a model the run does not use is not loaded); same digests and settings, so the
     same namespace. Returns the timed models by role, filled as they are built."""
@@ -340,7 +343,7 @@ def _timed_models(analyzer: FaceAnalyzer) -> dict[str, "_CpuTimed"]:
 
     def builder(role: str):
         def build():
-            timed[role] = _CpuTimed(models.get(role))
+            timed[role] = _TimedModel(models.get(role))
             return timed[role]
         return build if models.has(role) else None
 
@@ -348,7 +351,7 @@ def _timed_models(analyzer: FaceAnalyzer) -> dict[str, "_CpuTimed"]:
     return timed
 
 
-class _CpuTimed:
+class _TimedModel:
     """A model whose method calls add up their CPU time (all threads, `cpu_s`) and their wall time
     (`wall_s`: what the calling thread waited for them, whatever else the process ran meanwhile)."""
 
