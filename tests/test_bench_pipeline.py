@@ -68,6 +68,18 @@ def test_identity_models_cost_is_reported_with_the_models_used(result):
     assert set(by_model) == {"mtcnn", "face_mesh_468", "facenet_512"} and all(ms > 0 for ms in by_model.values())
 
 
+def test_the_cold_runs_analysis_share_is_reported_per_model_with_its_goals(result):
+    # the default job runs the detector and the landmarker on the clip; the recognizer is never needed
+    assert set(result["cold_analysis_ms_per_frame_by_model"]) == {"mtcnn", "face_mesh_468"}
+    assert result["cold_analysis_ms_per_frame"] == pytest.approx(
+        sum(result["cold_analysis_ms_per_frame_by_model"].values()), abs=0.02)
+    assert 0 < result["cold_analysis_ms_per_frame"] < result["cold_per_frame_ms"]
+    assert result["cold_every_frame_analysis_ms_per_frame"] > 0
+    assert set(result["runs"]["cold_detector_only"]["analysis_s_by_model"]) == {"mtcnn"}
+    assert result["cold_goals"] == {"cold_per_frame_ms": 50.0, "cold_analysis_ms_per_frame": 25.0}  # one face
+    assert result["cold_goals_met"] == {key: result[key] <= goal for key, goal in result["cold_goals"].items()}
+
+
 def test_cold_cost_is_measured_with_and_without_the_new_models_and_warm_costs_no_inference(result):
     runs, base = result["runs"], result["first_range_frames"]
     assert runs["cold"]["inferences"]["landmark"] >= base  # the face mesh ran on the clip's faces
@@ -138,4 +150,5 @@ def test_figures_have_the_same_keys_for_several_faces(default_models_dir, portra
                                  samples_dir=portrait_paths["astronaut"].parent, size=(640, 360), faces=2)
     assert several["faces"] == 2 and several["size"] == "640x360"
     assert set(several) == set(result)
+    assert several["cold_goals"] == {"cold_per_frame_ms": 100.0, "cold_analysis_ms_per_frame": 40.0}  # six faces' goals
     assert several["runs"]["cold"]["inferences"]["swap"] == 2 * several["first_range_frames"]  # two faces a frame

@@ -82,6 +82,27 @@ def test_two_portraits_in_a_1080p_frame(mtcnn, portraits):
     assert [f.box.tolist() for f in again] == [f.box.tolist() for f in faces]
 
 
+def test_refining_several_regions_in_shared_runs_finds_what_each_region_alone_finds(mtcnn, portraits):
+    # the tracker's followed faces: each face's region and box, one R-Net and one O-Net run for all of them
+    frame = composite_1080p(portraits)
+    scales = mtcnn.scales(*frame.shape[:2])
+    parts = []
+    for face in mtcnn.detect(frame):
+        x1, y1, x2, y2 = (int(v) for v in face.box)
+        pad = (x2 - x1) // 2
+        region = frame[max(0, y1 - pad):y2 + pad, max(0, x1 - pad):x2 + pad]
+        moved = face.box + 6 - np.array([max(0, x1 - pad), max(0, y1 - pad)] * 2)  # where it went, a little off
+        parts.append((region, moved, scales[2:6]))
+    parts.append((frame[:200, :200], np.zeros((0, 4)), scales[2:6]))  # a region with no candidate
+    parts.append((frame[900:, :300], np.array([[40.0, 40.0, 140.0, 140.0]]), scales[2:6]))  # grey: no face there
+    together = mtcnn.refine_each(parts)
+    alone = [mtcnn.refine(region, boxes, levels) for region, boxes, levels in parts]
+    assert [len(found) for found in together] == [1, 1, 0, 0]
+    for found, expected in zip(together, alone):
+        assert [(f.box.tolist(), f.score, f.kps5.tolist()) for f in found] == \
+               [(f.box.tolist(), f.score, f.kps5.tolist()) for f in expected]
+
+
 def test_8k_frame_is_searched_with_bounded_memory(mtcnn, portraits):
     frame = cv2.resize(composite_1080p(portraits), (7680, 4320), interpolation=cv2.INTER_LINEAR)
     tracemalloc.start()

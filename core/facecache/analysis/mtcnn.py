@@ -126,15 +126,24 @@ class MtcnnDetector:
         """R-Net then O-Net on candidate boxes (frame pixels) instead of P-Net's proposals, each crop
         sampled from pyramid levels at `scales` as the whole search samples it: how the tracker checks
         and refines where a face of the frame before has gone."""
-        frame = check_bgr_frame(frame)
-        boxes = square_boxes(np.asarray(boxes, np.float64).reshape(-1, 4))
-        sources = [(frame, 1.0, 1.0)] + self._pyramid(frame, scales)
-        if len(boxes):
-            boxes, _ = self._refine(sources, boxes)
-        if len(boxes) == 0:
-            return []
-        boxes, scores, points = self._output(sources, boxes)
-        return [Detection(box, score, kps) for box, score, kps in zip(boxes, scores, points)]
+        return self.refine_each([(frame, boxes, scales)])[0]
+
+    def refine_each(self, parts: list[tuple[np.ndarray, np.ndarray, list[float]]]) -> list[list[Detection]]:
+        """`refine` on each of several (frame or region, candidate boxes, scales), with one R-Net run and
+        one O-Net run for all of their crops: the tracker's followed faces, each in its own region, pay
+        one network run each instead of one a face."""
+        images = [check_bgr_frame(image) for image, _, _ in parts]
+        sources = [[(image, 1.0, 1.0)] + self._pyramid(image, scales) for image, (_, _, scales) in zip(images, parts)]
+        boxes = [square_boxes(np.asarray(candidates, np.float64).reshape(-1, 4)) for _, candidates, _ in parts]
+        if not any(len(part_boxes) for part_boxes in boxes):
+            return [[] for _ in parts]
+        outputs = self._run_each(self._rnet, "mtcnn rnet", RNET_IO, sources, boxes, 24)
+        boxes = [self._refined(part_boxes, *part_outputs)[0] for part_boxes, part_outputs in zip(boxes, outputs)]
+        if not any(len(part_boxes) for part_boxes in boxes):
+            return [[] for _ in parts]
+        outputs = self._run_each(self._onet, "mtcnn onet", ONET_IO, sources, boxes, 48)
+        return [[Detection(box, score, kps) for box, score, kps in zip(*self._kept_faces(part_boxes, *part_outputs))]
+                for part_boxes, part_outputs in zip(boxes, outputs)]
 
     def detect_in_bands(self, frame: np.ndarray, bands: list[tuple[tuple[int, int, int, int], float]]) -> list[Detection]:
         """Faces in parts of a frame, each part searched by P-Net at one scale (the tracker's bands along
@@ -142,6 +151,8 @@ class MtcnnDetector:
         and O-Net then take all candidates at once, their crops sampled from the frame halved, quartered
         and so on (bands are no whole pyramid to sample from)."""
         frame = check_bgr_frame(frame)
+        if not bands:
+            return []  # most followed frames: the camera brought no new ground into view
         sources = [(frame, 1.0, 1.0)] + self._pyramid(frame, [0.5 ** k for k in range(1, 5)])
         levels = []
         for (x1, y1, x2, y2), scale in bands:
@@ -210,10 +221,24 @@ class MtcnnDetector:
             parts.append(run_model(session, name, outputs, {input_name: net_batch(patches)}))
         return [np.concatenate([part[i] for part in parts]) for i in range(len(outputs))]
 
+    def _run_each(self, session, name, io, sources, boxes, size):
+        """`_run_batches` over several parts (their own sources and boxes) in shared runs: each part's outputs."""
+        counts = [len(part_boxes) for part_boxes in boxes]
+        patches = np.concatenate([crop_patches(part_sources, part_boxes, size)
+                                  for part_sources, part_boxes in zip(sources, boxes)])
+        input_name, outputs = io
+        runs = [run_model(session, name, outputs, {input_name: net_batch(patches[start : start + self.settings.batch_size])})
+                for start in range(0, len(patches), self.settings.batch_size)]
+        joined = [np.concatenate([run[i] for run in runs]) for i in range(len(outputs))]
+        ends = np.cumsum(counts)[:-1]
+        return list(zip(*(np.split(output, ends) for output in joined)))
+
     def _refine(self, sources, boxes):
         """R-Net: keep likely faces, regress and square them."""
+        return self._refined(boxes, *self._run_batches(self._rnet, "mtcnn rnet", RNET_IO, sources, boxes, 24))
+
+    def _refined(self, boxes, deltas, probs):
         s = self.settings
-        deltas, probs = self._run_batches(self._rnet, "mtcnn rnet", RNET_IO, sources, boxes, 24)
         scores = probs[:, 1].astype(np.float64)
         passed = scores >= s.thresholds[1]
         boxes, scores, deltas = boxes[passed], scores[passed], deltas[passed]
@@ -222,8 +247,10 @@ class MtcnnDetector:
 
     def _output(self, sources, boxes):
         """O-Net: final faces, their boxes and key points."""
+        return self._kept_faces(boxes, *self._run_batches(self._onet, "mtcnn onet", ONET_IO, sources, boxes, 48))
+
+    def _kept_faces(self, boxes, deltas, landmarks, probs):
         s = self.settings
-        deltas, landmarks, probs = self._run_batches(self._onet, "mtcnn onet", ONET_IO, sources, boxes, 48)
         scores = probs[:, 1].astype(np.float64)
         passed = scores >= s.thresholds[2]
         boxes, scores, deltas, landmarks = boxes[passed], scores[passed], deltas[passed], landmarks[passed]

@@ -170,7 +170,7 @@ class TrackingDetector:
         (`MtcnnDetector.scales`), so a face is refined and measured as that search would do it;
         `moved`: the boxes of the faces followed, where the camera took them."""
         scales = self.detector.scales(*frame.shape[:2])
-        found = [(_FOLLOWED, d) for box in moved for d in self._followed(frame, box, scales)]
+        found = [(_FOLLOWED, d) for d in self._followed(frame, moved, scales)]
         for region in change.rects_outside(moved):
             found += [(_CHANGED, d) for d in self._in_region(frame, region, scales)]
         bands = [(band, scale) for edge, new in enumerate(change.new_edges) if new
@@ -189,26 +189,37 @@ class TrackingDetector:
                 (0, height - depth, width, height))[edge]
         return _clipped(band, width, height)
 
-    def _followed(self, frame: np.ndarray, box: np.ndarray, scales: list[float]) -> list[Detection]:
-        """A face of the frame before, where the camera's motion took it: R-Net and O-Net on that box
-        (no P-Net search), on a region around it, sampled from the levels R-Net's and O-Net's crops of a
-        face of its size are taken from in the whole search (see `crop_patches`)."""
+    def _followed(self, frame: np.ndarray, boxes: np.ndarray, scales: list[float]) -> list[Detection]:
+        """The faces of the frame before, where the camera's motion took them (`boxes`): R-Net and O-Net on
+        each box (no P-Net search; one run of each for all the faces), on a region around it, sampled from
+        the levels R-Net's and O-Net's crops of a face of its size are taken from in the whole search (see
+        `crop_patches`)."""
+        regions = [region for box in boxes for region in [self._follow_region(frame, box, scales)] if region]
+        parts = [(frame[y1:y2, x1:x2], candidate, levels) for (x1, y1, x2, y2), candidate, levels, _ in regions]
+        found = []
+        for (region, _, _, side), detections in zip(regions, self.detector.refine_each(parts)):
+            if detections:
+                found += _moved_by(detections, *region[:2])
+                continue
+            # Lost where it was expected (it moved or turned more than the box can follow): search its
+            # region for faces from half its size up, as the whole frame's search would.
+            finest = min((x for x in scales if x >= CELL / (self.settings.follow_min_scale * side)), default=None)
+            found += self._in_region(frame, region, [x for x in scales if finest is None or x <= finest])
+        return found
+
+    def _follow_region(self, frame: np.ndarray, box: np.ndarray, scales: list[float]):
+        """(region, the box in it, the levels R-Net and O-Net sample it from, the face's side) for a
+        followed face; None when its region is too small to hold a face."""
         side = max(box[2] - box[0], box[3] - box[1], 1.0)
         pad = self.settings.follow_margin * side
         x1, y1, x2, y2 = _clipped([box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad], *frame.shape[1::-1])
         if x2 - x1 < CELL or y2 - y1 < CELL:
-            return []
+            return None
         finest = min((x for x in scales if x >= _ONET_SIDE / side), default=None)
         coarsest = min((x for x in scales if x >= _RNET_SIDE / side), default=None)
         levels = [x for x in scales if coarsest is not None and coarsest <= x <= (finest or coarsest)]
         candidate = np.asarray(box, np.float64) - np.array([x1, y1, x1, y1], np.float64)
-        found = _moved_by(self.detector.refine(frame[y1:y2, x1:x2], candidate, levels), x1, y1)
-        if found:
-            return found
-        # Lost where it was expected (it moved or turned more than the box can follow): search its
-        # region for faces from half its size up, as the whole frame's search would.
-        finest = min((x for x in scales if x >= CELL / (self.settings.follow_min_scale * side)), default=None)
-        return self._in_region(frame, (x1, y1, x2, y2), [x for x in scales if finest is None or x <= finest])
+        return (x1, y1, x2, y2), candidate, levels, side
 
     def _in_region(self, frame: np.ndarray, region, scales: list[float]) -> list[Detection]:
         x1, y1, x2, y2 = (int(v) for v in region)

@@ -15,6 +15,7 @@ faces of that row and of the row above).
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from functools import lru_cache
 
 MAX_DISTANCE = 32768  # deflate's window: a zero run copies from one row above, so rows up to this
@@ -78,14 +79,15 @@ def _zero_block(count: int, distance: int) -> bytes:
 
 
 def _put_match(bits: "_Bits", length: int, distance: int) -> None:
-    code = max(i for i, base in enumerate(_LENGTH_BASES) if base <= length)
+    # the last base not above the value (the tables ascend): a cold overlay writes about a thousand matches
+    code = bisect_right(_LENGTH_BASES, length) - 1
     symbol = 257 + code
     if symbol < 280:
         bits.put_code(symbol - 256, 7)
     else:
         bits.put_code(0xC0 + symbol - 280, 8)
     bits.put(length - _LENGTH_BASES[code], _LENGTH_EXTRA[code])
-    code = max(i for i, base in enumerate(_DISTANCE_BASES) if base <= distance)
+    code = bisect_right(_DISTANCE_BASES, distance) - 1
     bits.put_code(code, 5)
     bits.put(distance - _DISTANCE_BASES[code], _DISTANCE_EXTRA[code])
 
@@ -102,7 +104,13 @@ class _Bits:
         self._count += count
 
     def put_code(self, code: int, count: int) -> None:
-        self.put(int(format(code, f"0{count}b")[::-1], 2), count)
+        self.put(_reversed_bits(code, count), count)
 
     def aligned(self) -> bytes:
         return self._value.to_bytes((self._count + 7) // 8, "little")
+
+
+@lru_cache(maxsize=1024)
+def _reversed_bits(code: int, count: int) -> int:
+    """`code`'s `count` bits in reverse order (a Huffman code, most significant bit first)."""
+    return int(format(code, f"0{count}b")[::-1], 2)
