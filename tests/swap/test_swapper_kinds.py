@@ -106,6 +106,9 @@ OTHER_VALUES = {
     "limit_yaw": lambda ctx: False,
     "max_yaw": lambda ctx: 2.0,  # the astronaut turns her head 5 degrees: past it, the classic swapper leaves her
     "picture_rules": lambda ctx: "blender-4.2",
+    # a remote tier that cannot be reached (a closed port on 127.0.0.1: the job goes on locally, one warning)
+    "remote_cache": lambda ctx: "s3://facecache-unreachable/cache",
+    "remote_read_only": lambda ctx: True,
 }
 
 
@@ -138,7 +141,10 @@ def test_every_setting_is_tried():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_no_setting_changes_a_swappers_pixels_without_changing_its_key(tmp_path, swap_models, two_faces,
-                                                                         portrait_paths, kind):
+                                                                         portrait_paths, kind, monkeypatch):
+    for name, value in (("AWS_ENDPOINT_URL", "http://127.0.0.1:9"), ("AWS_ACCESS_KEY_ID", "test"),
+                        ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(name, value)
     ctx = Context(tmp_path, swap_models, two_faces, kind)
     base = Settings(cache_dir=str(tmp_path / "base"), models_dir=str(swap_models), providers="cpu", swapper=kind,
                     sources=(str(two_faces),))
@@ -165,3 +171,4 @@ def test_no_setting_changes_a_swappers_pixels_without_changing_its_key(tmp_path,
     assert (outcomes["limit_yaw"], outcomes["max_yaw"]) == (yaw, yaw)
     assert outcomes["swapper"] == outcomes["sources"] == outcomes["source_face"] == outcomes["detector"] == "new key"
     assert outcomes["mask_blur"] == outcomes["opacity"] == outcomes["models_dir"] == "same records"
+    assert outcomes["remote_cache"] == outcomes["remote_read_only"] == "same records"  # where packs live, not what
