@@ -105,14 +105,44 @@ def deinterlaced(strip) -> bool:
     return bool(getattr(strip, "use_deinterlace", False))
 
 
-def output_root(scene, media: str, deinterlace: bool = False) -> str:
-    """Swapped frames of one media file's picture: `<cache>/swaps/<path digest>`; the engine adds `<stem>/`.
+def output_root(scene, media: str, deinterlace: bool = False, shown: str = "", checked: bool = True) -> str:
+    """Swapped frames of one media file's picture: `<cache>/swaps/<name digest>`; the engine adds `<stem>/`.
     Media inside the .blend's folder is named by its path relative to the .blend, so the folder
     name survives moving the project or opening it from a teammate's mount at another path. Its
-    deinterlaced picture (`deinterlace`) has a folder of its own."""
-    name = os.path.normcase(_blend_relative(media) or media) + (" deinterlaced" if deinterlace else "")
-    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
-    return os.path.join(cache_dir(scene), layout.SWAPS_FOLDER, digest)
+    deinterlaced picture (`deinterlace`) has a folder of its own.
+
+    `shown` is the folder the swapped strip shows now. A copy of the project whose clip is stored by its
+    absolute path inside the original's folder names that clip by another path than the original did (it
+    now lies outside the copy's folder); its swapped strip still shows the copied cache's folder, named
+    from the original's folder. That folder is kept when its name is one this media's picture gets from
+    some folder holding it, and (`checked`: not while drawing, which never touches the file system) when
+    its clip marker names this clip and picture."""
+    swaps = os.path.join(cache_dir(scene), layout.SWAPS_FOLDER)
+    named = os.path.join(swaps, _folder_name(_blend_relative(media) or media, deinterlace))
+    kept = os.path.dirname(os.path.normpath(shown)) if shown else named
+    if (_same_folder(kept, named) or not _same_folder(os.path.dirname(kept), swaps)
+            or os.path.basename(kept) not in _names_from_folders_holding(media, deinterlace)):
+        return named
+    return kept if not checked or layout.holds_clip(kept, media, deinterlace) else named
+
+
+def _folder_name(name: str, deinterlace: bool) -> str:
+    name = os.path.normcase(name) + (" deinterlaced" if deinterlace else "")
+    return hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def _names_from_folders_holding(media: str, deinterlace: bool) -> set[str]:
+    """The folder names `output_root` gives this media's picture from a .blend in any folder above it."""
+    names, folder = set(), os.path.dirname(os.path.abspath(media))
+    while True:
+        names.add(_folder_name(_relative_to(media, os.path.join(folder, "edit.blend")), deinterlace))
+        if os.path.dirname(folder) == folder:
+            return names
+        folder = os.path.dirname(folder)
+
+
+def _same_folder(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
 def _blend_relative(path: str, blend_path: str | None = None) -> str | None:

@@ -41,7 +41,7 @@ def items_under_playhead(scene) -> tuple[list[dict], list]:
         if index is None:
             continue
         media, deinterlace = paths.media_path(original), paths.deinterlaced(original)
-        items.append(protocol.item(media, index, index + 1, paths.output_root(scene, media, deinterlace), deinterlace))
+        items.append(protocol.item(media, index, index + 1, timeline.outputs_root(scene, original), deinterlace))
         strips.append(strip)
     return items, strips
 

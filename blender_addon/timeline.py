@@ -110,10 +110,19 @@ def overlay_of(original):
     return shot_group.pairs_in(group)[0].get(original) if group is not None else None
 
 
-def placement(scene, original) -> dict:
-    """Where the swapped strip goes and what it holds; raises UnsupportedStrip for unreadable timing."""
+def outputs_root(scene, original, checked: bool = True) -> str:
+    """Where the engine writes the swapped frames of the original's picture (`paths.output_root`; `checked`
+    False while drawing)."""
+    swapped = overlay_of(original)
+    shown = bpy.path.abspath(swapped.directory) if swapped is not None else ""
+    return paths.output_root(scene, paths.media_path(original), paths.deinterlaced(original), shown, checked)
+
+
+def placement(scene, original, checked: bool = True) -> dict:
+    """Where the swapped strip goes and what it holds (`checked` False while drawing: no file is read); raises
+    UnsupportedStrip for unreadable timing."""
     media = paths.media_path(original)
-    return {"folder": paths.output_folder(scene, media, paths.deinterlaced(original)),
+    return {"folder": paths.layout.output_folder(outputs_root(scene, original, checked), media, still=False),
             "layout": frame_mapping.layout(original),
             "channel": original.channel + 1}
 
@@ -129,7 +138,7 @@ def element_names(scene, original, place) -> list[str]:
     media = place["layout"].media
     made = runtime.STATE.swapped.get(paths.media_path(original))
     if made is None:
-        made = swapped_on_disk(scene, paths.media_path(original), paths.deinterlaced(original))
+        made = paths.layout.frames_in(place["folder"])
     if set(media) <= made or not pending_frame.in_use() or not pending_frame.ensure(place["folder"]):
         return [frame_name(i) for i in media]
     return [frame_name(i) if i in made else pending_frame.NAME for i in media]
@@ -309,16 +318,19 @@ def work_items(scene, strips, frames: range | None = None) -> list[dict]:
     share frames; the Deinterlace option's picture is another); with `frames` (timeline frames), only the
     media frames the strips show on those."""
     wanted: dict[tuple[str, bool], set] = {}
+    roots: dict[tuple[str, bool], str] = {}
     for strip in strips:
         try:
             used = frame_mapping.used_media_frames(strip, frames)
         except frame_mapping.UnsupportedStrip:
             continue  # reported by the caller (check_media, or the update's not-followed list)
-        wanted.setdefault((paths.media_path(strip), paths.deinterlaced(strip)), set()).update(used)
+        picture = (paths.media_path(strip), paths.deinterlaced(strip))
+        wanted.setdefault(picture, set()).update(used)
+        roots.setdefault(picture, outputs_root(scene, strip))
     items = []
     for (media, deinterlace), used in wanted.items():
         for start, stop in runs(sorted(used)):
-            items.append(protocol.item(media, start, stop, paths.output_root(scene, media, deinterlace), deinterlace))
+            items.append(protocol.item(media, start, stop, roots[media, deinterlace], deinterlace))
     return items
 
 
@@ -349,7 +361,7 @@ def is_up_to_date(scene, original) -> bool | None:
     if swapped is None or original.faceswap.not_followed:
         return False
     try:
-        place = placement(scene, original)
+        place = placement(scene, original, checked=False)
     except frame_mapping.UnsupportedStrip:
         return False
     if (not _matches(swapped, place) or swapped.faceswap.settings_key != scene.faceswap.settings_key()

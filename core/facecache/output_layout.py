@@ -127,15 +127,21 @@ def frames_in(folder: str | os.PathLike) -> set[int]:
     return {index for index in map(frame_index, names) if index is not None}
 
 
-def clip_record(media: str | os.PathLike, out_dir: str | os.PathLike, identity: str | None) -> dict:
+def clip_record(media: str | os.PathLike, out_dir: str | os.PathLike, identity: str | None,
+                deinterlace: bool = False) -> dict:
     """What a clip marker says: the media's absolute path, its path relative to the output folder, its
-    content digest."""
+    content digest, and which of its pictures the outputs show (`picture`, only for the Deinterlace option's:
+    markers written before it was recorded are all of the woven picture)."""
     path = os.path.abspath(os.fspath(media))
     try:
         relative = os.path.relpath(path, os.path.abspath(os.fspath(out_dir))).replace(os.sep, "/")
     except ValueError:  # another drive on Windows
         relative = None
-    return {"media": path, "relative": relative, "identity": identity}
+    record = {"media": path, "relative": relative, "identity": identity}
+    return {**record, "picture": DEINTERLACED} if deinterlace else record
+
+
+DEINTERLACED = "deinterlaced"
 
 
 def same_clip(a: dict, b: dict) -> bool:
@@ -167,11 +173,12 @@ def owner(marker: str) -> dict | None:
 
 
 def claim(out_dir: str | os.PathLike, media: str | os.PathLike, still: bool, identity: str | None,
-          mode: int = 0o600) -> None:
+          mode: int = 0o600, deinterlace: bool = False) -> None:
     """Make the output place of `media` in `out_dir` this clip's, or raise OutputTaken naming the clip
-    it belongs to and what to do. The folder must exist."""
+    it belongs to and what to do. The folder must exist. A folder already this clip's stays marked with the
+    picture it was first made of."""
     marker = marker_path(out_dir, media, still)
-    mine = clip_record(media, out_dir, identity)
+    mine = clip_record(media, out_dir, identity, deinterlace)
     for _attempt in range(3):
         found = owner(marker)
         if found is None:
@@ -198,6 +205,17 @@ def own_frames(out_dir: str | os.PathLike, media: str | os.PathLike) -> set[int]
     if found is not None and not same_clip(found, clip_record(media, out_dir, None)):
         return set()
     return frames_in(output_folder(out_dir, media, still=False))
+
+
+def holds_clip(out_dir: str | os.PathLike, media: str | os.PathLike, deinterlace: bool) -> bool:
+    """Whether `out_dir` holds the outputs of this video's picture (woven, or through the Deinterlace option),
+    as its folder's marker says: a marker that cannot be read holds nothing."""
+    try:
+        found = owner(marker_path(out_dir, media, still=False))
+    except OutputTaken:
+        return False
+    mine = clip_record(media, out_dir, None, deinterlace)
+    return found is not None and same_clip(found, mine) and found.get("picture") == mine.get("picture")
 
 
 def _parent_name(media: str | os.PathLike) -> str:

@@ -102,10 +102,13 @@ def _shown(value) -> str:
 
 
 class Server:
-    def __init__(self, stdin, emit: Callable[[dict], bool | None], exit_after: float | None = None):
+    def __init__(self, stdin, emit: Callable[[dict], bool | None], exit_after: float | None = None,
+                 parent: int | None = None):
         """`stdin` gives request lines (a binary stream is read as is, a text one through its buffer
         where it has one); `emit` writes one answer and returns False once nobody reads them.
-        `exit_after`: once the caller is gone, end the process at the latest this many seconds later."""
+        `exit_after`: once the caller is gone, end the process at the latest this many seconds later.
+        `parent`: the caller's process id as it was when the process started (default: as it is now)."""
+        self._parent = os.getppid() if parent is None else parent
         self.stdin = _own_reader(stdin)
         self._emit_line = emit
         self.engine = Engine()
@@ -151,7 +154,7 @@ class Server:
 
     def _watch_parent(self) -> None:
         """An orphan's stdin may stay open (another process inherited the pipe): watch the parent too."""
-        alive = parent_watch()
+        alive = parent_watch(self._parent)
         while not self._gone.wait(PARENT_POLL_SECONDS):
             if not alive():
                 self.close("its parent process is gone")
@@ -271,17 +274,18 @@ def _own_reader(stdin):
         return getattr(stdin, "buffer", stdin)
 
 
-def parent_watch() -> Callable[[], bool]:
-    """A check that this process's parent (its caller) still lives. POSIX re-parents an orphan (to
-    init or a subreaper), so its parent id changes; Windows keeps the id, so the process is looked up
-    (and its start time compared, against a reused id)."""
-    parent = os.getppid()
+def parent_watch(parent: int) -> Callable[[], bool]:
+    """A check that this process's parent (its caller, `parent` as it was when the process started) still
+    lives. POSIX re-parents an orphan (to init or a subreaper), so its parent id changes; Windows keeps the
+    id, so the process is looked up (and its start time compared, against a reused id)."""
     if sys.platform != "win32":
         return lambda: os.getppid() == parent
     import psutil
 
     try:
         started = psutil.Process(parent).create_time()
+    except psutil.NoSuchProcess:
+        return lambda: False  # gone before the session looked
     except psutil.Error:
         return lambda: True  # unknown from the start: stdin and the answers still tell
 

@@ -20,17 +20,23 @@ output) goes to stderr, so stdout stays parseable (`stdout_guard`).
 
 from __future__ import annotations
 
-import contextlib
-import json
-import signal
-import sys
-import threading
+import os
 
-from facecache import protocol
-from facecache.engine import Emit, error_message, run_job
-from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE
-from facecache.gpu_runtime.activate import use_runtime
-from facecache.stdout_guard import silence_stdout, stdout_reserved
+# The caller, as it was when this process started: the imports below take seconds on a loaded machine, and a
+# caller that dies meanwhile would leave its orphan re-parented already when the session looked.
+PARENT_AT_START = os.getppid()
+
+import contextlib  # noqa: E402 - after the parent is known
+import json  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+
+from facecache import protocol  # noqa: E402
+from facecache.engine import Emit, error_message, run_job  # noqa: E402
+from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE  # noqa: E402
+from facecache.gpu_runtime.activate import use_runtime  # noqa: E402
+from facecache.stdout_guard import silence_stdout, stdout_reserved  # noqa: E402
 
 ORPHAN_EXIT_SECONDS = 10.0  # the session's caller is gone: the process ends at the latest this long after
 
@@ -77,7 +83,7 @@ def _answer(argv: list[str], stdin, protocol) -> int:
     if argv == ["--serve"]:
         from facecache.serve import Server
 
-        return Server(stdin, emit, exit_after=ORPHAN_EXIT_SECONDS).serve()
+        return Server(stdin, emit, exit_after=ORPHAN_EXIT_SECONDS, parent=PARENT_AT_START).serve()
     if argv:
         emit(protocol.error(f"unknown arguments {' '.join(argv)}: use --serve or none", "UsageError", EXIT_USAGE))
         return EXIT_USAGE

@@ -339,6 +339,53 @@ def test_an_orphaned_session_exits_within_seconds(tmp_path):
                 os.kill(pid, signal.SIGKILL)
 
 
+# The same client, but the session's imports are held until the client is gone (a `sitecustomize` on the
+# session's path blocks the import of `facecache.engine` until the client has died), as a loaded machine makes
+# them last: the session must still know its caller, from when it started.
+SLOW_IMPORTS = textwrap.dedent("""
+    import importlib.abc, os, sys, time
+
+    class HoldEngine(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "facecache.engine":
+                open(os.environ["IMPORT_REACHED"], "w").close()
+                while os.path.exists(os.environ["IMPORT_HELD"]):
+                    time.sleep(0.05)
+            return None
+
+    sys.meta_path.insert(0, HoldEngine())
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the process state from /proc")
+def test_a_session_orphaned_while_it_starts_exits_within_seconds(tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_IMPORTS)
+    reached, held = tmp_path / "reached", tmp_path / "held"
+    held.touch()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]),
+           "IMPORT_REACHED": str(reached), "IMPORT_HELD": str(held)}
+    client = subprocess.Popen([sys.executable, "-c", ORPHANING_CLIENT, str(tmp_path / "cache")],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    engine_pid, holder_pid = (int(v) for v in client.stdout.readline().split())
+    try:
+        deadline = time.monotonic() + 120  # bounds a hang: the session's interpreter starting on a busy machine
+        while not reached.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert reached.exists() and _alive(engine_pid)
+        client.kill()  # gone while the session still imports
+        client.wait()
+        held.unlink()  # the imports go on
+        deadline = time.monotonic() + 60  # bounds a hang: the session notices within a second or two
+        while _alive(engine_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(engine_pid), "the session orphaned while it started still runs"
+    finally:
+        for pid in (engine_pid, holder_pid):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def _alive(pid: int) -> bool:
     """True while the process runs (an exited child of a dead parent is reaped by init, or a zombie)."""
     try:

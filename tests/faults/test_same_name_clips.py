@@ -124,6 +124,23 @@ def test_the_clip_marker_is_taken_by_exactly_one_of_many_at_once(tmp_path):
     assert [name for name in os.listdir(folder)] == [output_layout.CLIP_MARKER]  # no temp file left
 
 
+@pytest.mark.parametrize("deinterlace", [False, True])
+def test_a_folder_holds_the_picture_its_marker_names_and_no_other(tmp_path, deinterlace):
+    """What a copied project's add-on asks of the folder its swapped strip shows (`holds_clip`): this clip, in
+    the picture it was made of (woven or deinterlaced); not another clip, not the other picture."""
+    clip, other = tmp_path / "A" / "C0001.mp4", tmp_path / "B" / "C0001.mp4"
+    (tmp_path / "out" / "C0001").mkdir(parents=True)
+    assert not output_layout.holds_clip(tmp_path / "out", clip, deinterlace)  # no marker yet
+    output_layout.claim(tmp_path / "out", clip, False, None, deinterlace=deinterlace)
+    assert output_layout.holds_clip(tmp_path / "out", clip, deinterlace)
+    assert not output_layout.holds_clip(tmp_path / "out", clip, not deinterlace)
+    assert not output_layout.holds_clip(tmp_path / "out", other, deinterlace)
+    output_layout.claim(tmp_path / "out", clip, False, None, deinterlace=not deinterlace)  # the same clip: allowed
+    assert output_layout.holds_clip(tmp_path / "out", clip, deinterlace)  # the marker keeps its first picture
+    (tmp_path / "out" / "C0001" / output_layout.CLIP_MARKER).write_bytes(b"\x00damaged")
+    assert not output_layout.holds_clip(tmp_path / "out", clip, deinterlace)
+
+
 def test_the_layout_module_needs_only_the_standard_library():
     """The add-on imports it in Blender's own process, as it imports `choices`."""
     code = ("import sys; import facecache.output_layout, facecache.choices; "

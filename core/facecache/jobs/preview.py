@@ -35,7 +35,7 @@ class PreviewSession:
         self.form = resolved_form(job.output_form, info.is_still)
         self.media_id = media_identity(self.target, job.analyzer.cache)
         self.folder, self.manifest = open_outputs(self.target, Path(out_dir), info.is_still, self.media_id,
-                                                  job.analyzer.cache)
+                                                  job.analyzer.cache, deinterlace)
         self._segment: int | None = None
         self._groups = None
         self._decoded: tuple[int, object] | None = None  # the last frame decoded: a slider moves on one frame

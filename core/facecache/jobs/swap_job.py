@@ -165,7 +165,7 @@ class SwapJob:
             still = reader.info.is_still
             form = resolved_form(self.output_form, still)
             media_id = media_identity(target, self.analyzer.cache)
-            folder, manifest = open_outputs(target, out_dir, still, media_id, self.analyzer.cache)
+            folder, manifest = open_outputs(target, out_dir, still, media_id, self.analyzer.cache, deinterlace)
 
             def report_progress() -> None:
                 if progress is None:
@@ -412,15 +412,15 @@ def check_outside_cache(folder: str | Path, cache_root: str | Path) -> None:
 
 
 def open_outputs(target: Path, out_dir: Path, still: bool, media_id: str,
-                 cache: FaceCache) -> tuple[Path, OutputManifest]:
+                 cache: FaceCache, deinterlace: bool = False) -> tuple[Path, OutputManifest]:
     """The output folder of `target` (`facecache.output_layout`), ready: outside the cache, created,
-    writable, marked as this clip's (OutputTaken when it is another clip's), cleaned of the temp files
-    of a job killed mid-write; and its manifest."""
+    writable, marked as this clip's and picture's (OutputTaken when it is another clip's), cleaned of the temp
+    files of a job killed mid-write; and its manifest."""
     folder = Path(output_layout.output_folder(out_dir, target, still))
     check_outside_cache(folder, cache.root)
     perms = prepare_output_folder(folder)  # before any work: a folder we cannot write is a message
     try:
-        output_layout.claim(out_dir, target, still, media_id, perms.file_mode)
+        output_layout.claim(out_dir, target, still, media_id, perms.file_mode, deinterlace)
     except OSError as exc:
         raise os_fault(exc, "write the outputs in", folder, hint="choose another output folder (--out)") from None
     remove_leftover_temp_files(folder)
