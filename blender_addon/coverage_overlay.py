@@ -28,11 +28,11 @@ def strip_coverage(scene, strip) -> dict:
         shown = frame_mapping.shown_media_frames(strip)
     except frame_mapping.UnsupportedStrip:
         shown = {}
-    media = paths.media_path(strip)
+    picture = paths.picture(strip)
     used = set(shown.values())
-    analysed = runtime.STATE.analysed.get(media, set()) & used
-    swapped = runtime.STATE.swapped.get(media, set()) & used
-    turned_away = runtime.STATE.turned_away.get(media, set()) & swapped
+    analysed = runtime.STATE.analysed.get(picture, set()) & used
+    swapped = runtime.STATE.swapped.get(picture, set()) & used
+    turned_away = runtime.STATE.turned_away.get(picture, set()) & swapped
 
     def to_timeline(done):
         return list(timeline.runs(sorted(t for t, m in shown.items() if m in done)))

@@ -26,6 +26,7 @@ from . import compat
 from .engine_client import engine_module
 
 layout = engine_module("output_layout")  # the engine's one output layout: folders and frame names
+protocol = engine_module("protocol")
 DEFAULT_CACHE_DIR = "//faceswap_cache"
 CACHE_DIR_ENV = "FACESWAP_CACHE_DIR"
 MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own names for them (facecache.locations)
@@ -97,6 +98,11 @@ def engine_environment() -> dict:
 
 def media_path(strip) -> str:
     return os.path.abspath(bpy.path.abspath(strip.filepath))
+
+
+def picture(strip) -> str:
+    """The key of the picture the strip shows in the engine's coverage answers (`protocol.picture_key`)."""
+    return protocol.picture_key(media_path(strip), deinterlaced(strip))
 
 
 def deinterlaced(strip) -> bool:

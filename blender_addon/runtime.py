@@ -46,8 +46,9 @@ class JobStatus:
 @dataclass
 class Runtime:
     job: JobStatus = field(default_factory=JobStatus)
-    analysed: dict[str, set[int]] = field(default_factory=dict)  # media path -> media frames in the cache
-    swapped: dict[str, set[int]] = field(default_factory=dict)  # media path -> frames with an output file
+    # by picture (`paths.picture`: the media path, a file's Deinterlace picture apart)
+    analysed: dict[str, set[int]] = field(default_factory=dict)  # picture -> media frames in the cache
+    swapped: dict[str, set[int]] = field(default_factory=dict)  # picture -> frames with an output file
     faceless: dict[str, set[int]] = field(default_factory=dict)  # those of them written without a face
     turned_away: dict[str, set[int]] = field(default_factory=dict)  # frames with a face left as it was (yaw limit)
     cache_bytes: int | None = None  # measured by the engine on each coverage refresh
@@ -121,8 +122,8 @@ BARS = DrawHandler()
 
 
 def asked_frames(items: list[dict]) -> dict[str, set[int]]:
-    """{media: media frames} that a request's items cover."""
+    """{picture: media frames} that a request's items cover (`protocol.picture`)."""
     asked: dict[str, set[int]] = {}
     for item in items:
-        asked.setdefault(item[protocol.MEDIA], set()).update(protocol.frame_range(item))
+        asked.setdefault(protocol.picture(item), set()).update(protocol.frame_range(item))
     return asked

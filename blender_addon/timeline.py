@@ -136,7 +136,7 @@ def element_names(scene, original, place) -> list[str]:
     do), else the transparent stand-in (`pending_frame`, in Blender's window). Where the stand-in cannot be
     written, every element names its overlay."""
     media = place["layout"].media
-    made = runtime.STATE.swapped.get(paths.media_path(original))
+    made = runtime.STATE.swapped.get(paths.picture(original))
     if made is None:
         made = paths.layout.frames_in(place["folder"])
     if set(media) <= made or not pending_frame.in_use() or not pending_frame.ensure(place["folder"]):
@@ -184,7 +184,7 @@ def key_faceless(scene, original, swapped, place, unknown=None) -> str | None:
     if faceless_keys.set_by_hand(scene, swapped):
         return (f"opacity of {swapped.name!r}, set by hand: its frames without a face are not skipped in playback "
                 "while it is; the shot's opacity belongs on its face swap group, the swap's in the Face Swap panel")
-    faceless = runtime.STATE.faceless.get(paths.media_path(original))
+    faceless = runtime.STATE.faceless.get(paths.picture(original))
     layout = place["layout"]
     if faceless is not None:
         faceless_keys.key_opacity(scene, swapped, faceless_keys.opacity_keys(layout.first, layout.media, faceless))
@@ -367,7 +367,7 @@ def is_up_to_date(scene, original) -> bool | None:
     if (not _matches(swapped, place) or swapped.faceswap.settings_key != scene.faceswap.settings_key()
             or not _geometry_matches(original, swapped) or shot_group.has_composite_edits(original)):
         return False
-    known = runtime.STATE.swapped.get(paths.media_path(original))
+    known = runtime.STATE.swapped.get(paths.picture(original))
     return None if known is None else set(place["layout"].used) <= known
 
 

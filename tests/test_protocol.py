@@ -39,7 +39,8 @@ OTHER_VOCABULARIES = {
 MESSAGES = (protocol.Request, protocol.Item, protocol.Progress, protocol.Result, protocol.Error, protocol.Summary,
             protocol.JobSettings)
 KEYS = {key for message in MESSAGES for key in message.__annotations__}
-VALUES = {protocol.PROGRESS, protocol.RESULT, protocol.ERROR, protocol.CANCEL, protocol.CANCELLED_KIND}
+VALUES = {protocol.PROGRESS, protocol.RESULT, protocol.ERROR, protocol.CANCEL, protocol.CANCELLED_KIND,
+          protocol.DEINTERLACED_PICTURE}
 
 
 def literal_keys(source: str):

@@ -48,11 +48,15 @@ def test_a_deinterlaced_item_is_its_own_picture_in_the_cache(tmp_path, models_di
     fields = [{**woven[0], "deinterlace": True}]
     job = {"settings": settings(tmp_path, models_dir)}
     assert run_job({**job, "kind": "analyze", "items": woven}, lambda _: None)["inferences"]["detect"] == 2
+    deinterlaced = str(small_clip) + "\0deinterlaced"  # its own key: no path holds a NUL
     coverage = run_job({**job, "kind": "coverage", "items": fields}, lambda _: None)
-    assert coverage["analysed"] == {str(small_clip): []}
+    assert coverage["analysed"] == {deinterlaced: []}
     assert run_job({**job, "kind": "analyze", "items": fields}, lambda _: None)["inferences"]["detect"] == 2
     again = run_job({**job, "kind": "analyze", "items": fields}, lambda _: None)
-    assert again["inferences"]["detect"] == 0 and again["analysed"] == {str(small_clip): [0, 1]}
+    assert again["inferences"]["detect"] == 0 and again["analysed"] == {deinterlaced: [0, 1]}
+    wider = [{**woven[0], "stop": 4}, {**fields[0], "start": 1, "stop": 3}]  # one file on two strips, one query
+    both = run_job({**job, "kind": "coverage", "items": wider}, lambda _: None)
+    assert both["analysed"] == {str(small_clip): [0, 1], deinterlaced: [1]}
     with pytest.raises(Exception, match="deinterlace must be true or false"):
         run_job({**job, "kind": "analyze", "items": [{**woven[0], "deinterlace": "yes"}]}, lambda _: None)
 

@@ -24,7 +24,7 @@ it ahead of a running job ("quick"), and whether it runs models. A new kind is a
 frames one by one through preview sessions (a blend change recomposites from the cached swap).
 Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
-outputs exist ("analysed", "swapped": {media: [frames]}) and which of those hold no face ("faceless": the
+outputs exist ("analysed", "swapped": {picture: [frames]}, by `protocol.picture`) and which of those hold no face ("faceless": the
 one-pixel outputs; a preview says it for its frames too); jobs that run models say which provider each
 model file's session runs on ("providers") and, once, a GPU fallback ("gpu_warning"). Every key of a
 request, an item, an answer and a summary is spelled in `facecache.protocol`, which the add-on shares.
@@ -189,7 +189,7 @@ def _swap(job: Job) -> dict:
     swap_job = pipeline.swap_job()
     total = sum(len(protocol.frame_range(item)) for item in job.items)
     done = 0
-    turned_away: dict[str, list[int]] = {}  # media -> frames with faces left as they were (yaw limit)
+    turned_away: dict[str, list[int]] = {}  # picture -> frames with faces left as they were (yaw limit)
     for item in job.items:
         media = Path(item[protocol.MEDIA])
         if job.cancel.is_set():
@@ -198,13 +198,13 @@ def _swap(job: Job) -> dict:
         swap_job.run(media, Path(item[protocol.OUT]), protocol.frame_range(item),
                      progress=_progress(job.emit, media.name, done, total), cancel=job.cancel,
                      deinterlace=protocol.deinterlaced(item))
-        turned_away.setdefault(str(media), []).extend(swap_job.report.turned_away_frames[already:])
+        turned_away.setdefault(protocol.picture(item), []).extend(swap_job.report.turned_away_frames[already:])
         done += len(protocol.frame_range(item))
     targets = ", ".join(sorted({Path(item[protocol.MEDIA]).name for item in job.items}))
     summary = {**pipeline.summary(swap_job.report, targets), protocol.CANCELLED: job.cancel.is_set(),
                protocol.ANALYSED: _analysed(pipeline.analyzer, job.items), **_outputs(job.items),
-               protocol.TURNED_AWAY: {media: sorted(set(frames)) for media, frames in turned_away.items() if frames}}
-    del summary[protocol.TURNED_AWAY_FRAMES]  # by media in TURNED_AWAY
+               protocol.TURNED_AWAY: {key: sorted(set(frames)) for key, frames in turned_away.items() if frames}}
+    del summary[protocol.TURNED_AWAY_FRAMES]  # by picture in TURNED_AWAY
     return summary
 
 
@@ -228,44 +228,45 @@ def _preview(job: Job) -> dict:
             protocol.INFERENCES: runs, protocol.OUTPUTS: outputs, protocol.FACELESS: _faceless(job.items)}
 
 
-def _by_media(items: list[dict], frames_of: Callable[[dict], object]) -> dict:
-    """{media path: sorted frames} gathered over the items by `frames_of(item)`."""
-    media: dict[str, set] = {}
+def _by_picture(items: list[dict], frames_of: Callable[[dict], object]) -> dict:
+    """{picture: sorted frames} gathered over the items by `frames_of(item)`: by media path, a file's picture
+    through the Deinterlace option apart (`protocol.picture`)."""
+    pictures: dict[str, set] = {}
     for item in items:
-        media.setdefault(str(item[protocol.MEDIA]), set()).update(frames_of(item))
-    return {path: sorted(frames) for path, frames in media.items()}
+        pictures.setdefault(protocol.picture(item), set()).update(frames_of(item))
+    return {picture: sorted(frames) for picture, frames in pictures.items()}
 
 
 def _analysed(analyzer, items: list[dict]) -> dict:
-    """{media path: sorted analysed media frames} over the items' ranges, from the cache alone."""
+    """{picture: sorted analysed media frames} over the items' ranges, from the cache alone."""
     from facecache.analysis.coverage import analysed_frames
 
-    return _by_media(items, lambda item: analysed_frames(analyzer, item[protocol.MEDIA], protocol.frame_range(item),
+    return _by_picture(items, lambda item: analysed_frames(analyzer, item[protocol.MEDIA], protocol.frame_range(item),
                                                          protocol.deinterlaced(item)))
 
 
 def _outputs(items: list[dict]) -> dict:
-    """{"swapped": {media path: sorted media frames whose output file exists}, "faceless": {media path: those
+    """{"swapped": {picture: sorted media frames whose output file exists}, "faceless": {picture: those
     of them written without a face (one transparent pixel)}} over the items' ranges."""
     from facecache.jobs.swap_job import existing_outputs
 
-    swapped = _by_media(items, lambda item: existing_outputs(item[protocol.MEDIA], item[protocol.OUT],
+    swapped = _by_picture(items, lambda item: existing_outputs(item[protocol.MEDIA], item[protocol.OUT],
                                                              protocol.frame_range(item)))
     return {protocol.SWAPPED: swapped, protocol.FACELESS: _faceless(items, swapped)}
 
 
 def _faceless(items: list[dict], existing: dict | None = None) -> dict:
-    """{media path: sorted frames written without a face} over the items' ranges: of the `existing`
-    outputs ({media path: frames}), or, without them, of every frame asked (a preview's, just written:
+    """{picture: sorted frames written without a face} over the items' ranges: of the `existing`
+    outputs ({picture: frames}), or, without them, of every frame asked (a preview's, just written:
     no folder is listed on the slider's path)."""
     from facecache.jobs.swap_job import faceless_outputs
 
     def frames_of(item: dict) -> list[int]:
         wanted = protocol.frame_range(item)
-        frames = wanted if existing is None else [i for i in existing.get(str(item[protocol.MEDIA]), ()) if i in wanted]
+        frames = wanted if existing is None else [i for i in existing.get(protocol.picture(item), ()) if i in wanted]
         return faceless_outputs(item[protocol.MEDIA], item[protocol.OUT], frames)
 
-    return _by_media(items, frames_of)
+    return _by_picture(items, frames_of)
 
 
 def _coverage(job: Job) -> dict:

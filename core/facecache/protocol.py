@@ -75,11 +75,11 @@ SWAP_CACHE = "swap_cache"
 REMOTE = "remote"  # what the remote cache tier did: groups listed, packs fetched and uploaded, bytes
 CANCELLED = "cancelled"
 WARNING = "warning"
-ANALYSED = "analysed"  # {media: [frames]} in the cache
-SWAPPED = "swapped"  # {media: [frames]} with an output file
-FACELESS = "faceless"  # {media: [frames]} of those written without a face (one transparent pixel)
-TURNED_AWAY = "turned_away"  # {media: [frames]} with a face left as it was (the yaw limit)
-TURNED_AWAY_FRAMES = "turned_away_frames"  # the CLI's list; the engine says it by media in TURNED_AWAY
+ANALYSED = "analysed"  # {picture: [frames]} in the cache (picture: `picture_key`, the media path for most)
+SWAPPED = "swapped"  # {picture: [frames]} with an output file
+FACELESS = "faceless"  # {picture: [frames]} of those written without a face (one transparent pixel)
+TURNED_AWAY = "turned_away"  # {picture: [frames]} with a face left as it was (the yaw limit)
+TURNED_AWAY_FRAMES = "turned_away_frames"  # the CLI's list; the engine says it by picture in TURNED_AWAY
 OUTPUTS = "outputs"  # a preview's output files
 CACHE_BYTES = "cache_bytes"
 PROVIDERS = "providers"  # {model file: the provider its session runs on}; also a setting
@@ -147,7 +147,7 @@ Result = TypedDict("Result", {ID: "int | str", TYPE: str, SUMMARY: Summary}, tot
 Error = TypedDict("Error", {ID: "int | str | None", TYPE: str, MESSAGE: str, KIND: str, EXIT_CODE: int,
                             REFUSED_ID: "int | str"}, total=False)
 
-# The coverage kinds a summary reports by media ({media: [frames]}): what the add-on shows under strips.
+# The coverage kinds a summary reports by picture ({picture_key: [frames]}): what the add-on shows under strips.
 COVERAGE_KINDS = (ANALYSED, SWAPPED, FACELESS)
 
 
@@ -170,6 +170,22 @@ def frame_range(entry: Item) -> range:
 def deinterlaced(entry: Item) -> bool:
     """Whether an item asks for the picture a strip with the Deinterlace option shows."""
     return bool(entry.get(DEINTERLACE, False))
+
+
+# How the coverage kinds key the Deinterlace option's picture of a file: its path and this. No path holds a NUL,
+# so one file's two pictures never share a key, nor does a picture share another file's.
+DEINTERLACED_PICTURE = "\0deinterlaced"
+
+
+def picture_key(media: str, deinterlace: bool) -> str:
+    """The key of a file's picture in the coverage kinds ({picture: [frames]}): its path for the picture as
+    stored, else the path and DEINTERLACED_PICTURE."""
+    return media + DEINTERLACED_PICTURE if deinterlace else media
+
+
+def picture(entry: Item) -> str:
+    """The coverage kinds' key of the picture an item asks for (`picture_key`)."""
+    return picture_key(str(entry[MEDIA]), deinterlaced(entry))
 
 
 def progress(done: int, total: int, label: str) -> Progress:

@@ -157,3 +157,26 @@ def test_faces_turned_past_the_yaw_limit_are_left_and_shown_in_the_coverage(bpy,
     project.faceswap.limit_yaw = False
     assert bpy.ops.faceswap.update() == {"FINISHED"}
     assert report(project)["faces_swapped"] == 18 and report(project)["faces_turned_away"] == 0
+
+
+def test_one_file_on_two_strips_one_deinterlaced_has_two_coverages(bpy, addon, project, clip, watch):
+    """The Deinterlace option's picture of a file is another picture: swapping the strip that shows the file as
+    stored leaves the deinterlaced strip's bars empty and its swap still to do, and the other way round."""
+    woven = add_movie(project, clip, frame_start=1, channel=1, name="woven")
+    fields = add_movie(project, clip, frame_start=1, channel=3, name="fields")
+    fields.use_deinterlace = True
+    for strip in (woven, fields):
+        strip.frame_offset_end = strip.frame_final_duration - 6  # media frames 0..5
+    select_only(project, woven)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    assert watch.refresh(project)["media"] == 2
+    coverage = addon.coverage_overlay.strip_coverage
+    assert (coverage(project, woven)["analysed"], coverage(project, woven)["swapped"]) == (6, 6)
+    assert (coverage(project, fields)["analysed"], coverage(project, fields)["swapped"]) == (0, 0)
+    assert addon.timeline.overlay_of(fields) is None
+    select_only(project, fields)
+    assert bpy.ops.faceswap.swap() == {"FINISHED"}
+    assert report(project)["written"] == 6  # its own picture, not the woven one's frames
+    assert watch.refresh(project)["media"] == 2
+    assert (coverage(project, fields)["analysed"], coverage(project, fields)["swapped"]) == (6, 6)
+    assert addon.timeline.is_up_to_date(project, woven) and addon.timeline.is_up_to_date(project, fields)
