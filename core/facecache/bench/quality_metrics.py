@@ -11,6 +11,8 @@ and the source face resampled into the frame where the swapped face lies (``sour
 - expression: how far the swapped face's landmarks are from the target's, in eye distances;
 - seam: the colour step across the mask's edge against the step across the same ring in the
   target, over the whole edge and per part of it (forehead, temples, jaw);
+- the forehead's top edge: the lightness step across the mask's top edge against the original's
+  there, where a band shows that the seam's two sides leave between them;
 - leftovers: the target's strong edges (glasses' arms, its jaw line) in a ring just outside the
   swapped face, against the same ring in the source's own picture;
 - where the face went: key points found again on the swapped face against the target's own.
