@@ -72,6 +72,60 @@ def test_seams_are_told_apart_by_part_of_the_edge_and_turn_with_the_face():
     assert qm.outline_part(np.array([[30, 100]]), turned)[0] == 0
 
 
+def test_the_top_edge_step_sees_a_band_where_the_swapped_face_ends():
+    """A darker band in the mask's fade just inside its top edge: the forehead's seam ratio compares the
+    fully swapped side with the untouched side, both beyond the band, and misses it; the top-edge step
+    is measured across the edge itself. The same band along the jaw is not the top edge's."""
+    target = textured(5, (200, 200))
+    alpha = disk_alpha((200, 200), radius=60, fade=12)
+    alpha = np.roll(alpha, 10, axis=0)  # centred at (100, 110): its top half-edge 1 eye distance above the eyes
+    kps5 = np.array([[80, 95], [120, 95], [100, 115], [85, 135], [115, 135]], np.float32)
+    fading = (alpha >= 0.5) & (alpha < 0.99)
+    rows = np.arange(200)[:, None]
+    for band, top in ((fading & (rows < 80), True), (fading & (rows > 150), False)):
+        swapped = target.copy()
+        swapped[band] = (swapped[band] * 0.75).astype(np.uint8)
+        step = qm.top_edge_step(swapped, target, alpha, kps5)
+        seams = qm.seam_ratios(swapped, target, alpha, kps5)[1]
+        if top:
+            assert step > 1.6 and seams["forehead"] < 1.2
+        else:
+            assert step <= 1.0 and seams["jaw"] < 1.2
+    assert qm.top_edge_step(target, target, alpha, kps5) <= 1.0  # nothing changed: no step beyond the picture's
+    # turned in the picture's plane, the face's columns turn with it: the band is still at its top edge
+    turn = cv2.getRotationMatrix2D((100.0, 100.0), 30, 1.0)
+    def turned(image, flags=cv2.INTER_LINEAR):
+        return cv2.warpAffine(image, turn, (200, 200), flags=flags, borderMode=cv2.BORDER_REFLECT)
+    swapped = target.copy()
+    swapped[fading & (rows < 80)] = (swapped[fading & (rows < 80)] * 0.75).astype(np.uint8)
+    turned_kps5 = (np.c_[kps5, np.ones(5)] @ turn.T).astype(np.float32)
+    assert qm.top_edge_step(turned(swapped), turned(target), turned(alpha), turned_kps5) > 1.6
+    # a mask without a top edge within reach (the whole picture swapped) has no top-edge step
+    assert qm.top_edge_step(swapped, target, np.ones((200, 200), np.float32), kps5) is None
+
+
+def test_the_independent_check_judges_only_faces_it_finds_on_the_original():
+    from facecache.analysis.blazeface import KeyPoints
+    from facecache.bench.quality_bench import _independent_shift
+
+    points = np.array([[0, 0], [40, 0], [20, 20], [20, 35], [-10, 10], [50, 10]], np.float64)
+    original = KeyPoints(np.array([-20, -20, 60, 60.0]), 0.9, points)
+    moved = KeyPoints(original.box, 0.9, points + np.array([[4, 0]] * 4 + [[40, 40]] * 2))  # the ears are not counted
+    assert _independent_shift(original, moved) == {"independent_found": True, "independent_shift": 0.1}
+    assert _independent_shift(original, None) == {"independent_found": False}
+    assert _independent_shift(None, moved) == {}
+    good = {"landmark_shift": 0.03, "seam_worst": 1.1, "leftover_ratio": 1.0, "sharpness_ratio": 1.2}
+    assert shortfall({**good, "independent_shift": 0.24}) == pytest.approx(2.0)
+    assert shortfall({**good, "top_edge_step": 2.4}) == pytest.approx(1.5)
+    assert shortfall({**good, "independent_found": False}) is None
+    summary = summarise([dict(clipped_pixels=0, face_pixels=10, ms=1.0, independent_found=True,
+                              independent_shift=0.05, top_edge_step=1.2),
+                         dict(clipped_pixels=0, face_pixels=10, ms=1.0, independent_found=False, top_edge_step=2.0)])
+    assert summary["independent_shift_worst"] == 0.05 and summary["independent_lost"] == 1
+    assert summary["goals_met"]["independent_shift_worst"] is False  # a face it lost is as far off as can be
+    assert summary["top_edge_step_worst"] == 2.0 and summary["goals_met"]["top_edge_step_worst"] is False
+
+
 def test_leftovers_count_strong_edges_left_just_outside_the_face():
     source = textured(2, (200, 200))
     alpha = disk_alpha((200, 200), radius=50, fade=6)
@@ -221,7 +275,7 @@ def test_a_real_run_on_the_group_photo(tmp_path, default_models_dir, capsys):
                  pairs=(Pair("grace_hopper", "group"),))
     for key in ("identity_closer_share", "identity_margin_mean", "clipped_fraction", "sharpness_ratio",
                 "sharpness_worst", "expression_error", "landmark_shift_worst", "seam_ratio", "seam_worst",
-                "leftover_worst", "ms_per_face", "cpu_ms_per_face"):
+                "leftover_worst", "ms_per_face", "cpu_ms_per_face", "independent_shift_worst", "top_edge_step_worst"):
         assert key in result
     # six people: the one turned three-quarters (and any other the head pose puts past 45 degrees) is
     # left and listed; every other face is swapped and measured
@@ -236,6 +290,11 @@ def test_a_real_run_on_the_group_photo(tmp_path, default_models_dir, capsys):
     assert result["faces_lost"] == 0 and result["landmark_shift_worst"] <= 0.10 and result["seam_worst"] <= 1.5
     assert result["goals_met"]["landmark_shift_worst"] and result["goals_met"]["seam_worst"]
     assert all(set(face["seams"]) <= {"forehead", "temples", "jaw"} and face["seams"] for face in result["per_face"])
+    # the independent check (a model the swap does not use) finds every face on both pictures, and every
+    # face's mask has a top edge to measure
+    assert result["independent_lost"] == 0 and result["models"]["check"] == "blazeface_short_range"
+    assert all(face["independent_shift"] is not None and face["top_edge_step"] is not None
+               for face in result["per_face"])
     picture = cv2.imread(str(tmp_path / "pictures" / "grace_hopper_on_group.png"))
     assert picture is not None and picture.shape[0] == 256 and picture.shape[1] > 3 * 200  # three panels
     # the contact sheet holds every face at twice its size; the worst five are kept on their own

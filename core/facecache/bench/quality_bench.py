@@ -23,10 +23,20 @@ each measure is reported beside the mean:
                           target's own, in eye distances (a smear or a fold shows here); the
                           worst face                                            goal <= 0.10
   faces_lost              swapped faces the detector no longer finds
+  independent_shift_worst the same, checked with a model the swap does not use (MediaPipe's BlazeFace,
+                          ``analysis.blazeface``): its eyes, nose tip and mouth centre found on the
+                          swapped face against the same model's points on the original, each
+                          found in the same windows around the target face, in the original's
+                          eye distances; the worst face                       goal <= 0.12
+  independent_lost        swapped faces where it finds a face on the original but none on the swap
   open_mouths_kept        target faces with an open mouth whose swap keeps it open
   seam_ratio              colour step across the mask's edge / the target's   goal <= 1.5
   seam_worst              the same per part of the edge (forehead, temples, jaw); the worst
                           part of the worst face                              goal <= 1.5
+  top_edge_step_worst     the brightness step across the mask's top edge (the forehead's, where a
+                          band shows) / the original's at the same place, on a profile averaged
+                          along the edge (``quality_metrics.top_edge_step``); the worst face
+                                                                              goal <= 1.6
   leftover_worst          the target's strong edges (glasses' arms, its jaw line) in a ring
                           just outside the swapped face / the same ring of the source's own
                           picture; the worst face
@@ -54,6 +64,7 @@ import cv2
 import numpy as np
 
 from facecache.analysis.analyzer import FaceAnalyzer
+from facecache.analysis.blazeface import BlazeFaceChecker, KeyPoints
 from facecache.analysis.boxes import overlaps
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_sheet as sheet
@@ -116,14 +127,20 @@ GOALS = {
     "landmark_shift_worst": ("<=", 0.10),
     "seam_ratio": ("<=", 1.5),
     "seam_worst": ("<=", 1.5),
+    "independent_shift_worst": ("<=", 0.12),
+    "top_edge_step_worst": ("<=", 1.6),
 }
 # What each face is held to when the worst faces are chosen (its figure against the goal).
 FACE_GOALS = {"landmark_shift": ("<=", 0.10), "seam_worst": ("<=", 1.5), "leftover_ratio": ("<=", 1.5),
-              "sharpness_ratio": (">=", 0.8)}
+              "sharpness_ratio": (">=", 0.8), "independent_shift": ("<=", 0.12), "top_edge_step": ("<=", 1.6)}
 WORST_KEPT = 5
 TIMING_REPEATS = 3
 # The identity goal is for frontal faces: turned up to this many degrees of yaw.
 FRONTAL_YAW = 30.0
+# The independent check's points (``analysis.blazeface``): eyes, nose tip, mouth centre; its ear points
+# are left out, being guesses wherever the head hides an ear.
+CHECK_MODEL = "blazeface_short_range"
+CHECK_POINTS = slice(0, 4)
 # A face found again on the swapped picture: the detection whose box overlaps the target face's
 # most, at least this much.
 _FOUND_IOU = 0.3
@@ -151,7 +168,9 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     parts = Parts()
-    parts.model_store(str(models_dir) if models_dir else None).install(["default"])
+    store = parts.model_store(str(models_dir) if models_dir else None)
+    store.install(["default", "check"])
+    checker = BlazeFaceChecker(store.session(parts.sessions(providers), store.model(CHECK_MODEL)), model=CHECK_MODEL)
     pairs = default_pairs() if pairs is None else pairs
     with tempfile.TemporaryDirectory(prefix="facecache-quality-") as cache_dir:
         # every face, with the default blend settings, as `facecache swap --selector many` does
@@ -163,7 +182,7 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
             say(f"{pair.label}")
             source = source_path(pair, Path(cache_dir))
             pipeline = build_pipeline(replace(settings, sources=(str(source),)), parts)
-            measured, left, pair_rows = _measure_pair(pair, pipeline, out_dir)
+            measured, left, pair_rows = _measure_pair(pair, pipeline, checker, out_dir)
             faces += measured
             turned += left
             rows += pair_rows
@@ -172,7 +191,7 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
     result = summarise(faces)
     result.update(swapper=swapper, pairs=per_pair, faces_turned_away=turned,
                   models={"landmarker": analyzer.models.settings.get("landmarker"),
-                          "recognizer": analyzer.models.settings.get("recognizer")},
+                          "recognizer": analyzer.models.settings.get("recognizer"), "check": CHECK_MODEL},
                   out=str(out_dir), per_face=faces, **_write_sheets(out_dir, faces, rows))
     return result
 
@@ -210,10 +229,15 @@ def summarise(faces: list[dict]) -> dict:
         "expression_error": mean("landmark_shift"),
         "landmark_shift_worst": extreme("landmark_shift", max),  # of the faces found again
         "faces_lost": lost,
+        "independent_shift": mean("independent_shift"),
+        "independent_shift_worst": extreme("independent_shift", max),
+        "independent_lost": sum(1 for f in faces if f.get("independent_found") is False),
         "open_mouths": len(open_mouths),
         "open_mouths_kept": sum(bool(f.get("mouth_kept_open")) for f in open_mouths),
         "seam_ratio": mean("seam_ratio"),
         "seam_worst": extreme("seam_worst", max),
+        "top_edge_step": mean("top_edge_step"),
+        "top_edge_step_worst": extreme("top_edge_step", max),
         "leftover_ratio": mean("leftover_ratio"),
         "leftover_worst": extreme("leftover_ratio", max),
         "ms_per_face": round(statistics.median(f["ms"] for f in faces), 2) if faces else None,
@@ -225,6 +249,8 @@ def summarise(faces: list[dict]) -> dict:
                            for key, (sign, value) in GOALS.items()}
     if lost:  # a face the detector no longer finds is as far off as a face can be
         result["goals_met"]["landmark_shift_worst"] = False
+    if result["independent_lost"]:
+        result["goals_met"]["independent_shift_worst"] = False
     return result
 
 
@@ -235,8 +261,8 @@ def _meets(value: float, sign: str, goal: float) -> bool:
 def shortfall(face: dict) -> float | None:
     """How far a face is from the goals it is held to (FACE_GOALS): its worst figure over its
     goal (or the goal over it, for the figures that should be high); above 1, a goal is missed.
-    None for a face the detector lost (further than any)."""
-    if face.get("found_again") is False:
+    None for a face the detector or the independent check lost (further than any)."""
+    if face.get("found_again") is False or face.get("independent_found") is False:
         return None
     ratios = [0.0]
     for key, (sign, goal) in FACE_GOALS.items():
@@ -246,7 +272,8 @@ def shortfall(face: dict) -> float | None:
     return max(ratios)
 
 
-def _measure_pair(pair: Pair, pipeline: Pipeline, out_dir: Path) -> tuple[list[dict], list[dict], list]:
+def _measure_pair(pair: Pair, pipeline: Pipeline, checker: BlazeFaceChecker,
+                  out_dir: Path) -> tuple[list[dict], list[dict], list]:
     analyzer, sources, swapper = pipeline.analyzer, pipeline.sources, pipeline.swapper
     source = sources.faces[0]
     # The classic swapper needs no source identity; measuring one does (from the cache, plus the embedding).
@@ -266,10 +293,12 @@ def _measure_pair(pair: Pair, pipeline: Pipeline, out_dir: Path) -> tuple[list[d
         timings.append((median_ms(swap_one, TIMING_REPEATS), _one_thread_cpu_ms(swap_one)))
     output = paste_back(frame, results, params)
     found = _found_again(analyzer, output, kept)
+    checked = zip(checker.find(frame, [face.box for face in kept]), checker.find(output, [face.box for face in kept]))
     measured, rows = [], []
-    for number, (face, result, (ms, cpu_ms), again) in enumerate(zip(kept, results, timings, found), 1):
+    for number, (face, result, (ms, cpu_ms), again, check) in enumerate(zip(kept, results, timings, found, checked), 1):
         entry = {"pair": pair.label, "face": number, "cpu_ms": round(cpu_ms, 2)}
         entry.update(_measure_face(frame, output, face, result, params, source, sources, analyzer, ms, again))
+        entry.update(_independent_shift(*check))
         far = shortfall(entry)
         entry["shortfall"] = None if far is None else round(far, 3)
         measured.append(entry)
@@ -279,6 +308,19 @@ def _measure_pair(pair: Pair, pipeline: Pipeline, out_dir: Path) -> tuple[list[d
     turned = [{"pair": pair.label, "box": [round(float(v)) for v in face.box],
                "yaw": None if face.pose is None else round(float(face.pose[1]), 1)} for face in left]
     return measured, turned, rows
+
+
+def _independent_shift(original: KeyPoints | None, swapped: KeyPoints | None) -> dict:
+    """The independent check of one face: its points on the swapped picture against its points on the
+    original, in the original's eye distances. Nothing when it finds no face on the original (it
+    cannot judge that face); ``independent_found`` False when it finds one there but none on the swap."""
+    if original is None:
+        return {}
+    if swapped is None:
+        return {"independent_found": False}
+    eyes = float(np.linalg.norm(original.points[1] - original.points[0]))
+    return {"independent_found": True, "independent_shift": _rounded(
+        qm.point_shift(swapped.points[CHECK_POINTS], original.points[CHECK_POINTS], eyes))}
 
 
 def _one_thread_cpu_ms(action: Callable[[], object]) -> float:
@@ -322,6 +364,7 @@ def _measure_face(frame, output, face, result, params, source, sources, analyzer
              "seam_ratio": _rounded(seam_whole),
              "seams": {part: _rounded(value) for part, value in seams.items()},
              "seam_worst": _rounded(max(seams.values())) if seams else None,
+             "top_edge_step": _rounded(qm.top_edge_step(output, frame, alpha, face.kps5)),
              "leftover_ratio": _rounded(qm.leftover_ratio(output, resampled, alpha, eyes))}
     # the face as the analysis sees it there: None when the landmarker sees no face at all
     swapped = _reanalysed(analyzer, output, again if again is not None else face)
@@ -365,9 +408,10 @@ def _figure_lines(face: dict) -> list[str]:
     seams = " ".join(f"{part} {value:.2f}" for part, value in face["seams"].items())
     place = f"yaw {face['yaw']} roll {face['roll']}" if face.get("yaw") is not None else "no pose"
     moved = shown("landmark_shift", 3) if face["found_again"] else "LOST (no face found)"
+    checked = "LOST" if face.get("independent_found") is False else shown("independent_shift", 3)
     far = "lost" if face["shortfall"] is None else f"{face['shortfall']:.2f}"
     return [f"{face['pair']} face {face['face']}  {place}  {face['ms']:.0f} ms  shortfall {far}",
-            f"moved {moved} eye dist.  seams {seams or '-'}",
+            f"moved {moved} (independent {checked}) eye dist.  seams {seams or '-'}  top edge {shown('top_edge_step')}",
             f"leftovers {shown('leftover_ratio')}  sharpness {shown('sharpness_ratio')}  "
             f"identity {shown('identity_margin', 3)}"]
 

