@@ -42,7 +42,7 @@ from facecache import protocol
 from facecache.errors import Cancelled, FaceCacheError, os_fault
 from facecache.jobs.run_summary import describe_run, empty_summary
 from facecache.locations import resolve_models_from
-from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache, path_value
+from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, end_of_job, open_cache, path_value
 
 Emit = Callable[[dict], None]
 EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
@@ -180,7 +180,8 @@ def _analyze(job: Job) -> dict:
         faces += sum(len(f.record.faces) for f in analysed)
         done += len(protocol.frame_range(item))
     return empty_summary(frames=frames, faces=faces, inferences=analyzer.inferences.as_dict(STAGES),
-                         analysis_cache=analyzer.stats.as_dict(), analysed=_analysed(analyzer, job.items))
+                         analysis_cache=analyzer.stats.as_dict(), analysed=_analysed(analyzer, job.items),
+                         **end_of_job(analyzer.cache))
 
 
 def _swap(job: Job) -> dict:

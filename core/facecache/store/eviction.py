@@ -112,10 +112,11 @@ def clean_locks(cache: CacheFolder) -> int:
 
 
 def clear(cache: CacheFolder) -> None:
-    """Remove every cached result (namespaces, media identities, quarantine). A symlink where one of
+    """Remove every cached result (namespaces, media identities, quarantine) and the hits counted so far
+    (`tier_hits`). A symlink where one of
     those folders belongs is set aside, never followed (`inside`), and so is any symlink in them."""
     try:
-        for sub in ("ns", "media", "quarantine"):
+        for sub in ("ns", "media", "quarantine", "hits"):
             folder = cache.inside(sub)
             if folder is not None:
                 empty_folder(folder)
