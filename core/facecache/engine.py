@@ -2,7 +2,8 @@
 engine session (`facecache.serve`), one job on a pipe (`facecache.worker`), tests in-process.
 
 A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
-                | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall",
+                | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall"
+                | "remote_support_install" | "remote_support_uninstall",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1; "deinterlace":
                      true asks for the picture of a strip with Blender's Deinterlace option: media/deinterlace.py)
@@ -320,6 +321,22 @@ def _gpu(job: Job) -> dict:
     return gpu_job(job.kind, job.fields, job.settings, job.emit, job.cancel)
 
 
+def _remote_support(job: Job) -> dict:
+    """The remote cache support in $FACECACHE_REMOTE_SUPPORT (the add-on's folder): installed (progress in bytes,
+    a cancel stops pip) or removed. It is put on the path when an engine process starts: the add-on restarts it."""
+    from facecache.remote_support.install import RemoteSupportInstaller
+
+    installer = RemoteSupportInstaller()
+    if job.kind == "remote_support_uninstall":
+        return empty_summary(**{protocol.REMOTE_SUPPORT_UNINSTALL: {"folder": str(installer.folder),
+                                                                    "freed_bytes": installer.uninstall()}})
+
+    def progress(event) -> None:
+        job.emit(protocol.progress(event.done, event.total or 0, event.file))
+
+    return empty_summary(**{protocol.REMOTE_SUPPORT_INSTALL: installer.install(progress=progress, cancel=job.cancel)})
+
+
 def error_message(exc: BaseException) -> dict:
     """The protocol's error answer, with the documented exit code; an operating-system fault is said in
     one line (`facecache.errors.os_fault`); anything else but a FaceCacheError is a bug and also prints
@@ -348,4 +365,6 @@ JOB_KINDS: dict[str, JobKind] = {
     "gpu_status": JobKind(_gpu),
     "gpu_install": JobKind(_gpu),
     "gpu_uninstall": JobKind(_gpu),
+    "remote_support_install": JobKind(_remote_support),
+    "remote_support_uninstall": JobKind(_remote_support),
 }

@@ -30,6 +30,7 @@ from facecache import protocol
 from facecache.engine import Emit, error_message, run_job
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE
 from facecache.gpu_runtime.activate import use_runtime
+from facecache.remote_support.layout import use_support
 from facecache.stdout_guard import silence_stdout, stdout_reserved
 
 ORPHAN_EXIT_SECONDS = 10.0  # the session's caller is gone: the process ends at the latest this long after
@@ -51,6 +52,7 @@ class _Terminate:
 def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     use_runtime()  # the NVIDIA GPU runtime's onnxruntime first on the path, when installed
+    use_support()  # the extension's remote cache support (botocore) on the path, when a remote cache is set
     stdin = stdin or sys.stdin
     try:
         # stray prints, Python's or ONNX Runtime's at the C level, must not corrupt the protocol
