@@ -55,7 +55,9 @@ class RemoteSupportInstaller:
         self.folder = found
         self.wheels = tuple(wheels)
         self.stall = stall
-        self.fetcher = fetcher or PackageFetcher(pip_args=("--no-cache-dir",), timeout=None,
+        # pip is asked for wheels of any Python 3 (`fetch_wheels`), which it reads as 3.0 against each wheel's
+        # Requires-Python (3.10 and later): the pinned hash already fixes the file, so that check is skipped.
+        self.fetcher = fetcher or PackageFetcher(pip_args=("--no-cache-dir", "--ignore-requires-python"), timeout=None,
                                                  log_file=self.folder / "logs" / "pip.log")
 
     @property
