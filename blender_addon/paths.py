@@ -22,7 +22,7 @@ import tempfile
 import bpy
 from bpy.app.handlers import persistent
 
-from . import compat
+from . import compat, runtime
 from .engine_client import engine_module
 
 layout = engine_module("output_layout")  # the engine's one output layout: folders and frame names
@@ -124,8 +124,8 @@ def remote_support_dir() -> str:
 
 
 def remote_support_missing() -> str:
-    """One line when a remote cache is set but its S3 client is not installed ("" otherwise)."""
-    return REMOTE_SUPPORT_NEEDED if remote_cache()[0] and not remote_support.is_installed(remote_support_dir()) else ""
+    """One line when a remote cache is set but its S3 client is not installed, as last looked at ("" otherwise)."""
+    return REMOTE_SUPPORT_NEEDED if remote_cache()[0] and not runtime.STATE.remote_support else ""
 
 
 def media_path(strip) -> str:

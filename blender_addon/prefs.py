@@ -16,6 +16,7 @@ from .ui import wrapped_label
 
 def _engine_environment_changed(_prefs, _context) -> None:
     runtime.ENGINE.configure(paths.engine_environment())  # the engine reads it when it starts
+    remote_ops.look_at_support()
 
 
 class FaceSwapPreferences(bpy.types.AddonPreferences):
@@ -115,6 +116,7 @@ def _status_lines(status: dict) -> list[str]:
 def register():
     bpy.utils.register_class(FaceSwapPreferences)
     runtime.ENGINE.configure(paths.engine_environment())  # an engine started from now on reads the folder
+    remote_ops.look_at_support()
 
 
 def unregister():

@@ -19,8 +19,14 @@ def megabytes() -> str:
     return f"{pins.download_bytes() / 1e6:.0f} MB"
 
 
+def look_at_support() -> None:
+    """Whether the support is installed, kept in runtime state for drawing (which touches no file)."""
+    runtime.STATE.remote_support = paths.remote_support.is_installed(paths.remote_support_dir())
+
+
 def _restart(_scene, _ended: jobs.Ended) -> None:
     runtime.ENGINE.stop()  # the next engine puts the support on its path (or no longer finds it)
+    look_at_support()
 
 
 class FACESWAP_OT_remote_support_install(JobOperator, bpy.types.Operator):
@@ -67,7 +73,7 @@ def draw(box, prefs, context) -> None:
     missing = paths.remote_support_missing()
     if missing:
         wrapped_label(box.column(align=True), missing.capitalize(), context, icon="ERROR")
-    if paths.remote_support.is_installed(paths.remote_support_dir()):
+    if runtime.STATE.remote_support:
         box.operator("faceswap.remote_support_uninstall", icon="TRASH")
     else:
         box.operator("faceswap.remote_support_install", icon="IMPORT",

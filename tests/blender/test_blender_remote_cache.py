@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from blender_helpers import add_movie, new_project, report, select_only
+from test_blender_draw import labels
+from test_blender_gpu import draw_preferences
+from test_blender_ui import draw, texts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
 from seaweedfs import BUCKET, SeaweedS3, client, free_port, weed_binary  # noqa: E402
@@ -49,7 +52,7 @@ def remote_preference(addon):
 def bpy_ops_remove_support(addon) -> None:
     import bpy
 
-    if addon.paths.remote_support.is_installed(addon.paths.remote_support_dir()):
+    if addon.runtime.STATE.remote_support:
         assert bpy.ops.faceswap.remote_support_uninstall() == {"FINISHED"}
 
 
@@ -61,15 +64,27 @@ def swap_clip(bpy, scene, clip) -> dict:
     return report(scene)
 
 
+def operators(drawn) -> list[str]:
+    return [bound.get("operator") for name, bound in drawn if name == "operator"]
+
+
 def test_the_remote_preference_serves_a_project_with_an_empty_cache(bpy, addon, project, clip, seaweed,
-                                                                      remote_preference, tmp_path, portrait_paths):
+                                                                      remote_preference, tmp_path, portrait_paths,
+                                                                      monkeypatch):
     paths = addon.paths
     assert paths.remote_support_missing() == "install remote cache support in the preferences"
+    drawn = draw_preferences(bpy, addon, monkeypatch)  # drawing touches no file (runtime state only)
+    assert "Install remote cache support in the preferences" in " ".join(labels(drawn))
+    assert "faceswap.remote_support_install" in operators(drawn)
+    assert "Remote cache not used: install remote cache support in the preferences" in texts(
+        draw(bpy, addon.ui.FACESWAP_PT_cache))
     assert addon.jobs.engine_settings(project)["remote_cache"] == URL
     assert paths.engine_environment()["FACECACHE_REMOTE_CACHE"] == URL
     bpy.context.preferences.system.use_online_access = True
     assert bpy.ops.faceswap.remote_support_install() == {"FINISHED"}, addon.runtime.STATE.job.text
     assert paths.remote_support_missing() == ""
+    drawn = draw_preferences(bpy, addon, monkeypatch)
+    assert "faceswap.remote_support_uninstall" in operators(drawn) and "remote cache support" not in " ".join(labels(drawn))
     assert (Path(paths.remote_support_dir()) / "site" / "botocore" / "__init__.py").is_file()
 
     first = swap_clip(bpy, project, clip)
