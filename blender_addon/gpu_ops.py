@@ -61,9 +61,9 @@ class JobOperator:
     def poll(cls, context):
         return not jobs.running()
 
-    def start(self, context, kind: str, on_done=None):
+    def start(self, context, kind: str, on_done=None, extra: dict | None = None):
         try:
-            ended = jobs.start(context.scene, kind, [], on_done=on_done)
+            ended = jobs.start(context.scene, kind, [], on_done=on_done, extra=extra)
         except (RuntimeError, OSError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -97,22 +97,20 @@ def engine_environment() -> dict:
     chosen = prefs()
     folder = getattr(chosen, "gpu_runtime_dir", "") if chosen else ""
     environment = {GPU_RUNTIME_DIR_ENV: bpy.path.abspath(folder)} if folder else {}
-    environment[remote_support.SUPPORT_DIR_ENV] = remote_support_dir()
     url, _read_only = remote_cache()
     if url:
-        environment[REMOTE_CACHE_ENV] = url
+        environment.update({REMOTE_CACHE_ENV: url, remote_support.SUPPORT_DIR_ENV: remote_support_dir()})
     return environment
 
 
 def remote_cache() -> tuple[str, bool]:
     """The remote cache tier (s3://bucket/prefix, "" for none) and whether it is read only: the preferences'
-    Remote Cache, else $FACECACHE_REMOTE_CACHE (a farm's task, read-write). Credentials never come from here:
-    the engine reads the standard AWS configuration."""
+    Remote Cache, else $FACECACHE_REMOTE_CACHE (a farm's task), with the preferences' Read Only. Credentials
+    never come from here: the engine reads the standard AWS configuration."""
     chosen = prefs()
     url = (getattr(chosen, "remote_cache", "") or "").strip() if chosen else ""
-    if url:
-        return url, bool(chosen.remote_read_only)
-    return os.environ.get(REMOTE_CACHE_ENV, "").strip(), False
+    read_only = bool(getattr(chosen, "remote_read_only", False)) if chosen else False
+    return url or os.environ.get(REMOTE_CACHE_ENV, "").strip(), read_only
 
 
 def remote_support_dir() -> str:

