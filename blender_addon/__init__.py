@@ -10,10 +10,11 @@ ui, preview (live preview under the playhead), coverage_overlay (bars under stri
 cache_watcher (live refresh from the cache folder), scene_size (match the scene's frame to a clip).
 """
 
-from . import (coverage_overlay, coverage_watch, gpu_ops, jobs, ops, paths, prefs, preview, props, remote_ops, runtime,
-               scene_size, ui)
+from . import (coverage_overlay, coverage_watch, gpu_ops, jobs, ops, paths, prefs, preview, props, remote_ops,
+               runtime, scene_size, ui)
 
-_modules = (props, prefs, ops, gpu_ops, remote_ops, scene_size, ui, paths, jobs, preview, coverage_overlay, coverage_watch)
+_modules = (props, prefs, ops, gpu_ops, remote_ops, scene_size, ui, paths, jobs, preview, coverage_overlay,
+            coverage_watch)
 
 
 def register():

@@ -92,8 +92,8 @@ def default_models_dir(create: bool = True) -> str:
 
 def engine_environment() -> dict:
     """What the preferences add to the engine's environment: the GPU runtime folder, when one is chosen
-    (else the engine's own: $FACECACHE_GPU_RUNTIME, else the per-user folder every Blender shares); the remote
-    cache support's folder; and the remote cache, when one is set (the engine then puts the support on its path)."""
+    (else the engine's own: $FACECACHE_GPU_RUNTIME, else the per-user folder every Blender shares); and, when a
+    remote cache is set, its URL and the remote cache support's folder (the engine puts the support on its path)."""
     chosen = prefs()
     folder = getattr(chosen, "gpu_runtime_dir", "") if chosen else ""
     environment = {GPU_RUNTIME_DIR_ENV: bpy.path.abspath(folder)} if folder else {}
@@ -118,7 +118,8 @@ def remote_support_dir() -> str:
     try:
         return bpy.utils.extension_path_user(__package__, path="remote-support", create=False)
     except (ValueError, AttributeError):  # not installed as an extension (development checkout)
-        return os.path.join(bpy.utils.user_resource("DATAFILES", path="vse_faceswap", create=False), "remote-support")
+        data = bpy.utils.user_resource("DATAFILES", path="vse_faceswap", create=False)
+        return os.path.join(data, "remote-support")
 
 
 def remote_support_missing() -> str:

@@ -36,7 +36,8 @@ class FACESWAP_OT_remote_support_install(JobOperator, bpy.types.Operator):
     bl_label = "Install Remote Cache Support"
 
     def invoke(self, context, event):
-        message = f"Download {megabytes()} from the Python package index (botocore, urllib3, python-dateutil, jmespath, six)?"
+        message = (f"Download {megabytes()} from the Python package index "
+                   "(botocore, urllib3, python-dateutil, jmespath, six)?")
         return context.window_manager.invoke_confirm(self, event, title="Install Remote Cache Support",
                                                      message=message, confirm_text="Download")
 

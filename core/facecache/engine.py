@@ -44,7 +44,8 @@ from facecache import protocol
 from facecache.errors import Cancelled, FaceCacheError, os_fault
 from facecache.jobs.run_summary import describe_run, empty_summary
 from facecache.locations import resolve_models_from
-from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, end_of_job, open_cache, path_value
+from facecache.pipeline import (STAGES, Parts, Settings, build_analyzer, build_pipeline, end_of_job, open_cache,
+                                path_value)
 
 Emit = Callable[[dict], None]
 EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr

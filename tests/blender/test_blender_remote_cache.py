@@ -46,10 +46,10 @@ def remote_preference(addon):
     yield addon.prefs
     addon.prefs.remote_cache = ""
     addon.prefs.remote_read_only = False
-    bpy_ops_remove_support(addon)
+    remove_support(addon)
 
 
-def bpy_ops_remove_support(addon) -> None:
+def remove_support(addon) -> None:
     import bpy
 
     if addon.runtime.STATE.remote_support:
@@ -84,7 +84,8 @@ def test_the_remote_preference_serves_a_project_with_an_empty_cache(bpy, addon, 
     assert bpy.ops.faceswap.remote_support_install() == {"FINISHED"}, addon.runtime.STATE.job.text
     assert paths.remote_support_missing() == ""
     drawn = draw_preferences(bpy, addon, monkeypatch)
-    assert "faceswap.remote_support_uninstall" in operators(drawn) and "remote cache support" not in " ".join(labels(drawn))
+    assert "faceswap.remote_support_uninstall" in operators(drawn)
+    assert "remote cache support" not in " ".join(labels(drawn))
     assert (Path(paths.remote_support_dir()) / "site" / "botocore" / "__init__.py").is_file()
 
     first = swap_clip(bpy, project, clip)
@@ -105,6 +106,7 @@ def test_no_remote_cache_sends_none_and_the_panel_says_nothing(addon, project, m
     addon.prefs.remote_cache = ""
     settings = addon.jobs.engine_settings(project)
     assert (settings["remote_cache"], settings["remote_read_only"]) == (None, False)
-    assert addon.paths.remote_support_missing() == "" and "FACECACHE_REMOTE_CACHE" not in addon.paths.engine_environment()
+    assert addon.paths.remote_support_missing() == ""
+    assert "FACECACHE_REMOTE_CACHE" not in addon.paths.engine_environment()
     monkeypatch.setenv("FACECACHE_REMOTE_CACHE", URL)  # a farm's task: read-write, from its environment
     assert addon.jobs.engine_settings(project)["remote_cache"] == URL

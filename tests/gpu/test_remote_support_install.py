@@ -3,14 +3,12 @@ runtime's machinery: stand-in wheels with the pinned projects and file names, se
 on 127.0.0.1 (conftest) and fetched by the real pip; then checked, unpacked, put on an engine's path only when a
 remote cache is set, and removed."""
 
-import hashlib
 import subprocess
 import sys
 import threading
 
 import pytest
 
-from conftest import standin_wheel
 from facecache.errors import Cancelled, ModelCorrupt
 from facecache.remote_support import layout, pins
 from facecache.remote_support.install import RemoteSupportError, RemoteSupportInstaller, as_wheel
@@ -24,10 +22,9 @@ def standins(pip_index):
     """The pins' stand-ins, published: each wheel holds its package, saying which stand-in it is."""
     published = []
     for project, filename, _sha256, _size in pins.WHEELS:
-        data = standin_wheel(as_wheel((project, filename, "", 0)),
-                             {MODULES[project]: f"STANDIN = {filename!r}\n".encode()})
-        pip_index.publish(project, filename, data)
-        published.append((project, filename, hashlib.sha256(data).hexdigest(), len(data)))
+        wheel = pip_index.publish_standin(as_wheel((project, filename, "", 0)),
+                                          {MODULES[project]: f"STANDIN = {filename!r}\n".encode()})
+        published.append((project, filename, wheel.sha256, wheel.size))
     return tuple(published)
 
 

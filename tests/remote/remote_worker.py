@@ -45,7 +45,8 @@ def main(report, cache, clip, models, remote_url, mode, kill_pgid=None):
     Path(report).write_text(json.dumps({
         "frames": len(frames), "detect": analyzer.inferences.detect,
         "faces": [len(frame.record.faces) for frame in frames],
-        "remote": remote.counters.as_dict(), "tier_hits": analyzer.cache.hits.as_dict(), "warnings": warnings.messages, "killed_at": killed,
+        "remote": remote.counters.as_dict(), "tier_hits": analyzer.cache.hits.as_dict(),
+        "warnings": warnings.messages, "killed_at": killed,
     }))
 
 

@@ -262,7 +262,7 @@ class GpuRuntimeInstaller:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             swap_in(staging, self.location.site(wheel.python),
-                     self.location.folder / f".{wheel.python}.old-{os.getpid()}")
+                    self.location.folder / f".{wheel.python}.old-{os.getpid()}")
             installed.pythons[wheel.python] = wheel.filename
             write_manifest(self.location.folder, installed)
         self._remove_stale_folders()
@@ -319,8 +319,7 @@ class GpuRuntimeInstaller:
 
 
 @contextmanager
-def install_lock(root: Path, what: str, who: str, choose: str,
-                 error: type[FaceCacheError] = GpuRuntimeError) -> Iterator[HeldClaim]:
+def install_lock(root: Path, what: str, who: str, choose: str, error: type[FaceCacheError]) -> Iterator[HeldClaim]:
     """Hold `root`'s install lock (`locks/install.lock`, renewed through the HeldClaim while it works), or raise
     `error` saying that another install or removal of `what` (started by `who`) is running. Shared by the
     installers of what the engine fetches on demand: the NVIDIA GPU runtime, the remote cache support."""

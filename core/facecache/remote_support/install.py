@@ -79,7 +79,8 @@ class RemoteSupportInstaller:
                 self._unpack(files.values())
                 for path in files.values():
                     path.unlink(missing_ok=True)
-        return {"folder": str(self.folder), "downloaded": downloaded, "download_bytes": pins.download_bytes(self.wheels),
+        return {"folder": str(self.folder), "downloaded": downloaded,
+                "download_bytes": pins.download_bytes(self.wheels),
                 "wheels": [filename for _project, filename, *_ in self.wheels], "disk_bytes": folder_bytes(self.folder)}
 
     def uninstall(self) -> int:

@@ -39,7 +39,7 @@ def manifest(wheels=pins.WHEELS) -> dict:
 
 
 def is_installed(folder: str | os.PathLike | None, wheels=pins.WHEELS) -> bool:
-    """Whether `folder` holds the support for these pins: its manifest names exactly them, and its site folder is there."""
+    """Whether `folder` holds the support for these pins: its manifest names exactly them, and site/ is there."""
     if folder is None:
         return False
     try:

@@ -35,7 +35,6 @@ from facecache.store.inspection import CacheStats, VerifyReport
 from facecache.store.layout import MAX_RECORD_BYTES, NAMESPACE_FILE, PACK_NAME, PACK_SUFFIX, SUBFOLDERS, CacheFolder
 from facecache.store.namespace import Namespace
 from facecache.store.remote import RemoteTier
-from facecache.store.tier_hits import TierHits
 
 log = logging.getLogger("facecache.cache")
 
@@ -67,7 +66,8 @@ class FaceCache(CacheFolder):
         super().__init__(root, storing=create)
         self.max_bytes = int(max_bytes)
         self.remote = remote
-        self.hits = TierHits()  # frame records served by each tier (kept by `keep_hits`)
+        self.hits = tier_hits.TierHits()  # frame records served by each tier (kept by `keep_hits`)
+        self._hits_file = tier_hits.own_file_name()
         # per (namespace, group): the pack names the remote listed in this run (see remove_packs)
         self._remote_names: dict[tuple[str, str], set[str]] = {}
         self._namespaces_touched: set[str] = set()
@@ -332,7 +332,7 @@ class FaceCache(CacheFolder):
 
     def keep_hits(self) -> None:
         """At a job's end: this object's hits by tier, kept for `cache stats` (`tier_hits`)."""
-        tier_hits.keep(self, self.hits)
+        tier_hits.keep(self, self.hits, self._hits_file)
 
     def clear(self) -> None:
         eviction.clear(self)

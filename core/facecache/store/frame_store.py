@@ -62,7 +62,8 @@ class FrameStore:
             merge(content, item.content, self.codec)
         # the records that came from remote packs (a local pack's record of the same frame may have won)
         from_remote = {fingerprint for item in stored if item.remote
-                       for fingerprint, record in item.content.records.items() if content.records[fingerprint] is record}
+                       for fingerprint, record in item.content.records.items()
+                       if content.records[fingerprint] is record}
         return FrameGroup(self, key, content, [item.name for item in stored], from_remote)
 
 

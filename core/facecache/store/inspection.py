@@ -47,7 +47,7 @@ class CacheStats:
     temp_files: int = 0
     namespaces: list[NamespaceStats] = field(default_factory=list)
     loose_permissions: LooseEntries = field(default_factory=LooseEntries)  # entries more open than the rule
-    hits: tier_hits.TierHits = field(default_factory=lambda: tier_hits.TierHits(file_name=""))  # every run's, by tier
+    hits: tier_hits.TierHits = field(default_factory=tier_hits.TierHits)  # every run's hits, by tier
 
     def as_dict(self) -> dict:
         return {

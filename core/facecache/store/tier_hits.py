@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgpack
@@ -24,14 +24,14 @@ from facecache.errors import CorruptPack
 from facecache.files import write_atomic
 from facecache.processes import host_tag
 from facecache.permissions import make_dir
-from facecache.store.layout import MAX_RECORD_BYTES, CacheFolder, scanfiles
+from facecache.store.layout import HITS_FOLDER, MAX_RECORD_BYTES, CacheFolder, scanfiles
 
-HITS_FOLDER = "hits"
 _SUFFIX = ".msgpack"
 _TIERS = ("local", "remote")
 
 
-def _own_file_name() -> str:
+def own_file_name() -> str:
+    """The name of one cache object's file: no other process (on any machine sharing the folder) picks it."""
     return f"{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
 
 
@@ -41,14 +41,13 @@ class TierHits:
 
     local: int = 0
     remote: int = 0
-    file_name: str = field(default_factory=_own_file_name, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, int]:
         return {tier: getattr(self, tier) for tier in _TIERS}
 
 
-def keep(cache: CacheFolder, hits: TierHits) -> None:
-    """Write this cache object's totals to its own file (nothing when it served no hit, or cannot store)."""
+def keep(cache: CacheFolder, hits: TierHits, file_name: str) -> None:
+    """Write a cache object's totals to its own file (nothing when it served no hit, or cannot store)."""
     if not (hits.local or hits.remote) or not cache.storing:
         return
     folder = cache.inside(HITS_FOLDER)
@@ -57,14 +56,14 @@ def keep(cache: CacheFolder, hits: TierHits) -> None:
     try:
         make_dir(folder, cache.perms)
         # not fsynced: a power cut may cost the last run's figures, never a pack
-        write_atomic(folder / hits.file_name, msgpack.packb(hits.as_dict()), cache.perms.file_mode, durable=False)
+        write_atomic(folder / file_name, msgpack.packb(hits.as_dict()), cache.perms.file_mode, durable=False)
     except OSError:
         return  # figures only: a full or read-only cache still serves its hits
 
 
 def total(cache: CacheFolder) -> TierHits:
     """Every run's hits, summed over the files in hits/."""
-    summed = TierHits(file_name="")
+    summed = TierHits()
     for entry in scanfiles(cache.root / HITS_FOLDER):
         if not entry.name.endswith(_SUFFIX) or entry.name.startswith("."):
             continue
