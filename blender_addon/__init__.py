@@ -5,14 +5,16 @@ frame_mapping (strip <-> media frames), timeline (originals and swapped strips),
 frames not made yet), faceless_keys (frames without a face keyed out of playback), engine_client (the process
 boundary: one engine session, speaking the engine's `protocol`), runtime (what the session knows, never saved:
 the one place for module-level state), redraw, jobs, ops, gpu_ops (the NVIDIA GPU runtime from the preferences),
+remote_ops (the remote cache's S3 client from the preferences),
 ui, preview (live preview under the playhead), coverage_overlay (bars under strips), coverage_watch and
 cache_watcher (live refresh from the cache folder), scene_size (match the scene's frame to a clip).
 """
 
-from . import (coverage_overlay, coverage_watch, gpu_ops, jobs, ops, paths, prefs, preview, props, runtime,
-               scene_size, ui)
+from . import (coverage_overlay, coverage_watch, gpu_ops, jobs, ops, paths, prefs, preview, props, remote_ops,
+               runtime, scene_size, ui)
 
-_modules = (props, prefs, ops, gpu_ops, scene_size, ui, paths, jobs, preview, coverage_overlay, coverage_watch)
+_modules = (props, prefs, ops, gpu_ops, remote_ops, scene_size, ui, paths, jobs, preview, coverage_overlay,
+            coverage_watch)
 
 
 def register():

@@ -54,14 +54,16 @@ def _check_when_idle(scene_name: str):
     return None
 
 
-class _GpuOperator:
+class JobOperator:
+    """An operator of the preferences that starts one engine job (the GPU runtime's, the remote cache support's)."""
+
     @classmethod
     def poll(cls, context):
         return not jobs.running()
 
-    def start(self, context, kind: str, on_done=None):
+    def start(self, context, kind: str, on_done=None, extra: dict | None = None):
         try:
-            ended = jobs.start(context.scene, kind, [], on_done=on_done)
+            ended = jobs.start(context.scene, kind, [], on_done=on_done, extra=extra)
         except (RuntimeError, OSError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -71,7 +73,7 @@ class _GpuOperator:
         return {"FINISHED"}
 
 
-class FACESWAP_OT_gpu_check(_GpuOperator, bpy.types.Operator):
+class FACESWAP_OT_gpu_check(JobOperator, bpy.types.Operator):
     """Ask the engine which execution providers are usable and which one each model's session really runs on"""
     bl_idname = "faceswap.gpu_check"
     bl_label = "Check GPU"
@@ -80,7 +82,7 @@ class FACESWAP_OT_gpu_check(_GpuOperator, bpy.types.Operator):
         return self.start(context, "gpu_status", _keep_status)
 
 
-class FACESWAP_OT_gpu_install(_GpuOperator, bpy.types.Operator):
+class FACESWAP_OT_gpu_install(JobOperator, bpy.types.Operator):
     """Download onnxruntime-gpu with NVIDIA's CUDA and cuDNN libraries into one folder that every Blender version and the facecache command share"""
     bl_idname = "faceswap.gpu_install"
     bl_label = "Install NVIDIA GPU Runtime"
@@ -99,7 +101,7 @@ class FACESWAP_OT_gpu_install(_GpuOperator, bpy.types.Operator):
         return self.start(context, "gpu_install", _restart_and_check)
 
 
-class FACESWAP_OT_gpu_uninstall(_GpuOperator, bpy.types.Operator):
+class FACESWAP_OT_gpu_uninstall(JobOperator, bpy.types.Operator):
     """Remove the NVIDIA GPU runtime (every Blender version and the facecache command use the CPU again)"""
     bl_idname = "faceswap.gpu_uninstall"
     bl_label = "Remove NVIDIA GPU Runtime"

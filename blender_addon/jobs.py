@@ -22,8 +22,11 @@ protocol = engine_client.engine_module("protocol")  # the engine's request and a
 # How often a running job's progress is taken from the engine and the sidebar redrawn: the UI shows it moving
 # at least every 100 ms (the GUI suite measures the gaps between redraws while a job runs).
 PROGRESS_SECONDS = 0.05
-# Jobs the preferences start and draw while they run (the GPU runtime's), with their progress and Cancel.
-RUNTIME_JOBS = ("gpu_install", "gpu_uninstall")
+# Jobs the preferences start and draw while they run (the GPU runtime's, the remote cache support's), with their
+# progress and Cancel.
+GPU_JOBS = ("gpu_install", "gpu_uninstall")
+REMOTE_SUPPORT_JOBS = ("remote_support_install", "remote_support_uninstall")
+RUNTIME_JOBS = GPU_JOBS + REMOTE_SUPPORT_JOBS
 
 MODELS_HINT = ("face models are not installed: open Edit > Preferences > Add-ons > VSE Face Swap and click "
                "Install Default Models (or import a FaceFusion models folder)")
@@ -52,11 +55,11 @@ def engine_settings(scene) -> dict:
     """The engine's settings for a job of `scene`: the scene's part, and the part the preferences and the
     cache's location give (props.FROM_PREFERENCES)."""
     chosen = paths.prefs()
+    remote, read_only = paths.remote_cache()
     return {**scene.faceswap.engine_settings(), protocol.CACHE_DIR: paths.cache_dir(scene),
             protocol.MAX_BYTES: paths.max_bytes(), protocol.MODELS_DIR: paths.models_dir(),
             protocol.PROVIDERS: chosen.execution_provider if chosen else "auto",
-            # no remote cache tier: the zips hold no S3 client (docs/cache.md)
-            protocol.REMOTE_CACHE: None, protocol.REMOTE_READ_ONLY: False}
+            protocol.REMOTE_CACHE: remote or None, protocol.REMOTE_READ_ONLY: read_only}
 
 
 def friendly(message: str, kind: str = "") -> str:

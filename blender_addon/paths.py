@@ -22,15 +22,18 @@ import tempfile
 import bpy
 from bpy.app.handlers import persistent
 
-from . import compat
+from . import compat, runtime
 from .engine_client import engine_module
 
 layout = engine_module("output_layout")  # the engine's one output layout: folders and frame names
 protocol = engine_module("protocol")
+remote_support = engine_module("remote_support.layout")  # standard library only: is the S3 client installed?
 DEFAULT_CACHE_DIR = "//faceswap_cache"
 CACHE_DIR_ENV = "FACESWAP_CACHE_DIR"
 MODELS_DIR_ENV = "FACECACHE_MODELS"  # the engine's own names for them (facecache.locations)
 GPU_RUNTIME_DIR_ENV = "FACECACHE_GPU_RUNTIME"
+REMOTE_CACHE_ENV = remote_support.REMOTE_CACHE_ENV  # a farm's task sets it (the Blender OpenJD bundle, Flamenco)
+REMOTE_SUPPORT_NEEDED = "install remote cache support in the preferences"
 
 
 def prefs():
@@ -90,10 +93,39 @@ def default_models_dir(create: bool = True) -> str:
 
 def engine_environment() -> dict:
     """What the preferences add to the engine's environment: the GPU runtime folder, when one is chosen
-    (else the engine's own: $FACECACHE_GPU_RUNTIME, else the per-user folder every Blender shares)."""
+    (else the engine's own: $FACECACHE_GPU_RUNTIME, else the per-user folder every Blender shares); and, when a
+    remote cache is set, its URL and the remote cache support's folder (the engine puts the support on its path)."""
     chosen = prefs()
     folder = getattr(chosen, "gpu_runtime_dir", "") if chosen else ""
-    return {GPU_RUNTIME_DIR_ENV: bpy.path.abspath(folder)} if folder else {}
+    environment = {GPU_RUNTIME_DIR_ENV: bpy.path.abspath(folder)} if folder else {}
+    url, _read_only = remote_cache()
+    if url:
+        environment.update({REMOTE_CACHE_ENV: url, remote_support.SUPPORT_DIR_ENV: remote_support_dir()})
+    return environment
+
+
+def remote_cache() -> tuple[str, bool]:
+    """The remote cache tier (s3://bucket/prefix, "" for none) and whether it is read only: the preferences'
+    Remote Cache, else $FACECACHE_REMOTE_CACHE (a farm's task), with the preferences' Read Only. Credentials
+    never come from here: the engine reads the standard AWS configuration."""
+    chosen = prefs()
+    url = (getattr(chosen, "remote_cache", "") or "").strip() if chosen else ""
+    read_only = bool(getattr(chosen, "remote_read_only", False)) if chosen else False
+    return url or os.environ.get(REMOTE_CACHE_ENV, "").strip(), read_only
+
+
+def remote_support_dir() -> str:
+    """Where the remote cache support (botocore) is installed: a folder of the extension's user data."""
+    try:
+        return bpy.utils.extension_path_user(__package__, path="remote-support", create=False)
+    except (ValueError, AttributeError):  # not installed as an extension (development checkout)
+        data = bpy.utils.user_resource("DATAFILES", path="vse_faceswap", create=False)
+        return os.path.join(data, "remote-support")
+
+
+def remote_support_missing() -> str:
+    """One line when a remote cache is set but its S3 client is not installed, as last looked at ("" otherwise)."""
+    return REMOTE_SUPPORT_NEEDED if remote_cache()[0] and not runtime.STATE.remote_support else ""
 
 
 def media_path(strip) -> str:

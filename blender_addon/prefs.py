@@ -1,21 +1,22 @@
 """Add-on preferences: models folder (install / import), execution provider, the NVIDIA GPU runtime (its
-folder, install / remove, what runs where), cache location and cap."""
+folder, install / remove, what runs where), cache location and cap, the remote cache (its URL, read-only, and
+its S3 client: install / remove). Preferences live in Blender's user preferences, never in a .blend."""
 
 from __future__ import annotations
 
 import sys
 
 import bpy
-from bpy.props import FloatProperty, StringProperty
+from bpy.props import BoolProperty, FloatProperty, StringProperty
 
-from . import gpu_ops, jobs, paths, runtime
+from . import gpu_ops, jobs, paths, remote_ops, runtime
 from .props import choices, enum_property
 from .ui import wrapped_label
 
 
-def _gpu_folder_changed(_prefs, _context) -> None:
+def _engine_environment_changed(_prefs, _context) -> None:
     runtime.ENGINE.configure(paths.engine_environment())  # the engine reads it when it starts
-
+    remote_ops.look_at_support()
 
 
 class FaceSwapPreferences(bpy.types.AddonPreferences):
@@ -25,7 +26,7 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
                                description="Where face models are installed (empty: $FACECACHE_MODELS, else the extension's user folder)")
     execution_provider: enum_property("Execution Provider", choices.PROVIDERS, "providers")
     gpu_runtime_dir: StringProperty(name="GPU Runtime Folder", subtype="DIR_PATH", default="",
-                                    update=_gpu_folder_changed,
+                                    update=_engine_environment_changed,
                                     description="Where the NVIDIA GPU runtime is installed (empty: "
                                                 "$FACECACHE_GPU_RUNTIME, else the per-user folder every Blender "
                                                 "version and the facecache command share)")
@@ -34,6 +35,13 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
                                                    "(empty: a folder beside each .blend file; the "
                                                    "FACESWAP_CACHE_DIR environment variable overrides it)")
     cache_max_gb: FloatProperty(name="Cache Size Cap (GB)", min=0.1, default=10.0)
+    remote_cache: StringProperty(name="Remote Cache", default="", update=_engine_environment_changed,
+                                 description="A remote cache tier in an S3-compatible bucket, s3://bucket/prefix, "
+                                             "read after the cache folder (empty: none; on a farm "
+                                             "$FACECACHE_REMOTE_CACHE). Credentials and endpoint come from the "
+                                             "standard AWS configuration (AWS_PROFILE, ~/.aws, AWS_ENDPOINT_URL)")
+    remote_read_only: BoolProperty(name="Read Only", default=False,
+                                   description="Read the remote cache, never upload to it (render nodes)")
 
     def draw(self, context):
         layout = self.layout
@@ -50,6 +58,7 @@ class FaceSwapPreferences(bpy.types.AddonPreferences):
         _draw_gpu(layout.box(), self, context)
         layout.prop(self, "cache_dir_override")
         layout.prop(self, "cache_max_gb")
+        remote_ops.draw(layout.box(), self, context)
 
 
 def _draw_gpu(box, prefs, context) -> None:
@@ -61,7 +70,7 @@ def _draw_gpu(box, prefs, context) -> None:
         return
     box.prop(prefs, "gpu_runtime_dir")
     job = runtime.STATE.job
-    if job.running and job.kind in jobs.RUNTIME_JOBS:  # its progress and a way to stop it, where it was started
+    if job.running and job.kind in jobs.GPU_JOBS:  # its progress and a way to stop it, where it was started
         box.progress(factor=job.progress, text=job.text)
         box.operator("faceswap.cancel", icon="CANCEL")
         return
@@ -107,6 +116,7 @@ def _status_lines(status: dict) -> list[str]:
 def register():
     bpy.utils.register_class(FaceSwapPreferences)
     runtime.ENGINE.configure(paths.engine_environment())  # an engine started from now on reads the folder
+    remote_ops.look_at_support()
 
 
 def unregister():

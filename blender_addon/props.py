@@ -29,8 +29,6 @@ CLI_ONLY = {
     protocol.PICTURE_RULES: "always the picture of the Blender the add-on runs in (bpy.app.version)",
     "quality": "a finished movie's codec quality: the add-on's output is the swapped strips, never a movie",
     protocol.DEINTERLACE: "each strip's own Deinterlace option (movie and image strips), sent with its items",
-    protocol.REMOTE_CACHE: "the engine's on the command line and the farm: the zips hold no S3 client (botocore)",
-    protocol.REMOTE_READ_ONLY: "as the remote cache: the command line's and the farm's",
 }
 
 
@@ -152,8 +150,8 @@ def _plain(value):
     return round(value, 6) if isinstance(value, float) else value
 
 
-# The engine's settings that the preferences and the cache's location give (jobs.engine_settings), and the
-# remote cache tier, which the extension never sets (its zips hold no S3 client; CLI_ONLY says so).
+# The engine's settings that the preferences and the cache's location give (jobs.engine_settings), the remote
+# cache tier's among them (never the scene's: no bucket is stored in a .blend).
 FROM_PREFERENCES = (protocol.CACHE_DIR, protocol.MAX_BYTES, protocol.MODELS_DIR, protocol.PROVIDERS,
                     protocol.REMOTE_CACHE, protocol.REMOTE_READ_ONLY)
 # The scene's settings that are not sent as their property holds them: what an unused option leaves unset,

@@ -55,6 +55,9 @@ class Runtime:
     last_preview: dict = field(default_factory=dict)  # the last preview's summary (frames, written, model runs)
     gpu: dict = field(default_factory=dict)  # the engine's last GPU status (facecache.gpu.status), for the preferences
     gpu_notice: str = ""  # a GPU fallback a job reported, shown in the panel until the engine starts afresh
+    # the remote cache support is installed: looked at when the add-on starts, when the Remote Cache preference
+    # changes and after an install or removal (remote_ops.look_at_support), never while drawing
+    remote_support: bool = False
 
     def replace(self, kind: str, answered: dict, asked: dict[str, set[int]]) -> bool:
         """The engine answered `answered` ({media: [frames]}) for the media frames `asked`: frames it

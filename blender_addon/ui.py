@@ -229,6 +229,8 @@ class FACESWAP_PT_cache(_Panel, bpy.types.Panel):
         scene = sequencer_scene(context)
         folder = paths.cache_dir(scene)
         layout.prop(scene.faceswap, "cache_dir")
+        if paths.remote_support_missing():  # a remote cache is set, its S3 client is not installed
+            layout.label(text=f"Remote cache not used: {paths.REMOTE_SUPPORT_NEEDED}", icon="ERROR")
         if paths.is_temporary(scene):
             layout.label(text="Unsaved file: temporary cache, moved on first save", icon="ERROR")
         layout.label(text=folder)

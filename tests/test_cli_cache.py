@@ -32,6 +32,19 @@ def test_stats_json(tmp_path):
     assert out.returncode == 0, out.stderr
     stats = json.loads(out.stdout)
     assert stats["entries"] == 20 and stats["namespaces"] == 1 and stats["bytes"] > 0
+    assert stats["hits"] == {"local": 0, "remote": 0}
+
+
+def test_stats_shows_the_hits_of_earlier_runs(tmp_path):
+    fill(tmp_path / "c")
+    cache = FaceCache(tmp_path / "c")
+    g = FrameStore(cache, Namespace("analysis", {"d": "1" * 32})).open_group(group_key("m", 0))
+    for i in range(5):
+        g.lookup(f"{i:032x}", Stage.DETECT)
+    cache.keep_hits()
+    out = facecache("cache", "stats", "--cache-dir", str(tmp_path / "c"))
+    assert out.returncode == 0, out.stderr
+    assert "hits       5 frame records served from the cache folder, 0 from the remote tier" in out.stdout
 
 
 def test_cache_dir_from_environment(tmp_path):

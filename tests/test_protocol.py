@@ -26,7 +26,8 @@ OTHER_VOCABULARIES = {
        for key in ("cuda", "folder", "installed", "models", "providers", "sessions")},
     ("blender_addon/timeline.py", "folder"): "where a swapped strip goes (its place)",
     **{("core/facecache/engine.py", key): "JOB_KINDS: a job kind (its summary's key is named after it)"
-       for key in ("gpu_install", "gpu_uninstall")},
+       for key in ("gpu_install", "gpu_uninstall", "remote_support_install", "remote_support_uninstall")},
+    ("core/facecache/engine.py", "folder"): "the removed remote cache support's folder, in its summary",
     ("core/facecache/gpu/jobs.py", "folder"): "the removed GPU runtime's folder, in the summary's gpu_uninstall",
     **{("core/facecache/jobs/swap_job.py", key): "the swap records' cache namespace (its key must not change)"
        for key in ("swapper", "selector")},

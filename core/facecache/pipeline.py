@@ -293,7 +293,7 @@ class Pipeline:
         summary = {**report.as_dict(), protocol.CANCELLED: report.cancelled,
                    protocol.INFERENCES: self.analyzer.inferences.as_dict(STAGES),
                    protocol.ANALYSIS_CACHE: self.analyzer.stats.as_dict()}
-        summary.update(remote_figures(self.analyzer.cache))
+        summary.update(end_of_job(self.analyzer.cache))
         warning = no_face_warning(summary, targets)
         if warning:
             summary[protocol.WARNING] = warning
@@ -307,8 +307,10 @@ def open_cache(settings: Settings, create: bool = True) -> FaceCache:
                      remote=remote_from(settings.remote_cache, settings.remote_read_only))
 
 
-def remote_figures(cache: FaceCache) -> dict:
-    """What the cache's remote tier did in this run, for a summary (nothing without a remote tier)."""
+def end_of_job(cache: FaceCache) -> dict:
+    """At a job's end: the hits each tier served are kept in the cache (`cache stats`), and what the remote
+    tier did in this run is returned for the summary (nothing without a remote tier)."""
+    cache.keep_hits()
     return {protocol.REMOTE: cache.remote.counters.as_dict()} if cache.remote is not None else {}
 
 

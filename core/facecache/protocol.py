@@ -34,7 +34,7 @@ ITEMS = "items"
 TARGET = "target"  # a cancel's: the id of the request to stop
 MODELS = "models"  # install_models: the model names
 FROM = "from"  # install_models: the folder of the pinned packages
-FOLDER = "folder"  # import_models: FaceFusion's models folder
+FOLDER = "folder"  # import_models: FaceFusion's models folder; remote_support_install/uninstall: the support's
 CUDA = "cuda"  # gpu_install: "12" or "13"
 SESSIONS = "sessions"  # gpu_status: also say where each model's session runs
 CANCEL = "cancel"  # the kind of a cancel request
@@ -92,6 +92,9 @@ IMPORT = "import"
 GPU = "gpu"
 GPU_INSTALL = "gpu_install"
 GPU_UNINSTALL = "gpu_uninstall"
+# the extension's remote cache support (facecache.remote_support): what was installed, or removed
+REMOTE_SUPPORT_INSTALL = "remote_support_install"
+REMOTE_SUPPORT_UNINSTALL = "remote_support_uninstall"
 
 # -- the settings: the fields of facecache.pipeline.Settings -------------------------------------------
 CACHE_DIR = "cache_dir"
@@ -141,7 +144,8 @@ Summary = TypedDict("Summary", {
     TURNED_AWAY: "dict[str, list[int]]", TURNED_AWAY_FRAMES: "list[int]", OUTPUTS: "list[str]", CACHE_BYTES: int,
     PROVIDERS: "dict[str, str]", GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]", MODELS_DIR: str,
     INSTALLED: "list[str]", IMPORT: "dict[str, Any]", GPU: "dict[str, Any]", GPU_INSTALL: "dict[str, Any]",
-    GPU_UNINSTALL: "dict[str, Any]",
+    GPU_UNINSTALL: "dict[str, Any]", REMOTE_SUPPORT_INSTALL: "dict[str, Any]",
+    REMOTE_SUPPORT_UNINSTALL: "dict[str, Any]",
 }, total=False)  # which keys a summary has depends on its kind (facecache.engine's docstring)
 Result = TypedDict("Result", {ID: "int | str", TYPE: str, SUMMARY: Summary}, total=False)
 Error = TypedDict("Error", {ID: "int | str | None", TYPE: str, MESSAGE: str, KIND: str, EXIT_CODE: int,

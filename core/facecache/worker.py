@@ -36,6 +36,7 @@ from facecache import protocol  # noqa: E402
 from facecache.engine import Emit, error_message, run_job  # noqa: E402
 from facecache.errors import EXIT_CLOSED_PIPE, EXIT_USAGE  # noqa: E402
 from facecache.gpu_runtime.activate import use_runtime  # noqa: E402
+from facecache.remote_support.layout import use_support  # noqa: E402
 from facecache.stdout_guard import silence_stdout, stdout_reserved  # noqa: E402
 
 ORPHAN_EXIT_SECONDS = 10.0  # the session's caller is gone: the process ends at the latest this long after
@@ -57,6 +58,7 @@ class _Terminate:
 def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     use_runtime()  # the NVIDIA GPU runtime's onnxruntime first on the path, when installed
+    use_support()  # the extension's remote cache support (botocore) on the path, when a remote cache is set
     stdin = stdin or sys.stdin
     try:
         # stray prints, Python's or ONNX Runtime's at the C level, must not corrupt the protocol

@@ -11,7 +11,9 @@
 // non-zero and Flamenco marks it failed instead of done. The cache folder travels as its own argument
 // after "--" (Blender ignores what follows it) rather than inside the Python text: Flamenco rewrites
 // path prefixes per platform (two-way variables), and a Windows path inside a Python string would
-// break it. The chunk's Python puts it in FACESWAP_CACHE_DIR, which the extension reads.
+// break it. The chunk's Python puts it in FACESWAP_CACHE_DIR, which the extension reads. The remote cache
+// (remote_cache, s3://bucket/prefix; empty: none) travels the same way, as the argument after the cache folder,
+// into FACECACHE_REMOTE_CACHE, which the extension passes on to its engine.
 
 const JOB_TYPE = {
     label: "Face Swap Update",
@@ -31,6 +33,10 @@ const JOB_TYPE = {
           description: "Absolute folder of the shared face cache, as the workers see it (use a two-way " +
                        "variable for mixed platforms). Required: in copy and Shaman modes the .blend runs " +
                        "from a job folder, where the project's //faceswap_cache would be a new, empty cache" },
+        { key: "remote_cache", type: "string", default: "", visible: "submission",
+          description: "The remote cache tier, s3://bucket/prefix (empty: none): workers without the shared " +
+                       "folder share their analyses through it. Each worker's Blender needs the extension's " +
+                       "remote cache support installed, and AWS credentials in its environment or ~/.aws" },
         { key: "render", type: "bool", default: false, visible: "submission",
           description: "Add a last task that renders the timeline once every chunk is done" },
         { key: "render_output_path", type: "string", subtype: "file_path", visible: "submission",
@@ -51,6 +57,7 @@ const MAX_FRAMES = 500000;
 function compileJob(job) {
     const settings = job.settings;
     const cacheDir = checkedCacheDir(settings.cache_dir);
+    const remoteCache = checkedRemoteCache(settings.remote_cache);
     const runs = timelineRuns(settings.frames);
     if (settings.render && runs[0][0] < 0) {
         throw `frames "${settings.frames}" hold negative frames, which the render task cannot render (Blender's ` +
@@ -59,13 +66,13 @@ function compileJob(job) {
     }
     const chunkTasks = chunksOf(runs, settings.chunk_size).map((chunk) => {
         const task = author.Task(`faceswap-${runsText(chunk, ",")}`, "blender");
-        task.addCommand(blenderCommand(settings.blendfile, updateExpression(chunk), cacheDir));
+        task.addCommand(blenderCommand(settings.blendfile, updateExpression(chunk), cacheDir, remoteCache));
         job.addTask(task);
         return task;
     });
 
     if (settings.render) {
-        job.addTask(renderTask(settings, runs, cacheDir, chunkTasks));
+        job.addTask(renderTask(settings, runs, cacheDir, remoteCache, chunkTasks));
     }
 }
 
@@ -142,7 +149,7 @@ function runsText(runs, separator) {
 
 // A render task after every chunk: `update` over the whole timeline re-places the swapped strips and
 // finds every frame up to date (nothing is computed), then Blender renders the frames.
-function renderTask(settings, runs, cacheDir, chunkTasks) {
+function renderTask(settings, runs, cacheDir, remoteCache, chunkTasks) {
     if (!settings.render_output_path) {
         throw "render_output_path is empty: say where the render task writes (e.g. /render/shot/######)";
     }
@@ -152,31 +159,42 @@ function renderTask(settings, runs, cacheDir, chunkTasks) {
         extra.push("--render-format", settings.format);
     }
     extra.push("--render-frame", runsText(runs, ".."));
-    task.addCommand(blenderCommand(settings.blendfile, updateExpression([]), cacheDir, extra));
+    task.addCommand(blenderCommand(settings.blendfile, updateExpression([]), cacheDir, remoteCache, extra));
     for (const chunkTask of chunkTasks) {
         task.addDependency(chunkTask);
     }
     return task;
 }
 
-function blenderCommand(blendfile, expression, cacheDir, extraArgs = []) {
+function blenderCommand(blendfile, expression, cacheDir, remoteCache, extraArgs = []) {
     return author.Command("blender-render", {
         exe: "{blender}",
         exeArgs: "{blenderArgs}",
         argsBefore: [],
         blendfile: blendfile,
-        args: ["--python-exit-code", "1", "--python-expr", expression, ...extraArgs, "--", cacheDir],
+        args: ["--python-exit-code", "1", "--python-expr", expression, ...extraArgs, "--", cacheDir,
+               ...(remoteCache ? [remoteCache] : [])],
     });
 }
 
-// Python for one task: the cache folder from the argument after "--", then faceswap.update on each
-// run of the chunk's frames (a chunk of a range like "1-10,20-25" may hold several); no runs: all frames.
+// Python for one task: the cache folder from the argument after "--" (and the remote cache from the one after
+// it, when there is one), then faceswap.update on each run of the chunk's frames (a chunk of a range like
+// "1-10,20-25" may hold several); no runs: all frames.
 function updateExpression(runs) {
     const calls = runs.length === 0
         ? ["bpy.ops.faceswap.update()"]
         : runs.map(([first, last]) => `bpy.ops.faceswap.update(frame_start=${first}, frame_end=${last})`);
-    return "import bpy, os, sys; os.environ['FACESWAP_CACHE_DIR'] = sys.argv[sys.argv.index('--') + 1]; " +
+    return "import bpy, os, sys; os.environ.update(zip(('FACESWAP_CACHE_DIR', 'FACECACHE_REMOTE_CACHE'), " +
+        "sys.argv[sys.argv.index('--') + 1:])); " +
         calls.join("; ");
+}
+
+function checkedRemoteCache(value) {
+    const url = String(value || "").trim();
+    if (url && !/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(url)) {
+        throw `remote_cache must be s3://bucket/prefix (got "${url}"), or empty for none`;
+    }
+    return url;
 }
 
 function checkedCacheDir(value) {

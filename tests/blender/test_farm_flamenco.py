@@ -219,3 +219,26 @@ def compile_settings(settings: dict) -> dict:
         return manager("compile", str(JOB_TYPE_SCRIPT), str(job))
     finally:
         job.unlink()
+
+
+def test_the_remote_cache_travels_as_the_argument_after_the_cache_folder_into_the_environment(monkeypatch):
+    """Like the cache folder, an argument after "--" (never Python source), which the task's Python puts in
+    FACECACHE_REMOTE_CACHE for the extension; empty: no argument, nothing set. A URL that is not s3://… is
+    refused on submission."""
+    import sys
+    from unittest import mock
+
+    base = {"frames": "1-4", "chunk_size": 4, "cache_dir": "/c", "blendfile": "/p/e.blend"}
+    for remote, tail in (("s3://studio-cache/faces", ["--", "/c", "s3://studio-cache/faces"]), ("", ["--", "/c"])):
+        args = compile_settings({**base, "remote_cache": remote})["tasks"][0]["commands"][0]["parameters"]["args"]
+        assert args[-len(tail):] == tail
+        for name in ("FACESWAP_CACHE_DIR", "FACECACHE_REMOTE_CACHE"):
+            monkeypatch.setenv(name, "")  # recorded, so whatever the exec sets is undone after the test
+            monkeypatch.delenv(name)
+        monkeypatch.setattr(sys, "argv", ["blender", *args])
+        monkeypatch.setitem(sys.modules, "bpy", mock.MagicMock())  # the task's Python, its operator call recorded
+        exec(args[3], {})
+        assert os.environ["FACESWAP_CACHE_DIR"] == "/c"
+        assert os.environ.get("FACECACHE_REMOTE_CACHE") == (remote or None)
+        sys.modules["bpy"].ops.faceswap.update.assert_called_once_with(frame_start=1, frame_end=4)
+    assert "remote_cache must be s3://bucket/prefix" in compile_settings({**base, "remote_cache": "http://x"})["error"]

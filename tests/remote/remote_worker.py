@@ -5,7 +5,7 @@ program (a machine of its own, as far as the cache can tell).
 
 The AWS configuration comes from the environment. With KILL_PGID, that process group (the S3 server)
 is killed once the first 64-frame segment is analysed: the rest of the job runs without the remote.
-Writes REPORT.json: model runs, the remote tier's counters and every warning the engine logged.
+Writes REPORT.json: model runs, the remote tier's counters, the hits by tier and every warning the engine logged.
 """
 
 import json
@@ -41,10 +41,12 @@ def main(report, cache, clip, models, remote_url, mode, kill_pgid=None):
             killed.append(done)
 
     frames = analyzer.analyze_media(Path(clip), progress=progress if kill_pgid else None)
+    analyzer.cache.keep_hits()  # as a job's end does
     Path(report).write_text(json.dumps({
         "frames": len(frames), "detect": analyzer.inferences.detect,
         "faces": [len(frame.record.faces) for frame in frames],
-        "remote": remote.counters.as_dict(), "warnings": warnings.messages, "killed_at": killed,
+        "remote": remote.counters.as_dict(), "tier_hits": analyzer.cache.hits.as_dict(),
+        "warnings": warnings.messages, "killed_at": killed,
     }))
 
 

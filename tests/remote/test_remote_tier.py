@@ -79,6 +79,8 @@ def test_a_second_node_runs_no_model_on_the_first_nodes_frames(seaweed, clip, mo
     assert second["remote"]["packs_fetched"] == 2 and second["remote"]["packs_uploaded"] == 0
     assert second["warnings"] == []
     assert FaceCache(second["cache"], create=False).stats().packs == 2  # the remote hits are kept locally
+    assert second["tier_hits"] == {"local": 0, "remote": FRAMES}
+    assert FaceCache(second["cache"], create=False).stats().hits.as_dict() == {"local": 0, "remote": FRAMES}
 
 
 def test_two_nodes_at_once_analyse_each_frame_once_between_them(seaweed, clip, models_dir, tmp_path):

@@ -306,3 +306,34 @@ def test_read_only_location_is_a_clear_error(tmp_path):
         shutil.rmtree(base)
     assert "cannot create the cache folder" in message and "permission denied" in message
     assert "--cache-dir" in message and "(exit code 3)" in message
+
+
+def read_back(cache, frames=range(10)):
+    """A job that reads the frames back: each complete record is a hit of the tier that served it."""
+    g = FrameStore(cache, NS).open_group(GROUP)
+    for i in frames:
+        g.lookup(f"{i:032x}", Stage.DETECT)
+    cache.keep_hits()
+
+
+def test_the_hits_of_every_run_are_kept_in_files_of_their_own_and_summed(tmp_path):
+    write(FaceCache(tmp_path / "c"))
+    first, second = FaceCache(tmp_path / "c"), FaceCache(tmp_path / "c")  # two processes' caches
+    read_back(first)
+    read_back(second, range(4))
+    read_back(first, range(3))  # a second job of the first: its file rewritten with the totals
+    assert first.hits.as_dict() == {"local": 13, "remote": 0}
+    assert len(os.listdir(tmp_path / "c" / "hits")) == 2
+    assert FaceCache(tmp_path / "c", create=False).stats().hits.as_dict() == {"local": 17, "remote": 0}
+    (tmp_path / "c" / "hits" / "garbage.msgpack").write_bytes(b"\xc1not msgpack")
+    assert FaceCache(tmp_path / "c").stats().as_dict()["hits"] == {"local": 17, "remote": 0}
+    first.clear()
+    assert first.stats().hits.as_dict() == {"local": 0, "remote": 0}
+
+
+def test_a_run_without_hits_and_a_cache_that_does_not_store_write_no_hits_file(tmp_path):
+    write(FaceCache(tmp_path / "c"))
+    FaceCache(tmp_path / "c").keep_hits()
+    looking = FaceCache(tmp_path / "c", create=False)
+    read_back(looking)
+    assert looking.hits.local == 10 and not (tmp_path / "c" / "hits").exists()

@@ -17,7 +17,7 @@ from facecache.cli.common import (add_cache_options, add_command, add_model_opti
 from facecache.media.picture_rules import picture_rules
 from facecache.jobs.run_summary import describe_run
 from facecache.gpu.status import session_report
-from facecache.pipeline import Parts, Settings, build_analyzer, remote_figures
+from facecache.pipeline import Parts, Settings, build_analyzer, end_of_job
 from facecache.progress import ProgressLine
 from facecache.store.records import Face
 
@@ -87,7 +87,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         protocol.INFERENCES: analyzer.inferences.as_dict(),
         protocol.SECONDS: round(time.perf_counter() - start, 3),
         protocol.MEDIA: per_media,
-        **remote_figures(analyzer.cache),
+        **end_of_job(analyzer.cache),
         **session_report(parts.sessions(settings.providers)),  # where the models ran, and a GPU fallback
     }
     if args.pretty:

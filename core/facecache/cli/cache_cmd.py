@@ -46,6 +46,8 @@ def run_stats(args: argparse.Namespace) -> int:
         stage = (ns.description or {}).get("stage", "?")
         used = datetime.datetime.fromtimestamp(ns.last_used).isoformat(timespec="seconds") if ns.last_used else "never"
         print(f"  {ns.key[:12]}  {stage:<10} {ns.entries:>8} entries {human_bytes(ns.bytes):>10}  last used {used}")
+    print(f"hits       {stats.hits.local} frame records served from the cache folder, {stats.hits.remote} from the "
+          "remote tier (every run since the cache was cleared)")
     if stats.quarantined:
         print(f"set aside  {stats.quarantined} bad files in {stats.root}/quarantine (safe to delete)")
     if remote is not None:

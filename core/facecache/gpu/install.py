@@ -205,26 +205,12 @@ class GpuRuntimeInstaller:
                 f"{'are' if count > 1 else 'is'} kept in {downloads}, so installing again (`facecache gpu install`) "
                 f"fetches only the rest (`facecache gpu uninstall` removes {'them' if count > 1 else 'it'})")
 
-    @contextmanager
-    def _exclusive(self) -> Iterator[HeldClaim]:
+    def _exclusive(self):
         """Hold the runtime folder's install lock, or say that another install or removal is running."""
-        folder = self.location.root / "locks"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            lease = Lease.acquire(folder / "install.lock", LOCK_TTL, permissions_for(self.location.root))
-        except OSError as exc:
-            raise os_fault(exc, "install the NVIDIA GPU runtime in", self.location.root,
-                           "choose another folder (--runtime-dir, FACECACHE_GPU_RUNTIME or the add-on's "
-                           "preferences)") from None
-        if lease is None:
-            raise GpuRuntimeError(f"another install or removal of the NVIDIA GPU runtime is running in "
-                                  f"{self.location.root} (Blender's preferences or a `facecache gpu` command); "
-                                  "wait for it to end, then try again")
-        held = HeldClaim([lease], LOCK_TTL)
-        try:
-            yield held
-        finally:
-            held.release()
+        return install_lock(self.location.root, "NVIDIA GPU runtime",
+                            "Blender's preferences or a `facecache gpu` command",
+                            "choose another folder (--runtime-dir, FACECACHE_GPU_RUNTIME or the add-on's preferences)",
+                            GpuRuntimeError)
 
     def _check_space(self, plan: Plan) -> None:
         free = shutil.disk_usage(self.location.root).free
@@ -256,7 +242,7 @@ class GpuRuntimeInstaller:
         except BaseException:  # a failure, Cancel or Ctrl-C: no staging folder is left
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        _swap_in(staging, self.location.folder, self.location.root / f".{self.location.platform}.old-{os.getpid()}")
+        swap_in(staging, self.location.folder, self.location.root / f".{self.location.platform}.old-{os.getpid()}")
 
     def _add_pythons(self, plan: Plan, files: dict[pins.Wheel, Path], progress: ProgressCallback | None,
                      lock: HeldClaim, cancel: threading.Event | None) -> None:
@@ -275,8 +261,8 @@ class GpuRuntimeInstaller:
             except BaseException:  # a failure, Cancel or Ctrl-C: no staging folder is left
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
-            _swap_in(staging, self.location.site(wheel.python),
-                     self.location.folder / f".{wheel.python}.old-{os.getpid()}")
+            swap_in(staging, self.location.site(wheel.python),
+                    self.location.folder / f".{wheel.python}.old-{os.getpid()}")
             installed.pythons[wheel.python] = wheel.filename
             write_manifest(self.location.folder, installed)
         self._remove_stale_folders()
@@ -332,6 +318,27 @@ class GpuRuntimeInstaller:
         return freed
 
 
+@contextmanager
+def install_lock(root: Path, what: str, who: str, choose: str, error: type[FaceCacheError]) -> Iterator[HeldClaim]:
+    """Hold `root`'s install lock (`locks/install.lock`, renewed through the HeldClaim while it works), or raise
+    `error` saying that another install or removal of `what` (started by `who`) is running. Shared by the
+    installers of what the engine fetches on demand: the NVIDIA GPU runtime, the remote cache support."""
+    folder = root / "locks"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lease = Lease.acquire(folder / "install.lock", LOCK_TTL, permissions_for(root))
+    except OSError as exc:
+        raise os_fault(exc, f"install the {what} in", root, choose) from None
+    if lease is None:
+        raise error(f"another install or removal of the {what} is running in {root} ({who}); wait for it to end, "
+                    "then try again")
+    held = HeldClaim([lease], LOCK_TTL)
+    try:
+        yield held
+    finally:
+        held.release()
+
+
 def unpack_wheel(wheel: Path, dest: Path) -> None:
     """Unpack a wheel's files into `dest` (its purelib/platlib data too). A member whose name would
     leave `dest` stops the install: the wheel is not what was pinned."""
@@ -384,7 +391,7 @@ def _still_held(lock: HeldClaim) -> None:
                               "started since; nothing more was changed: run it again once that one has ended")
 
 
-def _swap_in(staging: Path, place: Path, aside: Path) -> None:
+def swap_in(staging: Path, place: Path, aside: Path) -> None:
     """Rename `staging` to `place`, the folder there set `aside` first and deleted after; should this be
     stopped between the two renames (Ctrl-C), the folder set aside goes back, so nothing is half-replaced."""
     if place.exists():

@@ -29,7 +29,7 @@ from facecache.errors import CacheError, CorruptPack, cannot_write, os_fault
 from facecache.fingerprint import is_digest
 from facecache.files import OPEN_NEW, delete_file, folder_bytes, temp_name, touch, unlink_quietly, write_once
 from facecache.permissions import make_dir
-from facecache.store import eviction, inspection, packfile
+from facecache.store import eviction, inspection, packfile, tier_hits
 from facecache.store.eviction import PRUNE_GRACE_SECONDS, PruneReport
 from facecache.store.inspection import CacheStats, VerifyReport
 from facecache.store.layout import MAX_RECORD_BYTES, NAMESPACE_FILE, PACK_NAME, PACK_SUFFIX, SUBFOLDERS, CacheFolder
@@ -50,6 +50,7 @@ T = TypeVar("T")
 class StoredPack(Generic[T]):
     name: str
     content: T
+    remote: bool = False  # fetched from the remote tier in this run (its hits are the remote tier's)
 
 
 class FaceCache(CacheFolder):
@@ -65,6 +66,8 @@ class FaceCache(CacheFolder):
         super().__init__(root, storing=create)
         self.max_bytes = int(max_bytes)
         self.remote = remote
+        self.hits = tier_hits.TierHits()  # frame records served by each tier (kept by `keep_hits`)
+        self._hits_file = tier_hits.own_file_name()
         # per (namespace, group): the pack names the remote listed in this run (see remove_packs)
         self._remote_names: dict[tuple[str, str], set[str]] = {}
         self._namespaces_touched: set[str] = set()
@@ -169,7 +172,7 @@ class FaceCache(CacheFolder):
             if data is None:
                 continue  # gone meanwhile (merged into a newer pack) or the tier just turned off
             try:
-                fetched.append(StoredPack(name, decode(packfile.decode(data, name))))
+                fetched.append(StoredPack(name, decode(packfile.decode(data, name)), remote=True))
             except CorruptPack as exc:
                 self.remote.set_aside(namespace_key, group, name, str(exc))
                 self._store_file(self._quarantine(), f"remote.{name}{PACK_SUFFIX}", data)  # to look at
@@ -326,6 +329,10 @@ class FaceCache(CacheFolder):
 
     def clean_locks(self) -> int:
         return eviction.clean_locks(self)
+
+    def keep_hits(self) -> None:
+        """At a job's end: this object's hits by tier, kept for `cache stats` (`tier_hits`)."""
+        tier_hits.keep(self, self.hits, self._hits_file)
 
     def clear(self) -> None:
         eviction.clear(self)

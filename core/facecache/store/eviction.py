@@ -19,7 +19,7 @@ from pathlib import Path
 from facecache.errors import OSFault, os_fault
 from facecache.fingerprint import is_digest
 from facecache.files import DOOMED_PREFIX, delete_file, empty_folder, rename_path
-from facecache.store.layout import NAMESPACE_FILE, CacheFolder
+from facecache.store.layout import HITS_FOLDER, NAMESPACE_FILE, CacheFolder
 from facecache.store.lease import Lease, remove_stale
 
 PRUNE_GRACE_SECONDS = 300.0
@@ -112,10 +112,11 @@ def clean_locks(cache: CacheFolder) -> int:
 
 
 def clear(cache: CacheFolder) -> None:
-    """Remove every cached result (namespaces, media identities, quarantine). A symlink where one of
-    those folders belongs is set aside, never followed (`inside`), and so is any symlink in them."""
+    """Remove every cached result (namespaces, media identities, quarantine) and the hits counted so far
+    (`tier_hits`). A symlink where one of those folders belongs is set aside, never followed (`inside`), and
+    so is any symlink in them."""
     try:
-        for sub in ("ns", "media", "quarantine"):
+        for sub in ("ns", "media", "quarantine", HITS_FOLDER):
             folder = cache.inside(sub)
             if folder is not None:
                 empty_folder(folder)

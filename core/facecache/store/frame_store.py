@@ -60,17 +60,23 @@ class FrameStore:
         content = GroupRecords()
         for item in stored:
             merge(content, item.content, self.codec)
-        return FrameGroup(self, key, content, [item.name for item in stored])
+        # the records that came from remote packs (a local pack's record of the same frame may have won)
+        from_remote = {fingerprint for item in stored if item.remote
+                       for fingerprint, record in item.content.records.items()
+                       if content.records[fingerprint] is record}
+        return FrameGroup(self, key, content, [item.name for item in stored], from_remote)
 
 
 class FrameGroup:
     """The records of one group, plus the ones added since it was opened."""
 
-    def __init__(self, store: FrameStore, key: str, content: GroupRecords, pack_names: list[str]):
+    def __init__(self, store: FrameStore, key: str, content: GroupRecords, pack_names: list[str],
+                 from_remote: set[str] | None = None):
         self._store = store
         self.key = key
         self.content = content
         self._pack_names = pack_names
+        self._from_remote = from_remote or set()  # fingerprints whose record the remote tier served
         self._dirty = False
 
     def fingerprint_at(self, frame_index: int) -> str | None:
@@ -85,12 +91,18 @@ class FrameGroup:
             stats.misses += 1
         elif self._store.codec.complete(record, needed):
             stats.hits += 1
+            tier_hits = self._store.cache.hits
+            if fingerprint in self._from_remote:
+                tier_hits.remote += 1
+            else:
+                tier_hits.local += 1
         else:
             stats.partial_hits += 1
         return record
 
     def put(self, record: Any, frame_index: int | None = None) -> None:
         self.content.records[record.fingerprint] = record
+        self._from_remote.discard(record.fingerprint)  # computed here now
         if frame_index is not None:
             self.content.index[frame_index] = record.fingerprint
         self._dirty = True

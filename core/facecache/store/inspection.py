@@ -20,7 +20,7 @@ from facecache.errors import CorruptPack
 from facecache.files import DOOMED_PREFIX, TEMP_MARK, delete_file
 from facecache.fingerprint import is_digest
 from facecache.permissions import LooseEntries, loose_entries
-from facecache.store import packfile
+from facecache.store import packfile, tier_hits
 from facecache.store.eviction import clean_locks
 from facecache.store.layout import (MAX_RECORD_BYTES, NAMESPACE_FILE, PACK_SUFFIX, SUBFOLDERS, CacheFolder,
                                     entry_count, scanfiles)
@@ -47,6 +47,7 @@ class CacheStats:
     temp_files: int = 0
     namespaces: list[NamespaceStats] = field(default_factory=list)
     loose_permissions: LooseEntries = field(default_factory=LooseEntries)  # entries more open than the rule
+    hits: tier_hits.TierHits = field(default_factory=tier_hits.TierHits)  # every run's hits, by tier
 
     def as_dict(self) -> dict:
         return {
@@ -60,6 +61,7 @@ class CacheStats:
             "namespaces": len(self.namespaces),
             "namespace_details": [vars(n) for n in self.namespaces],
             "loose_permissions": self.loose_permissions.as_dict(),
+            "hits": self.hits.as_dict(),
         }
 
 
@@ -101,6 +103,7 @@ def stats(cache: CacheFolder) -> CacheStats:
     result.entries = sum(n.entries for n in result.namespaces)
     result.quarantined = sum(1 for _ in scanfiles(cache.root / "quarantine"))
     result.loose_permissions = loose_entries(cache.root, cache.perms, tighten=False, include_root=False)
+    result.hits = tier_hits.total(cache)
     for dirpath, _dirs, files in os.walk(cache.root):
         for name in files:
             try:

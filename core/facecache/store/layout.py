@@ -5,6 +5,7 @@
     <root>/media/<k[:2]>/<k>.msgpack            remembered media identities
     <root>/quarantine/                          packs set aside as bad
     <root>/locks/                               claims (one pruner at a time)
+    <root>/hits/                                the hits each tier served, a file a process (tier_hits.py)
 
 `CacheFolder` names these places and reaches them without ever following a symlink: `inside` is
 the one way to a folder below the root (a symlink or a file standing where a folder belongs is set
@@ -40,6 +41,7 @@ PACK_NAME = re.compile(r"^[0-9a-f]{32}\.fcp\Z")  # \Z: "$" would also accept a t
 FANOUT_NAME = re.compile(r"^[0-9a-f]{2}\Z")
 # The folders the cache manages under its root; quarantine first, where the others' stand-ins go.
 SUBFOLDERS = ("quarantine", "ns", "media", "locks")
+HITS_FOLDER = "hits"  # made when a job first keeps its hits (tier_hits.py)
 
 
 @dataclass

@@ -33,7 +33,8 @@ from facecache.store.layout import PACK_SUFFIX
 log = logging.getLogger("facecache.remote")
 
 REMOTE_CACHE_ENV = "FACECACHE_REMOTE_CACHE"
-INSTALL_HINT = "install the engine's remote extra: pip install 'facecache[remote]' (botocore)"
+INSTALL_HINT = ("install the engine's remote extra: pip install 'facecache[remote]' (botocore); in Blender, "
+                "install remote cache support in the preferences")
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]\Z")
 # Short timeouts and few retries: a slow remote must cost a job seconds, not minutes, before it is dropped.
 _CONNECT_SECONDS = 5
@@ -72,8 +73,9 @@ class RemoteURL:
 
 def remote_from(url: str | None, read_only: bool = False) -> "RemoteTier | None":
     """The remote tier of a URL (a job's `remote_cache` setting); None when it is unset or empty. The command
-    line fills the setting from FACECACHE_REMOTE_CACHE; the engine itself reads no variable for it, so the
-    extension's engine session never reaches a bucket."""
+    line fills the setting from FACECACHE_REMOTE_CACHE; the extension sends it in each job's settings (its
+    Remote Cache preference, else that variable on a farm). The engine reads no variable for it: a job reaches
+    a bucket only when its settings name one."""
     return RemoteTier(RemoteURL.parse(url), read_only=read_only) if url and url.strip() else None
 
 
