@@ -44,6 +44,7 @@ from typing import Any
 from facecache import choices
 from facecache.errors import FaceCacheError, ModelChanged
 from facecache.fingerprint import bytes_digest
+from facecache.models.prelu_split import split_prelu
 from facecache.models.runtime_import import RuntimeUnavailable, import_onnxruntime
 
 log = logging.getLogger(__name__)
@@ -214,8 +215,11 @@ class SessionFactory:
         return str(path.absolute()), digest, self.requested_providers(), thread
 
     def _create(self, path: Path, data: bytes, providers: tuple[str, ...]) -> Any:
+        # On the CPU alone, PRelu runs as faster kernels with the same numbers (prelu_split); a GPU
+        # provider gets the file as it is
+        graph = split_prelu(data) if providers == (CPU,) else data
         try:
-            session = self.ort.InferenceSession(data, sess_options=self.session_options(),
+            session = self.ort.InferenceSession(graph, sess_options=self.session_options(),
                                                 providers=list(providers),
                                                 provider_options=self._provider_options(providers))
         except Exception as exc:  # onnxruntime raises its own exception types
