@@ -74,5 +74,6 @@ def test_the_default_models_give_the_same_numbers_to_the_bit(default_models, por
         model = default_models[name].read_bytes()
         split = split_prelu(model)
         assert "PRelu" not in {node.op_type for node in onnx.load_from_string(split).graph.node}, name
-        for before, after in zip(_outputs(model, np.ascontiguousarray(feed)), _outputs(split, np.ascontiguousarray(feed))):
+        feed = np.ascontiguousarray(feed)
+        for before, after in zip(_outputs(model, feed), _outputs(split, feed)):
             assert np.array_equal(before, after), name
