@@ -13,13 +13,6 @@ def check_bgr_frame(frame: object) -> np.ndarray:
 
     Raises FrameError, saying how to convert, for anything else.
     """
-    return np.ascontiguousarray(bgr_frame_view(frame))
-
-
-def bgr_frame_view(frame: object) -> np.ndarray:
-    """``frame`` itself, checked as `check_bgr_frame` checks it, but a region of a frame (a view whose
-    rows lie at the frame's stride) is not copied: for work only OpenCV reads, which takes such views
-    as they are (the tracker's regions: copying six faces' regions cost more than shrinking them)."""
     if not isinstance(frame, np.ndarray):
         raise FrameError(
             f"expected a frame as a numpy array, got {type(frame).__name__}; "
@@ -31,7 +24,7 @@ def bgr_frame_view(frame: object) -> np.ndarray:
             "(frame * 255).clip(0, 255).astype(numpy.uint8)"
         )
     if frame.ndim == 3 and frame.shape[2] == 3:
-        return frame
+        return np.ascontiguousarray(frame)
     if frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] == 1):
         hint = "convert grey frames with cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)"
     elif frame.ndim == 3 and frame.shape[2] == 4:

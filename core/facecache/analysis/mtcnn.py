@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from facecache.analysis.boxes import nms, regress_boxes, square_boxes
-from facecache.analysis.frames import bgr_frame_view, check_bgr_frame
+from facecache.analysis.frames import check_bgr_frame
 from facecache.analysis.mtcnn_steps import (
     CELL,
     cell_candidates,
@@ -107,7 +107,7 @@ class MtcnnDetector:
     def detect_at(self, frame: np.ndarray, scales: list[float]) -> list[Detection]:
         """Faces in a BGR uint8 frame (or a region of one) searched at the given pyramid scales only (the
         tracker searches a region at the scales the whole frame's search would use there)."""
-        frame = bgr_frame_view(frame)  # a region is read by OpenCV alone: not copied
+        frame = check_bgr_frame(frame)
         scales = [scale for scale in scales if min(frame.shape[:2]) * scale >= CELL]
         if not scales:
             return []
@@ -132,7 +132,7 @@ class MtcnnDetector:
         """`refine` on each of several (frame or region, candidate boxes, scales), with one R-Net run and
         one O-Net run for all of their crops: the tracker's followed faces, each in its own region, pay
         one network run each instead of one a face."""
-        images = [bgr_frame_view(image) for image, _, _ in parts]  # regions: read by OpenCV alone
+        images = [check_bgr_frame(image) for image, _, _ in parts]
         sources = [[(image, 1.0, 1.0)] + self._pyramid(image, scales) for image, (_, _, scales) in zip(images, parts)]
         boxes = [square_boxes(np.asarray(candidates, np.float64).reshape(-1, 4)) for _, candidates, _ in parts]
         if not any(len(part_boxes) for part_boxes in boxes):
