@@ -75,8 +75,8 @@ class ModelFile:
     # one). FaceFusion's files get a bound by kind (`_ff`), about three times the largest published file.
     max_bytes: int = 2 * 1024**3
     # Run the file's PRelu nodes as Relu + slope * Min(x, 0) on the CPU (`prelu_split`: the same numbers):
-    # set where measured faster. The face mesh 25-30 % less CPU, R-Net and O-Net 10-30 %; MTCNN's P-Net,
-    # over whole frames, 5-10 % slower, so not there.
+    # set where measured faster. CPU a run of six faces: the face mesh 25-40 % less, R-Net 33 %, O-Net 5 %;
+    # MTCNN's P-Net, over whole frames, 5-10 % more, so not there.
     split_prelu_on_cpu: bool = False
 
     @property

@@ -4,7 +4,7 @@ ONNX Runtime's CPU PRelu is a slow broadcasting kernel, and it leaves the blocke
 convolutions run in, so every PRelu pays two layout changes as well. The face mesh has 23 of them:
 measured here (onnxruntime 1.32, 2 threads, six faces a run), PRelu and those layout changes were
 17 of the graph's 27 ms. Relu, Min, Mul and Add are ONNX Runtime's fast element-wise kernels: the
-face mesh costs 25-30 % less CPU, R-Net and O-Net 10-30 %. (Not every graph gains: MTCNN's P-Net, over
+face mesh costs 25-40 % less CPU, R-Net 33 %, O-Net 5 %. (Not every graph gains: MTCNN's P-Net, over
 whole frames, was 5-10 % slower; the catalog says which files are split, `ModelFile.split_prelu_on_cpu`.)
 
 The numbers are the same to the bit: where x > 0, x + slope * 0 is x; where x < 0, 0 + slope * x is
