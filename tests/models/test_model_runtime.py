@@ -217,6 +217,27 @@ def test_sessions_are_made_from_the_bytes_whose_digest_was_checked(model_files):
     assert len(ort.created) == 1
 
 
+def test_cpu_sessions_of_marked_files_get_prelu_split_and_gpu_sessions_the_file_as_it_is(tmp_path):
+    from facecache.fingerprint import bytes_digest
+    from facecache.models.convert.onnx_writer import OnnxGraph
+    from facecache.models.prelu_split import split_prelu
+
+    graph = OnnxGraph("prelu")
+    x = graph.input("x", (1, 2, 1, 1))
+    graph.output(graph.node("PRelu", [x, graph.constant("slope", np.full((2, 1, 1), 0.5, np.float32))]), (1, 2, 1, 1))
+    path = tmp_path / "prelu.onnx"
+    path.write_bytes(graph.to_bytes())
+    digest = bytes_digest(path.read_bytes())
+    cpu, gpu = FakeOrt(available=[CPU]), FakeOrt(available=[CUDA, CPU], gpu="works")
+    factory = SessionFactory("cpu", ort=cpu)
+    factory.session(path, digest, split_prelu_on_cpu=True)
+    assert cpu.created[-1][0] == split_prelu(path.read_bytes()) != path.read_bytes()
+    factory.session(path, digest)  # a file the catalog does not mark: as it is, in a session of its own
+    assert cpu.created[-1][0] == path.read_bytes() and len(cpu.created) == 2
+    SessionFactory("cuda", ort=gpu).session(path, digest, split_prelu_on_cpu=True)
+    assert gpu.created[-1][0] == path.read_bytes()  # the GPU providers' own PRelu kernels are left alone
+
+
 def test_a_gpu_session_whose_run_fails_goes_on_on_the_cpu_and_is_reported_once(model_files):
     a, b = model_files
     ort = FakeOrt(gpu="fails_on_run")

@@ -44,6 +44,7 @@ from typing import Any
 from facecache import choices
 from facecache.errors import FaceCacheError, ModelChanged
 from facecache.fingerprint import bytes_digest
+from facecache.models.prelu_split import split_prelu
 from facecache.models.runtime_import import RuntimeUnavailable, import_onnxruntime
 
 log = logging.getLogger(__name__)
@@ -184,15 +185,17 @@ class SessionFactory:
 
     # --- sessions --------------------------------------------------------------------------------
 
-    def session(self, model_path: str | os.PathLike, digest: str | None = None) -> Any:
+    def session(self, model_path: str | os.PathLike, digest: str | None = None,
+                split_prelu_on_cpu: bool = False) -> Any:
         """An InferenceSession for `model_path` (a `GuardedSession` around it), created once per (file,
         content, providers) in this factory (and per thread with DirectML). With `digest` (XXH3-128 of
         the file, as the model store checked it), the bytes loaded must have that digest, else
-        `ModelChanged`."""
+        `ModelChanged`. With `split_prelu_on_cpu`, a session on the CPU alone runs the graph's PRelu nodes as
+        faster kernels with the same numbers (`prelu_split`; the catalog says for which files it pays)."""
         path = Path(model_path)
         with self._lock:
             if digest is not None:
-                cached = self._sessions.get(self._key(path, digest))
+                cached = self._sessions.get(self._key(path, digest, split_prelu_on_cpu))
                 if cached is not None:
                     return cached
             data = _read_model(path)
@@ -200,22 +203,25 @@ class SessionFactory:
             if digest is not None and actual != digest:
                 raise ModelChanged(f"{path} changed after it was checked (its content digest is {actual}, "
                                    f"expected {digest})")
-            cached = self._sessions.get(self._key(path, actual))
+            cached = self._sessions.get(self._key(path, actual, split_prelu_on_cpu))
             if cached is not None:
                 return cached
-            inner = self._create(path, data, self.requested_providers())
-            session = GuardedSession(inner, self, path, actual, serialize=self.setting == "directml")
+            inner = self._create(path, data, self.requested_providers(), split_prelu_on_cpu)
+            session = GuardedSession(inner, self, path, actual, serialize=self.setting == "directml",
+                                     split_prelu_on_cpu=split_prelu_on_cpu)
             # after a fallback the chain in use is shorter; file the session under it
-            self._sessions[self._key(path, actual)] = session
+            self._sessions[self._key(path, actual, split_prelu_on_cpu)] = session
             return session
 
-    def _key(self, path: Path, digest: str) -> tuple:
+    def _key(self, path: Path, digest: str, split: bool) -> tuple:
         thread = threading.get_ident() if self.setting == "directml" else None  # DirectML: a session per thread
-        return str(path.absolute()), digest, self.requested_providers(), thread
+        return str(path.absolute()), digest, self.requested_providers(), thread, split
 
-    def _create(self, path: Path, data: bytes, providers: tuple[str, ...]) -> Any:
+    def _create(self, path: Path, data: bytes, providers: tuple[str, ...], split: bool = False) -> Any:
+        # a GPU provider gets the file as it is: its own PRelu kernels are not the CPU's slow one
+        graph = split_prelu(data) if split and providers == (CPU,) else data
         try:
-            session = self.ort.InferenceSession(data, sess_options=self.session_options(),
+            session = self.ort.InferenceSession(graph, sess_options=self.session_options(),
                                                 providers=list(providers),
                                                 provider_options=self._provider_options(providers))
         except Exception as exc:  # onnxruntime raises its own exception types
@@ -223,7 +229,7 @@ class SessionFactory:
                 raise RuntimeUnavailable(f"onnxruntime cannot load {path} ({exc}); the file may be damaged: "
                                          "check it with `facecache models list` and reinstall the model") from None
             self._fall_back(providers, providers[1:], f"creating a session with {providers[0]} failed ({exc})")
-            return self._create(path, data, providers[1:])
+            return self._create(path, data, providers[1:], split)
         obtained = tuple(session.get_providers())
         self.placements[path.name] = obtained
         if providers[0] not in obtained:
@@ -231,14 +237,15 @@ class SessionFactory:
                                                  "e.g. CUDA/cuDNN or TensorRT, are probably missing)")
         return session
 
-    def _on_cpu_after_failed_run(self, path: Path, digest: str, providers: tuple[str, ...], error: Exception) -> Any:
+    def _on_cpu_after_failed_run(self, path: Path, digest: str, providers: tuple[str, ...], error: Exception,
+                                 split: bool = False) -> Any:
         """A CPU session for a file whose GPU session failed during a run (the one warning is given)."""
         with self._lock:
             data = _read_model(path)
             if bytes_digest(data) != digest:
                 raise ModelChanged(f"{path} changed after it was checked; run the same command again")
             self._fall_back(providers, (CPU,), f"{path.name} failed on {providers[0]} during a run ({error})")
-            return self._create(path, data, (CPU,))
+            return self._create(path, data, (CPU,), split)
 
     def take_fallback_message(self) -> str | None:
         """The fallback warning the first time it is asked for after it happened, else None (a job's
@@ -280,8 +287,10 @@ class GuardedSession:
     run on a GPU provider fails it is made again on the CPU, the run repeated there and the fallback
     reported (once, by the factory). With `serialize` (DirectML) its runs go one at a time."""
 
-    def __init__(self, session: Any, factory: SessionFactory, path: Path, digest: str, serialize: bool = False):
+    def __init__(self, session: Any, factory: SessionFactory, path: Path, digest: str, serialize: bool = False,
+                 split_prelu_on_cpu: bool = False):
         self.inner = session
+        self._split_prelu_on_cpu = split_prelu_on_cpu
         self._factory = factory
         self._path = path
         self._digest = digest
@@ -296,7 +305,8 @@ class GuardedSession:
                 providers = tuple(session.get_providers())
                 if not providers or providers[0] == CPU:
                     raise
-                cpu = self._factory._on_cpu_after_failed_run(self._path, self._digest, providers, exc)
+                cpu = self._factory._on_cpu_after_failed_run(self._path, self._digest, providers, exc,
+                                                             self._split_prelu_on_cpu)
                 self.inner = cpu
                 return cpu.run(output_names, input_feed, *args, **kwargs)
 
