@@ -24,6 +24,11 @@ proxy, so the bench plays those pictures as the strip's own images: the same JPE
 same occlusion test (an alpha-over strip at full opacity whose image has no alpha). The figure
 `swapped_ratio_first_pass` = the movie alone's median first-pass frame time / the preview form's (goal
 >= 0.95); `overlay_ratio_first_pass` the same for the overlays (what a render plays, and the preview before).
+Where a picture's time goes (a perf profile, docs/benchmarks.md "Where the picture's frame goes"): at 1080p
+Blender reads it on the render thread in about 14 ms of CPU, 9 of them imbuf's own copy of each decoded RGB
+row into a new RGBA image, whatever the JPEG's form; the movie costs that thread 3 ms, FFmpeg's threads the
+rest. Both sides also carry `render.render`'s own two copies of the frame (5-7 ms): the render pipeline's,
+not the sequencer's.
 
 The encodings: the engine's sparse PNGs (as shipped), OpenCV's PNG writer (a conventional
 full-frame encoder: the other side of the write-speed trade), fully transparent full-frame PNGs (the
