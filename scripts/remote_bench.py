@@ -6,8 +6,10 @@ empty cache folder, and read from a warm local cache; the bytes uploaded per fra
     python scripts/remote_bench.py [--frames 64] [--repeat 3] [--latency-ms 0 20 100]
 
 Latency is added by a relay on 127.0.0.1 in front of the server, which holds every chunk of bytes it passes
-on for half the given time each way: it touches no other connection of the machine (this machine's kernel has
-no `netem` to add it in a network namespace).
+on for half the given time each way (this machine's kernel has no `netem`). On Linux the whole run (server,
+relay, nodes) happens in a network namespace of its own (`unshare --net`, its loopback brought up), so it
+touches no connection of the machine; where that cannot be made it runs on the machine's loopback and says so
+(`"network_namespace": false`).
 
 Needs the remote extra, the test extra's `weed` binary and the default models (`facecache models install
 default`). Figures: docs/benchmarks.md#the-remote-tier-scriptsremote_benchpy."""
@@ -18,6 +20,8 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import subprocess
 import statistics
 import sys
 import tempfile
@@ -84,7 +88,23 @@ def start_relay(target_port: int, latency_s: float) -> int:
     return port
 
 
+IN_NAMESPACE = "FACECACHE_BENCH_NETNS"  # set in the run started inside its own network namespace
+
+
+def rerun_in_own_network_namespace() -> None:
+    """Run this script again inside a new network namespace with its loopback up and exit with that run; return
+    where no namespace can be made (not Linux, no `unshare` or `ip`, not allowed) or this is that run."""
+    if os.environ.get(IN_NAMESPACE) or not sys.platform.startswith("linux") or not shutil.which("unshare"):
+        return
+    enter = ["unshare", "--net", "--map-root-user", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+    if subprocess.run([*enter, "true"], capture_output=True).returncode != 0:
+        return
+    rerun = subprocess.run([*enter, sys.executable, *sys.argv], env={**os.environ, IN_NAMESPACE: "1"})
+    raise SystemExit(rerun.returncode)
+
+
 def main() -> None:
+    rerun_in_own_network_namespace()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
@@ -120,6 +140,7 @@ def main() -> None:
         finally:
             server.stop()
     print(json.dumps({"frames": args.frames, "size": "1920x1080",
+                      "network_namespace": bool(os.environ.get(IN_NAMESPACE)),
                       "seconds_median": {latency: {name: round(statistics.median(values), 3)
                                                    for name, values in times.items()}
                                          for latency, times in runs.items()},
