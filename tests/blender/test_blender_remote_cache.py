@@ -64,6 +64,17 @@ def swap_clip(bpy, scene, clip) -> dict:
     return report(scene)
 
 
+def without_botocore(addon, _client_made_first, tmp_path, monkeypatch) -> None:
+    """The engine as an editor's Blender starts it, whose Python has no botocore: a `botocore` that cannot be
+    imported goes first on the path the engine inherits from Blender (this process's, whose own botocore is
+    imported already: the client made first), so the engine's can come only from the installed support."""
+    shadow = tmp_path / "no_botocore" / "botocore"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('botocore comes only from the installed support')\n")
+    monkeypatch.syspath_prepend(str(shadow.parent))
+    addon.runtime.ENGINE.stop()  # the next engine starts with that path
+
+
 def operators(drawn) -> list[str]:
     return [bound.get("operator") for name, bound in drawn if name == "operator"]
 
@@ -87,6 +98,7 @@ def test_the_remote_preference_serves_a_project_with_an_empty_cache(bpy, addon, 
     assert "faceswap.remote_support_uninstall" in operators(drawn)
     assert "remote cache support" not in " ".join(labels(drawn))
     assert (Path(paths.remote_support_dir()) / "site" / "botocore" / "__init__.py").is_file()
+    without_botocore(addon, client(seaweed), tmp_path, monkeypatch)
 
     first = swap_clip(bpy, project, clip)
     assert first["written"] == 8 and first["inferences"]["detect"] > 0
