@@ -16,6 +16,7 @@ from facecache.store.cache import FaceCache
 from facecache.store.frame_store import FrameStore, group_key
 from facecache.store.lease import Lease
 from facecache.store.namespace import Namespace
+from facecache.store import tier_hits
 from facecache.store.records import Face, FrameRecord, Stage
 
 NS = Namespace("analysis", {"detector": "1" * 32}, {"size": 640, "threshold": 0.5})
@@ -329,6 +330,26 @@ def test_the_hits_of_every_run_are_kept_in_files_of_their_own_and_summed(tmp_pat
     assert FaceCache(tmp_path / "c").stats().as_dict()["hits"] == {"local": 17, "remote": 0}
     first.clear()
     assert first.stats().hits.as_dict() == {"local": 0, "remote": 0}
+
+
+def test_a_prune_folds_old_hits_files_into_one_and_nothing_is_counted_twice(tmp_path):
+    """A farm's many runs leave one file each: a prune folds those untouched for a week into one file of their
+    sum. A cache object still alive then writes only what it served since (its earlier totals are in the sum)."""
+    write(FaceCache(tmp_path / "c"))
+    alive, ended = FaceCache(tmp_path / "c"), FaceCache(tmp_path / "c")
+    read_back(alive, range(5))
+    read_back(ended, range(3))
+    young = FaceCache(tmp_path / "c")
+    read_back(young, range(2))
+    week_ago = time.time() - tier_hits.FOLD_AFTER_SECONDS - 60
+    for name in (alive._hits_file.name, ended._hits_file.name):
+        os.utime(tmp_path / "c" / "hits" / name, (week_ago, week_ago))
+    assert alive.prune().hits_files_folded == 2
+    assert len(os.listdir(tmp_path / "c" / "hits")) == 2  # the sum and the young file
+    assert FaceCache(tmp_path / "c").stats().hits.as_dict() == {"local": 10, "remote": 0}
+    read_back(alive, range(4))  # alive again: 9 in all, of which 5 are in the folded sum
+    assert FaceCache(tmp_path / "c").stats().hits.as_dict() == {"local": 14, "remote": 0}
+    assert alive.prune().hits_files_folded == 0  # nothing old enough, nothing folded
 
 
 def test_a_run_without_hits_and_a_cache_that_does_not_store_write_no_hits_file(tmp_path):

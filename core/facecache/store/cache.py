@@ -67,7 +67,7 @@ class FaceCache(CacheFolder):
         self.max_bytes = int(max_bytes)
         self.remote = remote
         self.hits = tier_hits.TierHits()  # frame records served by each tier (kept by `keep_hits`)
-        self._hits_file = tier_hits.own_file_name()
+        self._hits_file = tier_hits.OwnHitsFile()
         # per (namespace, group): the pack names the remote listed in this run (see remove_packs)
         self._remote_names: dict[tuple[str, str], set[str]] = {}
         self._namespaces_touched: set[str] = set()
@@ -332,7 +332,7 @@ class FaceCache(CacheFolder):
 
     def keep_hits(self) -> None:
         """At a job's end: this object's hits by tier, kept for `cache stats` (`tier_hits`)."""
-        tier_hits.keep(self, self.hits, self._hits_file)
+        self._hits_file.keep(self, self.hits)
 
     def clear(self) -> None:
         eviction.clear(self)

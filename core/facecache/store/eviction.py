@@ -20,6 +20,7 @@ from facecache.errors import OSFault, os_fault
 from facecache.fingerprint import is_digest
 from facecache.files import DOOMED_PREFIX, delete_file, empty_folder, rename_path
 from facecache.store.layout import HITS_FOLDER, NAMESPACE_FILE, CacheFolder
+from facecache.store import tier_hits
 from facecache.store.lease import Lease, remove_stale
 
 PRUNE_GRACE_SECONDS = 300.0
@@ -35,6 +36,7 @@ class PruneReport:
     skipped_young: int = 0
     skipped_in_use: int = 0  # held open by another process (Windows): left for the next prune
     locks_cleaned: int = 0  # stale claims and temp files removed from locks/
+    hits_files_folded: int = 0  # old files of hits/ folded into one (tier_hits.fold)
     busy: bool = False  # another process was pruning; nothing done
 
     def as_dict(self) -> dict:
@@ -65,6 +67,7 @@ def _prune(cache: CacheFolder, max_bytes: int | None, stale_seconds: float | Non
         return report
     with lease:
         report.locks_cleaned = clean_locks(cache)
+        report.hits_files_folded = tier_hits.fold(cache)
         now = time.time()
         if stale_seconds is not None:
             for ns_entry in cache.subfolders(cache.root / "ns"):
