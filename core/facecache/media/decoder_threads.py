@@ -11,7 +11,7 @@ The slices are counted in the first packet's NAL units (H.264 and HEVC; length-p
 store them, or with Annex B start codes as MPEG-TS and raw streams do). Other codecs keep FFmpeg's choice.
 
 Frame threads decode the next frames while the caller converts the last one (`decodes_ahead`), and on a
-1080p H.264 stream of one slice a frame nearly all of that work falls on one of them (7 of the 8.6 ms a
+1080p H.264 stream of one slice a frame nearly all of that work falls on one of them (6-7 of its 8.6 ms a
 frame): the conversion then takes one core and leaves the other to them (movie.py).
 """
 
