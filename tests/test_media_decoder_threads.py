@@ -42,3 +42,16 @@ def test_the_pictures_are_the_same_whatever_threads_decode_them(tmp_path):
         jumps = [frame.tobytes() for _, frame in reader.frames([25, 3, 4, 17, 29])]
     assert len(plain) == 30 and in_order == plain
     assert jumps == [plain[i] for i in (25, 3, 4, 17, 29)]
+
+
+@pytest.mark.parametrize("name, codec, codec_options, ahead", [
+    ("one_slice.mp4", "libx264", ONE_SLICE, True),  # frame threads
+    ("sliced.mp4", "libx264", SLICED, False),  # slice threads: decoded while the caller waits
+    ("mpeg2.mkv", "mpeg2video", {}, False),  # FFmpeg's MPEG-2 decoder has slice threads alone
+])
+def test_frame_threads_decode_ahead_so_one_core_converts(tmp_path, name, codec, codec_options, ahead):
+    clip = write_clip(tmp_path / name, frames=4, size=(128, 128), codec=codec, codec_options=codec_options)
+    with MediaReader(clip, RULES["blender-5"]) as reader:
+        assert reader._movie._decodes_ahead == ahead
+        assert len(list(reader.frames(range(4)))) == 4
+        assert (reader._movie._pool is None) == ahead  # the conversion's threads, made where none decode ahead

@@ -65,7 +65,8 @@ class Movie:
         self.rules = rules
         self.deinterlace = deinterlace  # the strip's Deinterlace option (deinterlace.py)
         self._av = av = import_av()
-        self._pool: ThreadPoolExecutor | None = None  # the colour conversion's threads, made on first use
+        # the colour conversion's threads, made on first use where FFmpeg does not decode ahead meanwhile
+        self._pool: ThreadPoolExecutor | None = None
         try:
             self._container = av.open(str(path))
         except (av.FFmpegError, UnicodeDecodeError, ValueError) as exc:
@@ -96,6 +97,7 @@ class Movie:
         self._ended = False  # the decoder reached the end of the stream since the last seek
         self._turn: int | None = None
         self.thread_type = self._choose_threads()
+        self._decodes_ahead = decoder_threads.decodes_ahead(self._stream, self.thread_type)
         self._seek(self._start)  # choosing the threads read a packet
         self.frame_count = self._length()
 
@@ -161,7 +163,9 @@ class Movie:
             # Blender's field filter reads the frame it decoded last (movie_read.cc hands it pFrame), even
             # where the clock shows the one before it (a variable frame rate): so does the engine
             frame = self._recent or frame
-        if self._pool is None:
+        if self._decodes_ahead:  # FFmpeg's frame threads decode on meanwhile: one core converts
+            return to_bgr(frame, self.rules, None, self.deinterlace)
+        if self._pool is None:  # the frame is decoded while this thread waits: both cores convert
             self._pool = ThreadPoolExecutor(2, thread_name_prefix="facecache-yuv")
         return to_bgr(frame, self.rules, self._pool, self.deinterlace)
 
