@@ -14,10 +14,10 @@
 #   /usr/bin/blender      Debian's Blender 4.3.2 (python3-numpy as its numpy; python3-pip, which the extension's
 #                         model and sample downloads run on Blender's Python)
 #   /opt/bpy5.2           python3.13 venv: bpy 5.2.3 (numpy as it brings it), the engine's requirements, the
-#                         `test` and `farm` extras
+#                         `test`, `farm` and `remote` extras (the remote tests look into the bucket with botocore)
 #   /opt/bpy5.1           the same with bpy 5.1.2 and without ONNX Runtime (the add-on's engine runs on the
 #                         wheels the built zip vendors, as in the 4.2 and 4.5 LTS environments)
-#   /opt/blender4.3       python3.13 venv over the system's packages: the `test` and `farm` extras and the
+#   /opt/blender4.3       python3.13 venv over the system's packages: the `test`, `farm` and `remote` extras and the
 #                         engine's requirements but ONNX Runtime, for pytest run inside Debian's Blender
 #                         (scripts/pytest_in_blender.py; the add-on's engine runs on the zip's own wheels)
 #   sshd, sshfs, node     the NAS and Flamenco tests, as on the host
@@ -131,7 +131,7 @@ refresh_venvs() {  # create (or finish) the venvs, then install what they lack (
         venv() {  # venv DIR REQUIREMENTS_OPTIONS [VENV_OPTIONS]: a venv whose pip runs (one cut short is made
             dir=$1 options=$2; shift 2  # again), with the requirements of the engine and the test extras
             "$dir/bin/python" -m pip --version >/dev/null 2>&1 || python3.13 -m venv --clear "$@" "$dir"
-            python3.13 scripts/requirements.py --extras test farm $options > "$dir/requirements.txt"
+            python3.13 scripts/requirements.py --extras test farm remote $options > "$dir/requirements.txt"
         }
         pip_install() { "$1/bin/python" -m pip install --quiet --no-warn-conflicts -r "$1/requirements.txt" "${@:2}"; }
         venv /opt/bpy5.2 ""
