@@ -108,7 +108,7 @@ class Server:
         where it has one); `emit` writes one answer and returns False once nobody reads them.
         `exit_after`: once the caller is gone, end the process at the latest this many seconds later.
         `parent`: the caller's process id as it was when the process started (default: as it is now)."""
-        self._parent = os.getppid() if parent is None else parent
+        self._parent = parent
         self.stdin = _own_reader(stdin)
         self._emit_line = emit
         self.engine = Engine()
@@ -274,15 +274,17 @@ def _own_reader(stdin):
         return getattr(stdin, "buffer", stdin)
 
 
-def parent_watch(parent: int) -> Callable[[], bool]:
-    """A check that this process's parent (its caller, `parent` as it was when the process started) still
-    lives. POSIX re-parents an orphan (to init or a subreaper), so its parent id changes; Windows keeps the
-    id, so the process is looked up (and its start time compared, against a reused id)."""
+def parent_watch(parent: int | None = None) -> Callable[[], bool]:
+    """A check that this process's parent (its caller: `parent` as it was when the process started, else as it
+    is now) still lives. POSIX re-parents an orphan (to init or a subreaper), so its parent id changes; Windows
+    keeps the id, so the process is looked up (and its start time compared, against a reused id)."""
     if sys.platform != "win32":
-        return lambda: os.getppid() == parent
+        expected = os.getppid() if parent is None else parent
+        return lambda: os.getppid() == expected
     import psutil
 
     try:
+        parent = psutil.Process().ppid() if parent is None else parent  # not os.getppid: see worker.PARENT_AT_START
         started = psutil.Process(parent).create_time()
     except psutil.NoSuchProcess:
         return lambda: False  # gone before the session looked

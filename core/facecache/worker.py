@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import os
 
-# The caller, as it was when this process started: the imports below take seconds on a loaded machine, and a
-# caller that dies meanwhile would leave its orphan re-parented already when the session looked.
-PARENT_AT_START = os.getppid()
+# The caller, as it was when this process started: the imports below take seconds on a loaded machine, and POSIX
+# re-parents an orphan at once, so a caller that died meanwhile would be missed. Windows keeps the id: the
+# session reads it when it starts (Python 3.13's os.getppid there needs PssCaptureSnapshot, which Wine lacks).
+PARENT_AT_START = os.getppid() if os.name == "posix" else None
 
 import contextlib  # noqa: E402 - after the parent is known
 import json  # noqa: E402
