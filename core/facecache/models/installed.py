@@ -178,7 +178,7 @@ class InstalledModels:
         item = model.spec.file(role)
         path = model.paths[item.role]
         try:
-            return sessions.session(path, model.file_digests[item.role], item.split_prelu_on_cpu)
+            return sessions.session(path, model.file_digests[item.role], item.cpu_graph)
         except ModelChanged as changed:
             unchanged = "although its size and modification time are unchanged; nothing was computed with it"
             with self.lock:

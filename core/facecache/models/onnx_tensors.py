@@ -1,4 +1,4 @@
-"""Read one initializer (a weight tensor) out of an ONNX model file, without the `onnx` package.
+"""Read initializers (weight tensors) out of an ONNX model, without the `onnx` package.
 
 InSwapper's source projection (its "emap") is the graph's last initializer. The `onnx` package would
 read it, but it is not one of the extension's wheels (with protobuf it adds about 16 MB per platform)
@@ -8,7 +8,8 @@ reader (`convert/wire.py`): large fields are stepped over, never copied.
 
 The path through the messages (onnx.proto): ModelProto.graph (field 7) -> GraphProto.initializer
 (field 5, repeated TensorProto) -> TensorProto.dims (1), data_type (2), float_data (4), int32_data (5,
-float16 bit patterns), raw_data (9), data_location (14).
+float16 bit patterns), int64_data (7), name (8), raw_data (9), data_location (14). `tensor_array` also
+reads the small tensors the CPU graph forms rewrite (`graph_edit`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from facecache.errors import ModelCorrupt
 from facecache.models.convert import wire
 
 _MODEL_GRAPH, _GRAPH_INITIALIZER = 7, 5
-_DIMS, _TYPE, _FLOATS, _INT32S, _RAW, _LOCATION = 1, 2, 4, 5, 9, 14
-_FLOAT16, _EXTERNAL = 10, 1
+_DIMS, _TYPE, _FLOATS, _INT32S, _INT64S, _NAME, _RAW, _LOCATION = 1, 2, 4, 5, 7, 8, 9, 14
+_FLOAT16, _INT64, _EXTERNAL = 10, 7, 1
 # TensorProto.DataType values this reader turns into arrays.
-_DTYPES = {1: np.dtype("<f4"), _FLOAT16: np.dtype("<f2"), 11: np.dtype("<f8")}
+_DTYPES = {1: np.dtype("<f4"), _FLOAT16: np.dtype("<f2"), 11: np.dtype("<f8"), _INT64: np.dtype("<i8")}
 
 
 def last_initializer(path: str | os.PathLike) -> np.ndarray:
@@ -54,7 +55,7 @@ def _last_tensor(model: memoryview) -> np.ndarray:
     tensor = _last(graph, _GRAPH_INITIALIZER)
     if tensor is None:
         raise wire.WireError("the graph has no initializers")
-    return _tensor(tensor)
+    return tensor_array(tensor)
 
 
 def _last(message, number: int):
@@ -66,11 +67,20 @@ def _last(message, number: int):
     return found
 
 
-def _tensor(message) -> np.ndarray:
+def tensor_name(message) -> str:
+    """The name of a TensorProto (empty when it has none)."""
+    return next((wire.text(value) for field, kind, value in wire.fields(message)
+                 if field == _NAME and kind == wire.BYTES), "")
+
+
+def tensor_array(message) -> np.ndarray:
+    """A TensorProto's values (float16, float32, float64 or int64) as an array of its shape; WireError
+    when it is of another type, stored outside the file or malformed."""
     dims: list[int] = []
     data_type = raw = None
     floats: list[float] = []
     halves: list[int] = []
+    longs: list[int] = []
     for field, kind, value in wire.fields(message):
         if field == _DIMS:
             dims += wire.packed_varints(value, kind)
@@ -82,10 +92,12 @@ def _tensor(message) -> np.ndarray:
             floats += wire.packed_floats(value, kind)
         elif field == _INT32S:
             halves += wire.packed_varints(value, kind)
+        elif field == _INT64S:
+            longs += [wire.signed64(v) for v in wire.packed_varints(value, kind)]
         elif field == _LOCATION and value == _EXTERNAL:
             raise wire.WireError("the tensor is stored in an external data file")
     if data_type not in _DTYPES:
-        raise wire.WireError(f"tensor data type {data_type} is not float16, float32 or float64")
+        raise wire.WireError(f"tensor data type {data_type} is not float16, float32, float64 or int64")
     count = int(np.prod(dims, dtype=np.int64)) if dims else 1
     if raw is not None:
         array = np.frombuffer(raw, dtype=_DTYPES[data_type]).copy() if len(raw) == count * _DTYPES[data_type].itemsize \
@@ -94,6 +106,8 @@ def _tensor(message) -> np.ndarray:
         array = np.asarray(floats, dtype=np.float32)
     elif halves and data_type == _FLOAT16:
         array = np.asarray(halves, dtype=np.uint16).view(np.float16)
+    elif longs and data_type == _INT64:
+        array = np.asarray(longs, dtype=np.int64)
     else:
         raise wire.WireError("the tensor has no data")
     if array.size != count:

@@ -44,7 +44,7 @@ from typing import Any
 from facecache import choices
 from facecache.errors import FaceCacheError, ModelChanged
 from facecache.fingerprint import bytes_digest
-from facecache.models.prelu_split import split_prelu
+from facecache.models.cpu_graphs import cpu_form
 from facecache.models.runtime_import import RuntimeUnavailable, import_onnxruntime
 
 log = logging.getLogger(__name__)
@@ -186,16 +186,16 @@ class SessionFactory:
     # --- sessions --------------------------------------------------------------------------------
 
     def session(self, model_path: str | os.PathLike, digest: str | None = None,
-                split_prelu_on_cpu: bool = False) -> Any:
+                cpu_graph: str = "") -> Any:
         """An InferenceSession for `model_path` (a `GuardedSession` around it), created once per (file,
         content, providers) in this factory (and per thread with DirectML). With `digest` (XXH3-128 of
         the file, as the model store checked it), the bytes loaded must have that digest, else
-        `ModelChanged`. With `split_prelu_on_cpu`, a session on the CPU alone runs the graph's PRelu nodes as
-        faster kernels with the same numbers (`prelu_split`; the catalog says for which files it pays)."""
+        `ModelChanged`. A session on the CPU alone runs the graph in the form `cpu_graph` names (`cpu_graphs`:
+        faster kernels for its PRelu nodes; the catalog says for which files it pays)."""
         path = Path(model_path)
         with self._lock:
             if digest is not None:
-                cached = self._sessions.get(self._key(path, digest, split_prelu_on_cpu))
+                cached = self._sessions.get(self._key(path, digest, cpu_graph))
                 if cached is not None:
                     return cached
             data = _read_model(path)
@@ -203,23 +203,23 @@ class SessionFactory:
             if digest is not None and actual != digest:
                 raise ModelChanged(f"{path} changed after it was checked (its content digest is {actual}, "
                                    f"expected {digest})")
-            cached = self._sessions.get(self._key(path, actual, split_prelu_on_cpu))
+            cached = self._sessions.get(self._key(path, actual, cpu_graph))
             if cached is not None:
                 return cached
-            inner = self._create(path, data, self.requested_providers(), split_prelu_on_cpu)
+            inner = self._create(path, data, self.requested_providers(), cpu_graph)
             session = GuardedSession(inner, self, path, actual, serialize=self.setting == "directml",
-                                     split_prelu_on_cpu=split_prelu_on_cpu)
+                                     cpu_graph=cpu_graph)
             # after a fallback the chain in use is shorter; file the session under it
-            self._sessions[self._key(path, actual, split_prelu_on_cpu)] = session
+            self._sessions[self._key(path, actual, cpu_graph)] = session
             return session
 
-    def _key(self, path: Path, digest: str, split: bool) -> tuple:
+    def _key(self, path: Path, digest: str, cpu_graph: str) -> tuple:
         thread = threading.get_ident() if self.setting == "directml" else None  # DirectML: a session per thread
-        return str(path.absolute()), digest, self.requested_providers(), thread, split
+        return str(path.absolute()), digest, self.requested_providers(), thread, cpu_graph
 
-    def _create(self, path: Path, data: bytes, providers: tuple[str, ...], split: bool = False) -> Any:
+    def _create(self, path: Path, data: bytes, providers: tuple[str, ...], cpu_graph: str = "") -> Any:
         # a GPU provider gets the file as it is: its own PRelu kernels are not the CPU's slow one
-        graph = split_prelu(data) if split and providers == (CPU,) else data
+        graph = cpu_form(data, cpu_graph) if providers == (CPU,) else data
         try:
             session = self.ort.InferenceSession(graph, sess_options=self.session_options(),
                                                 providers=list(providers),
@@ -229,7 +229,7 @@ class SessionFactory:
                 raise RuntimeUnavailable(f"onnxruntime cannot load {path} ({exc}); the file may be damaged: "
                                          "check it with `facecache models list` and reinstall the model") from None
             self._fall_back(providers, providers[1:], f"creating a session with {providers[0]} failed ({exc})")
-            return self._create(path, data, providers[1:], split)
+            return self._create(path, data, providers[1:], cpu_graph)
         obtained = tuple(session.get_providers())
         self.placements[path.name] = obtained
         if providers[0] not in obtained:
@@ -238,14 +238,14 @@ class SessionFactory:
         return session
 
     def _on_cpu_after_failed_run(self, path: Path, digest: str, providers: tuple[str, ...], error: Exception,
-                                 split: bool = False) -> Any:
+                                 cpu_graph: str = "") -> Any:
         """A CPU session for a file whose GPU session failed during a run (the one warning is given)."""
         with self._lock:
             data = _read_model(path)
             if bytes_digest(data) != digest:
                 raise ModelChanged(f"{path} changed after it was checked; run the same command again")
             self._fall_back(providers, (CPU,), f"{path.name} failed on {providers[0]} during a run ({error})")
-            return self._create(path, data, (CPU,), split)
+            return self._create(path, data, (CPU,), cpu_graph)
 
     def take_fallback_message(self) -> str | None:
         """The fallback warning the first time it is asked for after it happened, else None (a job's
@@ -288,9 +288,9 @@ class GuardedSession:
     reported (once, by the factory). With `serialize` (DirectML) its runs go one at a time."""
 
     def __init__(self, session: Any, factory: SessionFactory, path: Path, digest: str, serialize: bool = False,
-                 split_prelu_on_cpu: bool = False):
+                 cpu_graph: str = ""):
         self.inner = session
-        self._split_prelu_on_cpu = split_prelu_on_cpu
+        self._cpu_graph = cpu_graph
         self._factory = factory
         self._path = path
         self._digest = digest
@@ -306,7 +306,7 @@ class GuardedSession:
                 if not providers or providers[0] == CPU:
                     raise
                 cpu = self._factory._on_cpu_after_failed_run(self._path, self._digest, providers, exc,
-                                                             self._split_prelu_on_cpu)
+                                                             self._cpu_graph)
                 self.inner = cpu
                 return cpu.run(output_names, input_feed, *args, **kwargs)
 
