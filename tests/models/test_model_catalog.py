@@ -3,6 +3,7 @@ import re
 import pytest
 
 from facecache.errors import FaceCacheError
+from facecache.models.cpu_graphs import FORMS
 from facecache.models.catalog import (DEFAULT_CATALOG, FACEFUSION_ASSETS_URL, KINDS, PackagedSource,
                                       ReleaseSource, release_url)
 
@@ -68,6 +69,7 @@ def test_every_model_is_well_formed():
         assert spec.licence and spec.provenance
         roles = [f.role for f in spec.files]
         assert len(roles) == len(set(roles))
+        assert all(f.cpu_graph in FORMS for f in spec.files)
         if isinstance(spec.source, ReleaseSource):
             assert re.fullmatch(r"models-3\.\d\.0", spec.source.release)
         else:

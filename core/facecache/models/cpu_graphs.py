@@ -14,10 +14,10 @@ from __future__ import annotations
 from facecache.models.blocked_prelu import blocked_prelu
 from facecache.models.prelu_split import split_prelu
 
-_FORMS = {"": lambda model: model, "prelu_split": split_prelu, "blocked_prelu": blocked_prelu}
+FORMS = {"": lambda model: model, "prelu_split": split_prelu, "blocked_prelu": blocked_prelu}
 SAME_NUMBERS = frozenset({"", "prelu_split"})
 
 
 def cpu_form(model: bytes, form: str) -> bytes:
     """The model's bytes in `form` (one of the names above)."""
-    return _FORMS[form](model)
+    return FORMS[form](model)
