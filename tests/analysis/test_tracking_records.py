@@ -80,6 +80,20 @@ def test_any_range_or_order_gives_the_same_records(tmp_path, models_dir, clip):
     assert encoded_records(at_once, clip)[70] == _encoded_one(only.record)
 
 
+def test_with_the_face_mesh_in_its_blocked_form_any_order_gives_the_same_records(tmp_path, default_models_dir, clip):
+    """The default landmarker too (on the CPU in the form models/cpu_graphs.py names): its 68 points and the
+    poses made from them are the same to the byte whichever range computed them."""
+    at_once = analyzer(tmp_path / "at-once", default_models_dir, recognizer="none")
+    at_once.analyze_media(clip, FRAMES)
+    assert at_once.models.settings["cpu_graphs"] == {"face_mesh_468/model": "blocked_prelu"}
+    backwards = analyzer(tmp_path / "backwards", default_models_dir, recognizer="none")
+    backwards.analyze_media(clip, range(50, 100))
+    backwards.analyze_media(clip, range(0, 50))
+    records = encoded_records(at_once, clip)
+    assert records == encoded_records(backwards, clip)
+    assert all(b"landmarks68" in record for record in records[:40])  # faces on every frame before the black one
+
+
 def _encoded_one(record) -> bytes:
     meta, arrays, _ = encode(GroupRecords({0: record.fingerprint}, {record.fingerprint: record}))
     return repr(meta).encode() + b"".join(name.encode() + arrays[name].tobytes() for name in sorted(arrays))
