@@ -16,8 +16,7 @@ Each rewrite is exact on its own (for each element either Relu term is zero, and
 x * 0 are exact), but in the blocked layout ONNX Runtime also fuses each residual Add into the
 convolution before it, which then accumulates onto the skip connection: other roundings, the face
 mesh's landmarks about 1e-4 crop pixels from the file's own (tests/models/test_blocked_prelu.py). So the
-records differ:
-a model file run in this form names it in the analysis namespace (`ModelFile.cpu_graph`,
+records differ: a model file run in this form names it in the analysis namespace (`ModelFile.cpu_graph`,
 `analysis.factory`), and a change here that changes any number must rename the form.
 """
 
