@@ -8,7 +8,7 @@ import pytest
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_bench
 from facecache.bench.quality_bench import (GOALS, Pair, default_pairs, held_out_pairs, run, second_check_pairs,
-                                           shortfall, summarise)
+                                           by_pose, shortfall, summarise)
 from facecache.bench.quality_pictures import rolled
 from facecache.cli import build_parser
 from facecache.cli.bench_cmd import SUITES, print_table
@@ -221,6 +221,18 @@ def test_summary_and_goals():
     assert result["expression_error"] is None and result["goals_met"]["expression_error"] is None
     assert result["goals_met"]["identity_closer_share"] is False and result["goals_met"]["clipped_fraction"] is True
     assert set(result["goals"]) == set(GOALS)
+
+
+def test_faces_are_judged_by_pose_too():
+    faces = [dict(yaw=3.0, roll=2.0, landmark_shift=0.02, sharpness_ratio=0.9, eye_opening_change=0.04),
+             dict(yaw=25.0, roll=-4.0, landmark_shift=0.07, sharpness_ratio=0.6),
+             dict(yaw=-20.0, roll=30.0, landmark_shift=0.05, sharpness_ratio=0.8, eye_opening_change=0.2),
+             dict(yaw=None, roll=None, landmark_shift=0.01)]  # no pose: counted as frontal
+    table = by_pose(faces)
+    assert {name: row["faces"] for name, row in table.items()} == {"frontal": 2, "turned": 2, "rolled": 1}
+    assert table["frontal"]["landmark_shift"] == 0.02 and table["turned"]["landmark_shift"] == 0.07
+    assert table["turned"]["sharpness_ratio"] == 0.6  # the worst of a least is the lowest
+    assert table["rolled"]["eye_opening_change"] == 0.2 and table["rolled"]["seam_worst"] is None
 
 
 def test_identity_and_expression_are_measured_with_the_models_the_analysis_has(tmp_path):

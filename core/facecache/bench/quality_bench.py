@@ -47,6 +47,9 @@ each measure is reported beside the mean:
   leftover_worst          the target's strong edges (glasses' arms, its jaw line) in a ring
                           just outside the swapped face / the same ring of the source's own
                           picture; the worst face
+  by_pose                 the worst figure of each face goal among frontal faces (yaw and roll within
+                          POSE_DEGREES), turned ones (yaw beyond) and rolled ones (roll beyond): whether a
+                          turned or rolled head swaps as cleanly as a frontal one
   ms_per_face             the swapper plus the composite, per face (median; depends on the load)
   cpu_ms_per_face         the same as CPU time on one OpenCV thread (median over the faces): the
                           cost per face to compare versions by, which the load barely moves
@@ -148,6 +151,8 @@ WORST_KEPT = 5
 TIMING_REPEATS = 3
 # The identity goal is for frontal faces: turned up to this many degrees of yaw.
 FRONTAL_YAW = 30.0
+# `by_pose`: a face turned (yaw) or rolled further than this is not frontal.
+POSE_DEGREES = 15.0
 # The independent check's points (``analysis.blazeface``): eyes, nose tip, mouth centre; its ear points
 # are left out, being guesses wherever the head hides an ear.
 CHECK_MODEL = "blazeface_short_range"
@@ -263,6 +268,7 @@ def summarise(faces: list[dict]) -> dict:
         "cpu_ms_per_face": round(statistics.median(f["cpu_ms"] for f in faces), 2)
         if faces and all("cpu_ms" in f for f in faces) else None,
     }
+    result["by_pose"] = by_pose(faces)
     result["goals"] = {key: f"{sign} {value}" for key, (sign, value) in GOALS.items()}
     result["goals_met"] = {key: (None if result[key] is None else _meets(result[key], sign, value))
                            for key, (sign, value) in GOALS.items()}
@@ -271,6 +277,25 @@ def summarise(faces: list[dict]) -> dict:
     if result["independent_lost"]:
         result["goals_met"]["independent_shift_worst"] = False
     return result
+
+
+def by_pose(faces: list[dict]) -> dict:
+    """Per pose (frontal, turned, rolled: a face turned and rolled is both), how many faces and the worst of
+    each face goal's figure among them (the highest, or the lowest where the goal is a least)."""
+    def pose(face, key):
+        return abs(face[key]) if face.get(key) is not None else 0.0
+
+    groups = {"frontal": [f for f in faces if pose(f, "yaw") <= POSE_DEGREES and pose(f, "roll") <= POSE_DEGREES],
+              "turned": [f for f in faces if pose(f, "yaw") > POSE_DEGREES],
+              "rolled": [f for f in faces if pose(f, "roll") > POSE_DEGREES]}
+    table = {}
+    for name, members in groups.items():
+        row = {"faces": len(members)}
+        for key, (sign, _) in FACE_GOALS.items():
+            found = [f[key] for f in members if f.get(key) is not None]
+            row[key] = round(float((max if sign == "<=" else min)(found)), 4) if found else None
+        table[name] = row
+    return table
 
 
 def _meets(value: float, sign: str, goal: float) -> bool:
