@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from facecache.analysis.iris import EYE_CORNERS, EYE_SQUARE, INPUT_SIZE, IrisChecker, eye_matrix
-from facecache.models.catalog import CHECKER, DEFAULT_CATALOG
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.pipeline import Parts, Settings, build_analyzer
@@ -28,14 +27,6 @@ def test_an_eye_square_levels_the_corners_and_mirrors_the_image_right_eye():
         assert np.allclose(ends[:, 1], INPUT_SIZE / 2)  # level, through the middle
         expected = [INPUT_SIZE / 2 - half, INPUT_SIZE / 2 + half]
         assert np.allclose(ends[:, 0], expected[::-1] if mirrored else expected)
-
-
-def test_the_eye_check_is_no_model_the_swap_offers():
-    spec = DEFAULT_CATALOG.get(EYES)
-    assert spec.kind == CHECKER and EYES in DEFAULT_CATALOG.packs["check"]
-    assert EYES not in DEFAULT_CATALOG.packs["default"]
-    [item] = spec.files
-    assert item.conversion is not None and item.source_sha256 and item.sha256 != item.source_sha256
 
 
 @pytest.fixture(scope="module")
