@@ -155,23 +155,29 @@ class ColorTransfer:
         return cls(array[0].copy(), array[1].copy(), array[2].copy())
 
     def apply(self, image: np.ndarray, strength: float = 1.0,
-              box: tuple[int, int, int, int] | None = None) -> np.ndarray:
+              box: tuple[int, int, int, int] | None = None, used: np.ndarray | None = None) -> np.ndarray:
         """``image`` (BGR uint8) with the transfer applied at ``strength`` (0..1); a new image.
-        ``box`` (x0, y0, x1, y1): change only that part (the rest is copied as it is)."""
+        ``box`` (x0, y0, x1, y1): change only that part (the rest is copied as it is). ``used`` (bool,
+        the image's height and width): the pixels the caller reads; only they are brought back into
+        sRGB's range, the rest may keep a clipped channel (they are the same wherever ``used`` holds)."""
         if not 0.0 <= float(strength) <= 1.0:
             raise ValueError(f"colour match strength must be in 0..1, got {strength}")
         if strength == 0.0:
             return image
         height, width = image.shape[:2]
+        if used is not None and used.shape != (height, width):
+            raise ValueError(f"the used pixels must be a ({height}, {width}) mask, got {used.shape}")
         if box is not None:
             x0, y0, x1, y1 = box
             out = image.copy()
             if x1 > x0 and y1 > y0:
-                out[y0:y1, x0:x1] = self._applied(image[y0:y1, x0:x1], float(strength), (x0, y0, width, height))
+                out[y0:y1, x0:x1] = self._applied(image[y0:y1, x0:x1], float(strength), (x0, y0, width, height),
+                                                  None if used is None else used[y0:y1, x0:x1])
             return out
-        return self._applied(image, float(strength), (0, 0, width, height))
+        return self._applied(image, float(strength), (0, 0, width, height), used)
 
-    def _applied(self, image: np.ndarray, s: float, place: tuple[int, int, int, int]) -> np.ndarray:
+    def _applied(self, image: np.ndarray, s: float, place: tuple[int, int, int, int],
+                 used: np.ndarray | None = None) -> np.ndarray:
         """``apply`` on ``image``, the part of a (width, height) image at (x0, y0) (``place``)."""
         # OpenCV's 8-bit L*a*b* (L scaled to 0..255, a and b offset by 128) goes through lookup tables:
         # several times faster than its float conversions, which only the few pixels near a limit need.
@@ -191,6 +197,8 @@ class ColorTransfer:
         bgr = cv2.cvtColor(cv2.convertScaleAbs(moved), cv2.COLOR_LAB2BGR)  # rounded, in 0..255
         # Pixels at a limit now that were not before: their colour left sRGB (OpenCV cut a channel).
         suspects = (cv2.inRange(bgr, (1, 1, 1), (254, 254, 254)) == 0) & (cv2.inRange(image, (1, 1, 1), (254, 254, 254)) > 0)
+        if used is not None:  # the correction was half of a face's transfer, mostly on hair and background
+            suspects &= used
         if suspects.any():
             bgr[suspects] = _into_range(lightness[suspects] / _L8, lab[suspects][:, 1:] - 128.0, change[suspects][:, 1:])
         return bgr
