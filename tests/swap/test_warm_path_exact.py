@@ -4,7 +4,7 @@ mask, colour transfer) and every overlay patch is the same with the shortcuts as
 
 The shortcut: a colour transfer brings back into sRGB's range only the pixels its caller reads
 (``ColorTransfer.apply``'s ``used``: the composite's bicubic reach of the mask, the edge light's weighted
-blocks). Without it is the transfer corrected everywhere, as before the cut."""
+blocks). Without it the transfer corrects every pixel, as before the cut."""
 
 from __future__ import annotations
 
