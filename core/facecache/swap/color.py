@@ -43,6 +43,8 @@ DARK_LIGHTNESS = 45.0
 _KNEE = 8.0
 # Channel values (0..1) a result must stay strictly between to round to neither 0 nor 255.
 _LOW, _HIGH = 0.6 / 255.0, 254.4 / 255.0
+_LOW_IN = float(np.nextafter(np.float32(_LOW), np.float32(1.0)))
+_HIGH_IN = float(np.nextafter(np.float32(_HIGH), np.float32(0.0)))
 # Fractions of the chroma change tried, in order, for a pixel whose colour leaves sRGB.
 _CHROMA_STEPS = (0.75, 0.5, 0.25, 0.0)
 # Lighting is L* blurred with this sigma, as a fraction of the crop's side.
@@ -239,15 +241,17 @@ def _into_range(lightness: np.ndarray, chroma: np.ndarray, change: np.ndarray) -
     change (then of their own chroma) that stays strictly inside, at the new lightness. Every
     candidate of every pixel goes through one conversion."""
     shares = np.asarray(_CHROMA_STEPS, np.float32)
-    candidates = np.concatenate([chroma[:, None, :] + shares[None, :, None] * change[:, None, :],   # less change
-                                 shares[None, :, None] * chroma[:, None, :]], axis=1)               # less own chroma
-    trials = np.empty((*candidates.shape[:2], 3), np.float32)
+    steps = len(shares)
+    # Each pixel's candidates are one row of 8: every one goes through OpenCV's vector code alike.
+    trials = np.empty((len(lightness), 2 * steps, 3), np.float32)
     trials[..., 0] = lightness[:, None]
-    trials[..., 1:] = candidates
+    trials[:, :steps, 1:] = chroma[:, None, :] + shares[None, :, None] * change[:, None, :]  # less change
+    trials[:, steps:, 1:] = shares[None, :, None] * chroma[:, None, :]                     # less own chroma
     converted = cv2.cvtColor(trials, cv2.COLOR_Lab2BGR)
-    fits = np.all((converted > _LOW) & (converted < _HIGH), axis=2)
+    # Strictly between the limits: inRange's bounds are inclusive, so the next float32 inwards.
+    fits = cv2.inRange(converted.reshape(-1, 1, 3), (_LOW_IN,) * 3, (_HIGH_IN,) * 3).reshape(trials.shape[:2])
     # The first fitting candidate; the last one (grey at a soft-ranged lightness) always fits.
-    fits[:, -1] = True
+    fits[:, -1] = 255
     first = fits.argmax(axis=1)
     chosen = converted[np.arange(len(first)), first]
     return np.clip(np.rint(chosen * 255.0), 1, 254).astype(np.uint8)
