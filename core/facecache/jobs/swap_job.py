@@ -231,9 +231,7 @@ class SwapJob:
         # 4K blend change a tenth of its time (the allocator recycles and clears 25 MB each time).
         stand_ins = {size: blank_frame(size) for size in set(sizes.values()) if size is not None}
         cached = ((index, stand_ins[size]) for index, size in sizes.items() if size is not None)
-        # Decoded ahead on a helper thread while this one swaps (when the analysis is cached: a warm run).
-        decoded = self.analyzer.frames(analysis, seg.reader, [index for index, size in sizes.items() if size is None],
-                                       ahead=True)
+        decoded = self.analyzer.frames(analysis, seg.reader, [index for index, size in sizes.items() if size is None])
         try:
             for index, frame in itertools.chain(cached, decoded):
                 name = output_layout.output_name(seg.target, index, seg.still)
@@ -252,7 +250,6 @@ class SwapJob:
                     self.report.cancelled = True
                     break
         finally:
-            decoded.close()  # stops the decoding ahead before the reader closes
             # Whatever happens (cancel, a full disk, an error), finished work is kept: every output
             # written is recorded and every record made is stored (where the cache can take it).
             failed = self._finish_writes(pending, seg.manifest, keep=0) or failed
