@@ -2,6 +2,7 @@ import cv2
 import numpy as np
 import pytest
 
+from facecache.swap import color
 from facecache.swap.color import ColorTransfer, match_color
 
 
@@ -184,3 +185,20 @@ def test_local_gains_are_the_lightness_gain_and_the_chroma_gains_faded_on_dark_p
     assert np.allclose(gains[0, :, 0], 0.8)
     assert np.allclose(gains[0, 0, 1:], 1.0) and np.allclose(gains[0, 2, 1:], [1.4, 0.6])
     assert 1.0 < gains[0, 1, 1] < 1.4 and 0.6 < gains[0, 1, 2] < 1.0
+
+
+def test_the_range_check_takes_colours_strictly_inside_the_limits():
+    """``_into_range`` checks its candidates with OpenCV's inRange, whose bounds are inclusive: its bounds are
+    the next float32 values inside the limits, so a channel exactly at a limit fails, one step inside fits
+    (as a strict comparison of the float32 values does)."""
+    edges = []
+    for limit in (np.float32(color._LOW), np.float32(color._HIGH)):
+        steps = [limit]
+        for _ in range(3):
+            steps = [np.nextafter(steps[0], np.float32(-1)), *steps, np.nextafter(steps[-1], np.float32(2))]
+        edges += steps
+    values = np.array(edges, np.float32)
+    pixels = np.stack([values, np.full_like(values, 0.5), np.full_like(values, 0.5)], axis=1).reshape(-1, 1, 3)
+    checked = cv2.inRange(pixels, (color._LOW_IN,) * 3, (color._HIGH_IN,) * 3).ravel() > 0
+    strict = (values > color._LOW) & (values < color._HIGH)
+    assert np.array_equal(checked, strict) and strict.sum() == 6  # three steps inside each limit

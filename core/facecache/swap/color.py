@@ -43,6 +43,8 @@ DARK_LIGHTNESS = 45.0
 _KNEE = 8.0
 # Channel values (0..1) a result must stay strictly between to round to neither 0 nor 255.
 _LOW, _HIGH = 0.6 / 255.0, 254.4 / 255.0
+_LOW_IN = float(np.nextafter(np.float32(_LOW), np.float32(1.0)))
+_HIGH_IN = float(np.nextafter(np.float32(_HIGH), np.float32(0.0)))
 # Fractions of the chroma change tried, in order, for a pixel whose colour leaves sRGB.
 _CHROMA_STEPS = (0.75, 0.5, 0.25, 0.0)
 # Lighting is L* blurred with this sigma, as a fraction of the crop's side.
@@ -155,23 +157,29 @@ class ColorTransfer:
         return cls(array[0].copy(), array[1].copy(), array[2].copy())
 
     def apply(self, image: np.ndarray, strength: float = 1.0,
-              box: tuple[int, int, int, int] | None = None) -> np.ndarray:
+              box: tuple[int, int, int, int] | None = None, used: np.ndarray | None = None) -> np.ndarray:
         """``image`` (BGR uint8) with the transfer applied at ``strength`` (0..1); a new image.
-        ``box`` (x0, y0, x1, y1): change only that part (the rest is copied as it is)."""
+        ``box`` (x0, y0, x1, y1): change only that part (the rest is copied as it is). ``used`` (bool,
+        the image's height and width): the pixels the caller reads; only they are brought back into
+        sRGB's range, the rest may keep a clipped channel (they are the same wherever ``used`` holds)."""
         if not 0.0 <= float(strength) <= 1.0:
             raise ValueError(f"colour match strength must be in 0..1, got {strength}")
         if strength == 0.0:
             return image
         height, width = image.shape[:2]
+        if used is not None and used.shape != (height, width):
+            raise ValueError(f"the used pixels must be a ({height}, {width}) mask, got {used.shape}")
         if box is not None:
             x0, y0, x1, y1 = box
             out = image.copy()
             if x1 > x0 and y1 > y0:
-                out[y0:y1, x0:x1] = self._applied(image[y0:y1, x0:x1], float(strength), (x0, y0, width, height))
+                out[y0:y1, x0:x1] = self._applied(image[y0:y1, x0:x1], float(strength), (x0, y0, width, height),
+                                                  None if used is None else used[y0:y1, x0:x1])
             return out
-        return self._applied(image, float(strength), (0, 0, width, height))
+        return self._applied(image, float(strength), (0, 0, width, height), used)
 
-    def _applied(self, image: np.ndarray, s: float, place: tuple[int, int, int, int]) -> np.ndarray:
+    def _applied(self, image: np.ndarray, s: float, place: tuple[int, int, int, int],
+                 used: np.ndarray | None = None) -> np.ndarray:
         """``apply`` on ``image``, the part of a (width, height) image at (x0, y0) (``place``)."""
         # OpenCV's 8-bit L*a*b* (L scaled to 0..255, a and b offset by 128) goes through lookup tables:
         # several times faster than its float conversions, which only the few pixels near a limit need.
@@ -191,6 +199,8 @@ class ColorTransfer:
         bgr = cv2.cvtColor(cv2.convertScaleAbs(moved), cv2.COLOR_LAB2BGR)  # rounded, in 0..255
         # Pixels at a limit now that were not before: their colour left sRGB (OpenCV cut a channel).
         suspects = (cv2.inRange(bgr, (1, 1, 1), (254, 254, 254)) == 0) & (cv2.inRange(image, (1, 1, 1), (254, 254, 254)) > 0)
+        if used is not None:  # the correction was half of a face's transfer, mostly on hair and background
+            suspects &= used
         if suspects.any():
             bgr[suspects] = _into_range(lightness[suspects] / _L8, lab[suspects][:, 1:] - 128.0, change[suspects][:, 1:])
         return bgr
@@ -231,15 +241,17 @@ def _into_range(lightness: np.ndarray, chroma: np.ndarray, change: np.ndarray) -
     change (then of their own chroma) that stays strictly inside, at the new lightness. Every
     candidate of every pixel goes through one conversion."""
     shares = np.asarray(_CHROMA_STEPS, np.float32)
-    candidates = np.concatenate([chroma[:, None, :] + shares[None, :, None] * change[:, None, :],   # less change
-                                 shares[None, :, None] * chroma[:, None, :]], axis=1)               # less own chroma
-    trials = np.empty((*candidates.shape[:2], 3), np.float32)
+    steps = len(shares)
+    # Each pixel's candidates are one row of 8: every one goes through OpenCV's vector code alike.
+    trials = np.empty((len(lightness), 2 * steps, 3), np.float32)
     trials[..., 0] = lightness[:, None]
-    trials[..., 1:] = candidates
+    trials[:, :steps, 1:] = chroma[:, None, :] + shares[None, :, None] * change[:, None, :]  # less change
+    trials[:, steps:, 1:] = shares[None, :, None] * chroma[:, None, :]                     # less own chroma
     converted = cv2.cvtColor(trials, cv2.COLOR_Lab2BGR)
-    fits = np.all((converted > _LOW) & (converted < _HIGH), axis=2)
+    # Strictly between the limits: inRange's bounds are inclusive, so the next float32 inwards.
+    fits = cv2.inRange(converted.reshape(-1, 1, 3), (_LOW_IN,) * 3, (_HIGH_IN,) * 3).reshape(trials.shape[:2])
     # The first fitting candidate; the last one (grey at a soft-ranged lightness) always fits.
-    fits[:, -1] = True
+    fits[:, -1] = 255
     first = fits.argmax(axis=1)
     chosen = converted[np.arange(len(first)), first]
     return np.clip(np.rint(chosen * 255.0), 1, 254).astype(np.uint8)

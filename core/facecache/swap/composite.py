@@ -228,7 +228,7 @@ def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[
     if params.color_match > 0.0:
         transfer = color_transfer(result, frame)
         if transfer is not None:  # only where the face shows
-            crop = transfer.apply(crop, params.color_match, _mask_box(mask))
+            crop = transfer.apply(crop, params.color_match, _mask_box(mask), used=_bicubic_reach(mask))
     bx0, by0, bx1, by1 = box
     # Frame pixel (bx0 + u, by0 + v) reads the crop at matrix @ (bx0 + u, by0 + v, 1).
     to_crop = result.matrix.astype(np.float64).copy()
@@ -244,6 +244,14 @@ def _warped(frame: np.ndarray, result: SwapResult, mask: np.ndarray, box: tuple[
     m = cv2.warpAffine(mask, to_crop, size, flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
                        borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
     return face, np.clip(m, 0.0, 1.0), box
+
+
+def _bicubic_reach(mask: np.ndarray) -> np.ndarray:
+    """The crop pixels that frame pixels where the warped ``mask`` is above 0 read: a frame pixel's
+    bilinear mask reads a 2x2 neighbourhood, its bicubic face the 4x4 around it (one more on each
+    side), so two pixels around the mask's non-zero part. The face is used nowhere else (multiplied by
+    a mask of 0, or cut by an alpha of 0)."""
+    return cv2.dilate((mask > 0).astype(np.uint8), np.ones((5, 5), np.uint8)) > 0
 
 
 def _mask_box(mask: np.ndarray) -> tuple[int, int, int, int]:

@@ -74,7 +74,7 @@ def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask:
     # The swapped face as the composite will show it, where it is read (shrunk after the transfer,
     # which is not linear: dark pixels keep their hue).
     read_rows = min(size, int(np.ceil(_TOP_ROWS[1] * size)) + 2 * _SHRINK)
-    shown = transfer.apply(crop, 1.0, (0, 0, size, read_rows))
+    shown = transfer.apply(crop, 1.0, (0, 0, size, read_rows), used=_read_where(weight > 0.0, size))
     swapped = cv2.cvtColor(cv2.resize(shown, (side, side), interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2LAB)
     original = cv2.cvtColor(warp(frame, np.asarray(matrix, np.float64) * (side / size), side), cv2.COLOR_BGR2LAB)
     difference = original.astype(np.float32) - swapped.astype(np.float32)
@@ -100,3 +100,11 @@ def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask:
     # L*a*b* alone moves a level or two).
     out[:last][reached] = cv2.cvtColor(cv2.convertScaleAbs(lab), cv2.COLOR_LAB2BGR)[reached]
     return out
+
+
+def _read_where(small: np.ndarray, size: int) -> np.ndarray:
+    """The (size, size) pixels whose shrunk copy (INTER_AREA) lands on the ``small`` pixels marked:
+    each small pixel's block, one pixel wider where blocks do not fall on whole pixels. Elsewhere the
+    swapped face is read only to be multiplied by a weight of 0."""
+    blocks = cv2.resize(small.astype(np.uint8), (size, size), interpolation=cv2.INTER_NEAREST)
+    return cv2.dilate(blocks, np.ones((3, 3), np.uint8)) > 0
