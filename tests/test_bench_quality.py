@@ -106,7 +106,7 @@ def test_the_top_edge_step_sees_a_band_where_the_swapped_face_ends():
 
 def test_the_independent_check_judges_only_faces_it_finds_on_the_original():
     from facecache.analysis.blazeface import KeyPoints
-    from facecache.bench.quality_bench import _independent_shift
+    from facecache.bench.quality_checks import independent_shift as _independent_shift
 
     points = np.array([[0, 0], [40, 0], [20, 20], [20, 35], [-10, 10], [50, 10]], np.float64)
     original = KeyPoints(np.array([-20, -20, 60, 60.0]), 0.9, points)

@@ -74,11 +74,13 @@ import cv2
 import numpy as np
 
 from facecache.analysis.analyzer import FaceAnalyzer
-from facecache.analysis.blazeface import BlazeFaceChecker, KeyPoints
+from facecache.analysis.blazeface import BlazeFaceChecker
 from facecache.analysis.boxes import overlaps
-from facecache.analysis.iris import EyeReading, IrisChecker
+from facecache.analysis.iris import IrisChecker
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_sheet as sheet
+from facecache.bench.quality_checks import (CHECK_MODEL, EYE_MODEL, FRONTAL_YAW, eye_changes, eyes_read,
+                                            independent_shift, rounded as _rounded)
 from facecache.bench.quality_pictures import Pair, source_path, target_picture
 from facecache.bench.timing import median_ms
 from facecache.pipeline import Parts, Pipeline, Settings, build_analyzer, build_pipeline
@@ -149,15 +151,8 @@ FACE_GOALS = {"landmark_shift": ("<=", 0.10), "seam_worst": ("<=", 1.5), "leftov
               "eye_opening_change": ("<=", 0.05), "iris_shift": ("<=", 0.1)}
 WORST_KEPT = 5
 TIMING_REPEATS = 3
-# The identity goal is for frontal faces: turned up to this many degrees of yaw.
-FRONTAL_YAW = 30.0
 # `by_pose`: a face turned (yaw) or rolled further than this is not frontal.
 POSE_DEGREES = 15.0
-# The independent check's points (``analysis.blazeface``): eyes, nose tip, mouth centre; its ear points
-# are left out, being guesses wherever the head hides an ear.
-CHECK_MODEL = "blazeface_short_range"
-CHECK_POINTS = slice(0, 4)
-EYE_MODEL = "iris_landmark"
 # A face found again on the swapped picture: the detection whose box overlaps the target face's
 # most, at least this much.
 _FOUND_IOU = 0.3
@@ -338,14 +333,14 @@ def _measure_pair(pair: Pair, pipeline: Pipeline, checker: BlazeFaceChecker, eye
     output = paste_back(frame, results, params)
     found = _found_again(analyzer, output, kept)
     checked = zip(checker.find(frame, [face.box for face in kept]), checker.find(output, [face.box for face in kept]))
-    eyes = _eyes_read(eye_checker, frame, output, kept)
+    eyes = eyes_read(eye_checker, frame, output, kept)
     measured, rows = [], []
     for number, (face, result, (ms, cpu_ms), again, check, eye_pairs) in enumerate(
             zip(kept, results, timings, found, checked, eyes), 1):
         entry = {"pair": pair.label, "face": number, "cpu_ms": round(cpu_ms, 2)}
         entry.update(_measure_face(frame, output, face, result, params, source, sources, analyzer, ms, again))
-        entry.update(_independent_shift(*check))
-        entry.update(_eye_changes(eye_pairs))
+        entry.update(independent_shift(*check))
+        entry.update(eye_changes(eye_pairs))
         far = shortfall(entry)
         entry["shortfall"] = None if far is None else round(far, 3)
         measured.append(entry)
@@ -355,51 +350,6 @@ def _measure_pair(pair: Pair, pipeline: Pipeline, checker: BlazeFaceChecker, eye
     turned = [{"pair": pair.label, "box": [round(float(v)) for v in face.box],
                "yaw": None if face.pose is None else round(float(face.pose[1]), 1)} for face in left]
     return measured, turned, rows
-
-
-def _independent_shift(original: KeyPoints | None, swapped: KeyPoints | None) -> dict:
-    """The independent check of one face: its points on the swapped picture against its points on the
-    original, in the original's eye distances. Nothing when it finds no face on the original (it
-    cannot judge that face); ``independent_found`` False when it finds one there but none on the swap."""
-    if original is None:
-        return {}
-    if swapped is None:
-        return {"independent_found": False}
-    eyes = float(np.linalg.norm(original.points[1] - original.points[0]))
-    return {"independent_found": True, "independent_shift": _rounded(
-        qm.point_shift(swapped.points[CHECK_POINTS], original.points[CHECK_POINTS], eyes))}
-
-
-def _eyes_read(eye_checker: IrisChecker, frame: np.ndarray, output: np.ndarray,
-               faces: list[Face]) -> list[list[tuple[EyeReading, EyeReading]]]:
-    """Per face, (original, swapped) readings of the eyes it shows: both eyes of a face turned up to
-    FRONTAL_YAW, else the one nearer the camera (the wider in the target's landmarks; the far eye of a turned
-    head is hidden behind the nose, and what the model reads there is a guess). Nothing for a face without
-    68 landmarks. Both pictures are read in the squares the target's landmarks place."""
-    landmarks = [face.landmarks68 for face in faces if face.landmarks68 is not None]
-    pairs = iter(zip(eye_checker.read(frame, landmarks), eye_checker.read(output, landmarks)))
-    eyes = []
-    for face in faces:
-        if face.landmarks68 is None:
-            eyes.append([])
-            continue
-        original, swapped = next(pairs)
-        shown = list(zip(original, swapped))
-        if face.pose is not None and abs(float(face.pose[1])) > FRONTAL_YAW:
-            shown = [max(shown, key=lambda pair: pair[0].width)]
-        eyes.append(shown)
-    return eyes
-
-
-def _eye_changes(eyes: list[tuple[EyeReading, EyeReading]]) -> dict:
-    """The eye check of one face: the largest change of an eye's lid opening and of its iris centre, swapped
-    against original, in the original eye's widths; the original's openings beside them."""
-    if not eyes:
-        return {}
-    return {"eye_opening_target": [_rounded(original.opening) for original, _ in eyes],
-            "eye_opening_change": _rounded(max(abs(swapped.opening - original.opening) for original, swapped in eyes)),
-            "iris_shift": _rounded(max(float(np.linalg.norm(swapped.iris[0] - original.iris[0])) / max(original.width, 1e-6)
-                                       for original, swapped in eyes))}
 
 
 def _one_thread_cpu_ms(action: Callable[[], object]) -> float:
@@ -473,9 +423,6 @@ def _reanalysed(analyzer: FaceAnalyzer, image: np.ndarray, face: Face) -> Face |
     faces = analyzer.complete(record, image, record.fingerprint, Stage.LANDMARK68 | Stage.EMBED).faces
     return faces[0] if faces else None
 
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 4)
 
 
 def _figure_lines(face: dict) -> list[str]:
