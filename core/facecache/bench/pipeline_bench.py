@@ -80,7 +80,7 @@ from facecache.jobs.swap_job import SwapJob
 from facecache.media.reader import MediaReader
 from facecache.media.sample_clip import write_group_clip
 from facecache.models.runtime import SessionFactory
-from facecache.pipeline import Parts, Settings, build_analyzer, build_pipeline
+from facecache.pipeline import Parts, Settings, build_pipeline
 from facecache.samples import sample_image
 from facecache.store.cache import FaceCache
 from facecache.swap.composite import CompositeParams
