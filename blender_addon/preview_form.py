@@ -1,9 +1,10 @@
 """What the preview shows of a swapped strip: the composited frames, as the strip's proxy.
 
 The engine writes, beside each overlay with faces, the frame with its overlay laid over it, opaque, where
-Blender looks for an image strip element's proxy at 100 % (`output_layout.preview_path`). With the swapped
-strip's proxy on at that size, the preview (proxy size 100 % with proxies on: the Video Editing workspace's
-default) shows that picture, and an opaque picture in an alpha-over strip hides the movie below it: Blender
+Blender looks for an image strip element's proxy at 100 % and, at half the size, at 50 %
+(`output_layout.preview_path`). With the swapped strip's proxy on at those sizes, the preview (proxy size 100 %
+with proxies on: the Video Editing workspace's default; 50 %, where an editor plays on a slow machine) shows
+that picture, and an opaque picture in an alpha-over strip hides the movie below it: Blender
 does not decode the movie at all. A full-frame RGBA overlay cost about 10 ms a 1080p frame over the movie's
 own. Renders (F12, `render.render`, the farm, OpenGL renders) never read proxies and keep the exact overlays.
 
@@ -17,15 +18,17 @@ otherwise, the preview keeps today's overlay (proxy off), so it never shows what
   every shot's overlays are called `000000.png`...
 Transform, crop and flip need nothing: the strip mirrors them and the picture has the movie's size. Where
 they uncover the frame's edge the strip is no longer opaque, and Blender blends it over the movie (same
-pixels, the movie decoded again). At the preview's other proxy sizes there is no picture of that size, and
-Blender shows the overlay.
+pixels, the movie decoded again). At the preview's other proxy sizes (25 %, 75 %) there is no picture of that
+size, and Blender shows the overlay.
 """
 
 from __future__ import annotations
 
 from . import shot_group
 
-OTHER_SIZES = ("build_25", "build_50", "build_75")
+# The proxy sizes the engine writes pictures for (`output_layout.PREVIEW_SIZES`), and the others.
+PICTURE_SIZES = ("build_100", "build_50")
+OTHER_SIZES = ("build_25", "build_75")
 
 
 def applies(scene, original, swapped) -> bool:
@@ -37,7 +40,7 @@ def applies(scene, original, swapped) -> bool:
 
 
 def follow(scene, original, swapped) -> None:
-    """Turn the swapped strip's proxy on at 100 % (Blender's own folder for it) where `applies`, else off.
+    """Turn the swapped strip's proxy on at 100 % and 50 % (Blender's own folders) where `applies`, else off.
     Only what differs is set: each change makes Blender drop the strip's cached images."""
     wanted = applies(scene, original, swapped)
     if swapped.use_proxy != wanted:
@@ -45,8 +48,8 @@ def follow(scene, original, swapped) -> None:
     if not wanted:
         return
     proxy = swapped.proxy
-    settings = {size: False for size in OTHER_SIZES} | {"build_100": True, "use_proxy_custom_directory": False,
-                                                          "use_proxy_custom_file": False}
+    settings = ({size: False for size in OTHER_SIZES} | {size: True for size in PICTURE_SIZES}
+                | {"use_proxy_custom_directory": False, "use_proxy_custom_file": False})
     for name, value in settings.items():
         if getattr(proxy, name) != value:
             setattr(proxy, name, value)

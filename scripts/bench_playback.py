@@ -2,7 +2,8 @@
 """Playback of swapped strips in Blender's sequencer (the `bpy` 5.0.1 module): what the overlays
 cost where the editor feels it, and what they cost to write.
 
-    ./dev bench-playback [--frames 24] [--faces 6] [--size 1920x1080] [--rounds 5] [--one-core] [--json]
+    ./dev bench-playback [--frames 24] [--faces 6] [--size 1920x1080] [--rounds 5] [--proxy-size 100|50]
+                         [--one-core] [--json]
 
 Set-up (not timed): a clip with `faces` real faces in every frame (`facecache.media.sample_clip`),
 swapped by the engine's swap job (every face, the classic swapper) into one overlay a frame, in the
@@ -24,6 +25,8 @@ proxy, so the bench plays those pictures as the strip's own images: the same JPE
 same occlusion test (an alpha-over strip at full opacity whose image has no alpha). The figure
 `swapped_ratio_first_pass` = the movie alone's median first-pass frame time / the preview form's (goal
 >= 0.95); `overlay_ratio_first_pass` the same for the overlays (what a render plays, and the preview before).
+`--proxy-size 50` plays everything as a preview at 50 % does: rendered at half the size, the pictures those the
+engine writes for that proxy size (half the sides), the movie and the overlays scaled down by Blender.
 Where a picture's time goes (a perf profile, docs/benchmarks.md "Where the picture's frame goes"): at 1080p
 Blender reads it on the render thread in about 14 ms of CPU, 9 of them imbuf's own copy of each decoded RGB
 row into a new RGBA image, whatever the JPEG's form; the movie costs that thread 3 ms, FFmpeg's threads the
@@ -119,6 +122,8 @@ def main(argv=None) -> int:
     parser.add_argument("--size", default="1920x1080")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the clip and overlays here")
     parser.add_argument("--rounds", type=int, default=5, help="passes of each kind (default 5)")
+    parser.add_argument("--proxy-size", type=int, choices=(100, 50), default=100,
+                        help="the preview's proxy size to play at, percent (default 100)")
     parser.add_argument("--one-core", action="store_true",
                         help="run on one core (CPU figures then count work, little disturbed by other processes)")
     parser.add_argument("--json", action="store_true")
@@ -130,7 +135,7 @@ def main(argv=None) -> int:
         work = (args.workdir or Path(temp)).absolute()
         os.environ.setdefault("BLENDER_USER_RESOURCES", str(work / "blender_user"))  # before bpy is imported
         result = run(work, args.frames, args.faces, (width, height), args.rounds,
-                     say=lambda m: print(f"bench: {m}", file=sys.stderr))
+                     say=lambda m: print(f"bench: {m}", file=sys.stderr), proxy_size=args.proxy_size)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -175,19 +180,19 @@ def hold_allocator_thresholds() -> bool:
     return all(libc.mallopt(option, value) == 1 for option, value in HELD_THRESHOLDS.items())
 
 
-def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int, say) -> dict:
+def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int, say, proxy_size: int = 100) -> dict:
     overlays = make_overlays(work, frames, faces, size, say)
     encodings = write_encodings(work, overlays, say)
-    encodings[PREVIEW] = write_previews(work / "clip.mp4", overlays, say)
+    encodings[PREVIEW] = write_previews(work / "clip.mp4", overlays, say, proxy_size)
     encodings[KEYED_OUT] = encodings["faceless_pixel"]  # the same files, the strip keyed out
     say(f"playback: {rounds} rounds of muted / first pass / cached over {len(encodings)} encodings")
     played = measure_playback(work / "clip.mp4", {name: folder for name, (folder, _) in encodings.items()},
-                              frames, size, rounds)
+                              frames, size, rounds, proxy_size)
     results = {name: {**write, **added(played[name], played["muted"])} for name, (_, write) in encodings.items()}
     say(f"faces goal: {rounds} rounds of {' and '.join(FACES_COMPARED)} again, glibc's allocator thresholds held")
     held = hold_allocator_thresholds()
     compared = measure_playback(work / "clip.mp4", {name: encodings[name][0] for name in FACES_COMPARED},
-                                frames, size, rounds)
+                                frames, size, rounds, proxy_size)
     comparison = {"thresholds_held": held, **compared["muted"],
                   **{name: added(compared[name], compared["muted"]) for name in FACES_COMPARED}}
     faces_added = comparison["sparse_png"]["added_first_pass_ms"]
@@ -195,6 +200,7 @@ def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int,
     faceless_added = results[KEYED_OUT]["added_first_pass_ms"]
     swapped_ratio = round(played["muted"]["muted_ms"] / results[PREVIEW]["first_pass_ms"], 3)
     return {"frames": frames, "faces": faces, "size": f"{size[0]}x{size[1]}", "rounds": rounds,
+            "proxy_size": proxy_size,
             **played["muted"], "encodings": results, "faces_comparison": comparison,
             "swapped_ratio_first_pass": swapped_ratio, "swapped_ratio_goal": SWAPPED_RATIO_GOAL,
             "swapped_ratio_goal_met": swapped_ratio >= SWAPPED_RATIO_GOAL,
@@ -274,9 +280,9 @@ def write_encodings(work: Path, overlays: Path, say) -> dict[str, tuple[Path, di
     return out
 
 
-def write_previews(clip: Path, overlays: Path, say) -> tuple[Path, dict]:
-    """(the folder of the swap job's composited pictures, their write-side figures: compositing and encoding
-    each from its frame and overlay, as the job does, timed again here)."""
+def write_previews(clip: Path, overlays: Path, say, proxy_size: int = 100) -> tuple[Path, dict]:
+    """(the folder of the swap job's composited pictures at `proxy_size`, their write-side figures: compositing
+    and encoding each from its frame and overlay at that size, as the job does, timed again here)."""
     from facecache import output_layout
     from facecache.media.reader import MediaReader
     from facecache.swap import preview_frame
@@ -287,9 +293,9 @@ def write_previews(clip: Path, overlays: Path, say) -> tuple[Path, dict]:
         for (index, frame), path in zip(reader.frames(range(len(paths))), paths):
             patches = _patches(cv2.imread(str(path), cv2.IMREAD_UNCHANGED))
             start = time.thread_time()
-            preview_frame.encode(preview_frame.composited(frame, patches))
+            preview_frame.encode(preview_frame.at_size(preview_frame.composited(frame, patches), proxy_size))
             times.append((time.thread_time() - start) * 1000)
-    written = [Path(output_layout.preview_path(path)) for path in paths]
+    written = [Path(output_layout.preview_path(path, proxy_size)) for path in paths]
     figures = {"encode_cpu_ms": round(statistics.median(times), 2),
                "bytes_per_frame": int(statistics.mean(p.stat().st_size for p in written))}
     say(f"{PREVIEW}: composite and encode {figures['encode_cpu_ms']} ms CPU, {figures['bytes_per_frame']} bytes "
@@ -298,7 +304,7 @@ def write_previews(clip: Path, overlays: Path, say) -> tuple[Path, dict]:
 
 
 def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tuple[int, int],
-                     rounds: int) -> dict:
+                     rounds: int, proxy_size: int = 100) -> dict:
     """Per encoding: wall ms a frame (median over rounds of each pass's median) and CPU ms a frame
     (all threads; the least over rounds, the figure least disturbed by other processes) of the
     first and the cached pass; and the same for the movie alone ("muted")."""
@@ -307,7 +313,7 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.render.resolution_x, scene.render.resolution_y = size
-    scene.render.resolution_percentage = 100
+    scene.render.resolution_percentage = proxy_size
     scene.frame_start, scene.frame_end = 1, frames
     editor = scene.sequence_editor_create()
     top_strips = addon_module("compat").top_strips(editor)

@@ -10,6 +10,8 @@
                                              the "sequencer" form's preview of a frame with faces: the
                                              composited, opaque picture, where Blender looks for the image
                                              strip's proxy at 100 % (`preview_path`)
+    <out>/<stem>/BL_proxy/images/50/NNNNNN.png_proxy.jpg
+                                             the same picture at half its size, for a preview at 50 %
 
 The add-on's <out> is `<cache>/swaps/<digest of the media path>` (`SWAPS_FOLDER`): one per media file,
 so its clips never share a folder. Given `--out` by hand, two clips with one name do: cameras restart
@@ -63,16 +65,18 @@ def frame_name(index: int) -> str:
     return f"{index:06d}.png"
 
 
-# Where Blender 4.2-5.2 reads an image strip element's proxy at the preview's 100 % size, relative to the
-# strip's folder (per-strip storage, no custom folder: the sequencer's proxy.cc; checked against Blender's
-# own `sequencer.rebuild_proxy` in tests/blender/test_blender_edits.py).
-PREVIEW_FOLDER = ("BL_proxy", "images", "100")
+# The preview's proxy sizes (percent) the engine writes pictures for: 100, the Video Editing workspace's
+# default, and 50, where an editor plays a shot on a slow machine (a quarter of the pixels to read).
+PREVIEW_SIZES = (100, 50)
 
 
-def preview_path(overlay: str | os.PathLike) -> str:
-    """The preview picture of the overlay at `overlay` (`<folder>/NNNNNN.png`): Blender's proxy path for it."""
+def preview_path(overlay: str | os.PathLike, size: int = 100) -> str:
+    """The preview picture of the overlay at `overlay` (`<folder>/NNNNNN.png`) at the preview's proxy size `size`
+    (percent): where Blender 4.2-5.2 reads an image strip element's proxy, relative to the strip's folder
+    (per-strip storage, no custom folder: the sequencer's proxy.cc; checked against Blender's own
+    `sequencer.rebuild_proxy` in tests/blender/test_blender_edits.py)."""
     folder, name = os.path.split(os.fspath(overlay))
-    return os.path.join(folder, *PREVIEW_FOLDER, f"{name}_proxy.jpg")
+    return os.path.join(folder, "BL_proxy", "images", str(size), f"{name}_proxy.jpg")
 
 
 def frame_index(name: str) -> int | None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
 import pytest
 
 pytestmark = [pytest.mark.blender, pytest.mark.index]  # bpy; the default models and portraits from the index
@@ -20,16 +21,18 @@ PASS_FIGURES = ("first_pass_ms", "first_pass_cpu_ms", "first_pass_page_faults", 
                 "bytes_per_frame")
 
 
-def test_every_encoding_is_played_and_measured(default_models_dir, portrait_paths, tmp_path):
+@pytest.mark.parametrize("proxy_size", [100, 50])
+def test_every_encoding_is_played_and_measured(default_models_dir, portrait_paths, tmp_path, proxy_size):
     pytest.importorskip("bpy")
     env = {**os.environ, "FACECACHE_MODELS": str(default_models_dir),
            "FACECACHE_DATA": str(portrait_paths["astronaut"].parent)}
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_playback.py"), "--frames", "3", "--faces", "2",
-                          "--size", "480x270", "--rounds", "1", "--workdir", str(tmp_path), "--json"],
+                          "--size", "480x270", "--rounds", "1", "--proxy-size", str(proxy_size),
+                          "--workdir", str(tmp_path), "--json"],
                          capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout[run.stdout.index("{"):])
-    assert (result["frames"], result["faces"], result["size"]) == (3, 2, "480x270")
+    assert (result["frames"], result["faces"], result["size"], result["proxy_size"]) == (3, 2, "480x270", proxy_size)
     assert {"muted_ms", "muted_cpu_ms", "muted_page_faults"} <= set(result)
     assert set(result["encodings"]) == {"sparse_png", "opencv_png", "transparent_png", "faceless_pixel",
                                         "faceless_keyed_out", "preview_jpeg"}
@@ -53,4 +56,6 @@ def test_every_encoding_is_played_and_measured(default_models_dir, portrait_path
         assert figures["first_pass_page_faults"] >= 0 and figures["bytes_per_frame"] > 0
     assert result["encodings"]["faceless_pixel"]["bytes_per_frame"] < 100  # one pixel, not a frame
     assert len(list((tmp_path / "out" / "clip").glob("*.png"))) == 3  # the engine's own overlays were played
-    assert len(list((tmp_path / "out" / "clip" / "BL_proxy" / "images" / "100").glob("*.jpg"))) == 3  # and pictures
+    pictures = sorted((tmp_path / "out" / "clip" / "BL_proxy" / "images" / str(proxy_size)).glob("*.jpg"))
+    assert len(pictures) == 3  # and the pictures of that proxy size
+    assert cv2.imread(str(pictures[0])).shape == (270 * proxy_size // 100, 480 * proxy_size // 100, 3)

@@ -520,15 +520,16 @@ def element_paths(bpy, swapped) -> list[Path]:
 
 
 def test_renders_never_read_the_previews_composited_pictures(bpy, addon, make_shot, full_frames, tmp_path):
-    """The swapped strip's proxy is on at the preview's 100 % alone, and the engine's composited picture of each
-    frame with a face is where Blender reads that proxy: close to the engine's full swapped frame (a JPEG).
-    A render never reads it: replaced by magenta, or removed, every render is the same, pixel for pixel."""
+    """The swapped strip's proxy is on at the preview's 100 % and 50 % alone, and the engine's composited picture
+    of each frame with a face is where Blender reads those proxies: close to the engine's full swapped frame (a
+    JPEG; at 50 % half its size). A render never reads them: replaced by magenta, or removed, every render is
+    the same, pixel for pixel."""
     from facecache import output_layout
 
     shot = make_shot()
     swapped = swapped_of(shot)
     proxy = swapped.proxy
-    assert swapped.use_proxy and proxy.build_100 and not (proxy.build_25 or proxy.build_50 or proxy.build_75)
+    assert swapped.use_proxy and proxy.build_100 and proxy.build_50 and not (proxy.build_25 or proxy.build_75)
     assert not (proxy.use_proxy_custom_directory or proxy.use_proxy_custom_file)
     previews = [Path(output_layout.preview_path(path)) for path in element_paths(bpy, swapped)]
     assert [p.exists() for p in previews] == [path.name != FACELESS for path in element_paths(bpy, swapped)]
@@ -537,14 +538,15 @@ def test_renders_never_read_the_previews_composited_pictures(bpy, addon, make_sh
         full = cv2.imread(str(full_frames / f"{frame - 1:06d}.png"), cv2.IMREAD_COLOR)
         assert preview.shape == full.shape  # opaque, the clip's size
         assert np.abs(preview.astype(int) - full).mean() < 3  # the swapped frame, through a JPEG
+        half = cv2.imread(output_layout.preview_path(element_paths(bpy, swapped)[frame - 1], 50))
+        assert half.shape == (full.shape[0] // 2, full.shape[1] // 2, 3)  # the picture at 50 %
     frames = (3, 8, FRAMES)  # the last shows media frame 11, without a face
     before = [render(bpy, shot.scene, frame, tmp_path / f"before_{frame}.png") for frame in frames]
     pictures = previews[0].parents[2]  # BL_proxy, in the cache the module's tests share: put back at the end
     shutil.copytree(pictures, tmp_path / "kept")
     magenta = np.full((SIZE[1], SIZE[0], 3), (255, 0, 255), np.uint8)
-    for preview in previews:
-        if preview.exists():
-            cv2.imwrite(str(preview), magenta)
+    for preview in pictures.rglob("*.jpg"):  # both sizes
+        cv2.imwrite(str(preview), magenta)
     swapped.directory = swapped.directory  # no image of the strip left in Blender's caches
     for frame, want in zip(frames, before):
         assert np.array_equal(render(bpy, shot.scene, frame, tmp_path / f"magenta_{frame}.png"), want), frame
@@ -557,7 +559,7 @@ def test_renders_never_read_the_previews_composited_pictures(bpy, addon, make_sh
 
 def test_blenders_own_proxy_builder_writes_where_the_engine_writes(bpy, addon, make_shot, tmp_path):
     """Blender's `sequencer.rebuild_proxy`, on a strip set up as the extension sets up the swapped strip, writes
-    each element's proxy at the path the engine writes its composited picture to."""
+    each element's proxies at the paths the engine writes its composited pictures to, at the same sizes."""
     from facecache import output_layout
 
     shot = make_shot()
@@ -575,8 +577,14 @@ def test_blenders_own_proxy_builder_writes_where_the_engine_writes(bpy, addon, m
     select_only(scene, strip)
     assert bpy.ops.sequencer.rebuild_proxy() == {"FINISHED"}
     edit_with_operators(bpy, shot.scene)
-    built = {str(p) for p in (folder / "BL_proxy").rglob("*") if p.is_file()}
-    assert built == {output_layout.preview_path(path) for path in element_paths(bpy, strip)}
+    built = {str(p) for p in (folder / "BL_proxy").rglob("*") if p.is_file() and p.stat().st_size}
+    # a frame without a face (a 1-pixel overlay) has no picture; Blender's own 50 % of it is empty (0 pixels)
+    assert built == {output_layout.preview_path(path, size) for path in element_paths(bpy, strip)
+                     for size in output_layout.PREVIEW_SIZES if size == 100 or path.name != FACELESS}
+    for size in output_layout.PREVIEW_SIZES:  # and as large as Blender makes them
+        ours = cv2.imread(output_layout.preview_path(element_paths(bpy, swapped)[2], size))
+        blenders = cv2.imread(output_layout.preview_path(element_paths(bpy, strip)[2], size))
+        assert ours.shape == blenders.shape, size
 
 
 def test_the_preview_keeps_the_overlay_where_its_picture_would_differ_and_follows_update(bpy, addon, make_shot):

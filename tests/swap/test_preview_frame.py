@@ -37,3 +37,16 @@ def test_the_preview_sits_where_blender_looks_for_the_strip_elements_proxy(tmp_p
     overlay = tmp_path / "clip" / output_layout.frame_name(12)
     assert output_layout.preview_path(overlay) == str(tmp_path / "clip" / "BL_proxy" / "images" / "100"
                                                       / "000012.png_proxy.jpg")
+    assert output_layout.preview_path(overlay, 50) == str(tmp_path / "clip" / "BL_proxy" / "images" / "50"
+                                                          / "000012.png_proxy.jpg")
+
+
+def test_a_smaller_proxy_size_gets_the_picture_at_blenders_proxy_size_averaged():
+    """Blender makes a strip's proxy at size P (percent) P x each side / 100, rounded down (proxy.cc); the
+    picture there is the whole picture averaged, so a fine pattern turns grey instead of aliasing."""
+    picture = np.zeros((101, 203, 3), np.uint8)
+    picture[:, ::2] = 255  # one-pixel stripes
+    assert preview_frame.at_size(picture, 100) is picture
+    half = preview_frame.at_size(picture, 50)
+    assert half.shape == (50, 101, 3)
+    assert np.abs(half[:, 1:-1].astype(int) - 128).max() <= 2

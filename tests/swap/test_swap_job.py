@@ -195,21 +195,23 @@ def test_sequencer_form_writes_a_frame_without_a_face_as_one_transparent_pixel(t
 def test_sequencer_form_writes_each_frame_with_faces_composited_where_blenders_preview_reads_it(
         tmp_path, models_dir, portrait_paths, portraits):
     """Beside each overlay with faces, the picture the overlay makes over its frame, opaque, as the strip's
-    proxy (Blender's preview reads it, a render never does); none for a frame without a face, where one
+    proxies at 100 % and 50 % (Blender's preview reads them, a render never does); none for a frame without a face, where one
     left from earlier settings goes; none in the overlay form."""
     clip, source = four_frames_one_without_a_face(tmp_path, portrait_paths, portraits)
     run_job(tmp_path, models_dir, source, clip, out="overlay", output_form="overlay")
     assert not (tmp_path / "overlay" / "clip" / "BL_proxy").exists()
     folder = tmp_path / "sequencer" / "clip"
     run_job(tmp_path, models_dir, source, clip, out="sequencer", output_form="sequencer")
-    stale = Path(output_layout.preview_path(folder / "000002.png"))
-    for made in (folder / "BL_proxy", stale.parent.parent, stale.parent):  # swapped faces: as private as the overlays
+    stale = [Path(output_layout.preview_path(folder / "000002.png", size)) for size in (100, 50)]
+    for made in (folder / "BL_proxy", stale[0].parent.parent, stale[0].parent, stale[1].parent):
+        # swapped faces: as private as the overlays
         assert stat.S_IMODE(made.stat().st_mode) == stat.S_IMODE(folder.stat().st_mode) in (0o700, 0o2770)
-    assert not stale.exists()
-    stale.write_bytes(b"a preview of earlier settings")
+    assert not any(path.exists() for path in stale)
+    for path in stale:
+        path.write_bytes(b"a preview of earlier settings")
     _, report = run_job(tmp_path, models_dir, source, clip, CompositeParams(opacity=0.9), out="sequencer",
                         output_form="sequencer")
-    assert report.written == 4 and not stale.exists()
+    assert report.written == 4 and not any(path.exists() for path in stale)
     with MediaReader(clip) as reader:
         frames = dict(reader.frames(range(4)))
     for index in (0, 1, 3):
@@ -221,6 +223,10 @@ def test_sequencer_form_writes_each_frame_with_faces_composited_where_blenders_p
         assert np.abs(preview - exact).mean() < 2.5  # the JPEG's loss, in the preview only
         face = alpha[..., 0] > 0.8
         assert np.abs(preview[face].astype(int) - frames[index][face]).mean() > 10  # the swapped face shows
+        half = cv2.imread(output_layout.preview_path(folder / f"{index:06d}.png", 50), cv2.IMREAD_UNCHANGED)
+        assert half.shape == (256, 256, 3)  # the preview at 50 %: half the picture's sides
+        # the JPEG loses a little more where the same detail is twice as dense
+        assert np.abs(half - cv2.resize(exact, (256, 256), interpolation=cv2.INTER_AREA)).mean() < 3.5
 
 
 def test_a_blend_change_composes_cached_faces_without_decoding(tmp_path, models_dir, portrait_paths, portraits,

@@ -363,18 +363,19 @@ class SwapJob:
 
 
 def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int) -> None:
-    """The "sequencer" form's preview of the overlay at `overlay` (`swap.preview_frame`), written before the
-    overlay, so no overlay is newer than its preview. Never fsynced: an emptied file fails to load and
-    Blender's preview falls back to the overlay. A frame without a face has none (its strip is keyed out
-    there): one left from earlier settings goes."""
-    preview = Path(output_layout.preview_path(overlay))
-    if patches:
+    """The "sequencer" form's previews of the overlay at `overlay` (`swap.preview_frame`), one a proxy size,
+    written before the overlay, so no overlay is newer than its previews. Never fsynced: an emptied file fails
+    to load and Blender's preview falls back to the overlay. A frame without a face has none (its strip is
+    keyed out there): those left from earlier settings go."""
+    picture = preview_frame.composited(frame, patches) if patches else None
+    for size in output_layout.PREVIEW_SIZES:
+        preview = Path(output_layout.preview_path(overlay, size))
+        if picture is None:
+            preview.unlink(missing_ok=True)
+            continue
         if not preview.parent.is_dir():  # faces: private or the team's, as the overlays' (not write_atomic's 0755)
             make_dir(preview.parent, permissions_for(preview.parent))
-        write_atomic(preview, preview_frame.encode(preview_frame.composited(frame, patches)), mode=mode,
-                     durable=False)
-    else:
-        preview.unlink(missing_ok=True)
+        write_atomic(preview, preview_frame.encode(preview_frame.at_size(picture, size)), mode=mode, durable=False)
 
 
 def blank_frame(size: tuple[int, int]) -> np.ndarray:

@@ -1,5 +1,5 @@
 """The "sequencer" form's preview of a frame with faces: the frame with its overlay laid over it, opaque,
-as a JPEG that Blender reads as the swapped strip's proxy (`output_layout.preview_path`).
+as JPEGs that Blender reads as the swapped strip's proxies at 100 % and 50 % (`output_layout.preview_path`).
 
 Why. Blender decodes, copies and blends a full-frame RGBA overlay for about 10 ms a 1080p frame whatever it
 holds, on top of the movie below it. An opaque picture in an alpha-over strip hides the strips below it
@@ -32,6 +32,16 @@ def composited(frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]]
         np.rint(blended, out=blended)
         region[...] = blended  # only the patches are converted: six faces cover a tenth of a frame
     return picture
+
+
+def at_size(picture: np.ndarray, size: int) -> np.ndarray:
+    """`picture` at the preview's proxy size `size` (percent), as large as Blender makes a strip's proxy there
+    (proxy.cc: size x the image's side / 100, rounded down); averaged, where Blender's own builder samples."""
+    height, width = picture.shape[:2]
+    if size == 100:
+        return picture
+    return cv2.resize(picture, (max(1, width * size // 100), max(1, height * size // 100)),
+                      interpolation=cv2.INTER_AREA)
 
 
 def encode(picture: np.ndarray, quality: int = QUALITY) -> bytes:
