@@ -1,11 +1,15 @@
 """What the sequencer's preview shows: the live preview when a blend slider is dragged in the panel, against
-a render of the same frame; and playback with the UI's play operator, with and without the swapped strips."""
+a render of the same frame; the engine's composited picture at the preview's proxy sizes; and playback with
+the UI's play operator, with and without the swapped strips (at the preview's 100 % and 50 %)."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import bpy
+import cv2
+import numpy as np
 
 from steps import image_rect, open_face_swap_tab, open_project, scene, settle, wait_until
 from window import find
@@ -75,6 +79,30 @@ def preview(ctx):
     ctx.result["overlay"] = str(ctx.addon.paths.output_folder(scene(), ctx.addon.paths.media_path(original)))
 
 
+def proxy_sizes(ctx):
+    """The preview at its proxy sizes 100 % and 50 %, on a frame with a face, with every picture the engine wrote
+    for 50 % replaced by magenta: the preview at 50 % reads those files, at 100 % the full-size ones."""
+    yield from open_project(ctx)
+    win, sc = ctx.window, scene()
+    sc.frame_set(ctx.job["frame"])
+    original = ctx.addon.timeline.originals(sc)[0]
+    folder = Path(ctx.addon.paths.output_folder(sc, ctx.addon.paths.media_path(original)))
+    half = sorted((folder / "BL_proxy" / "images" / "50").glob("*.jpg"))
+    ctx.result["pictures_at_50"] = len(half)
+    for path in half:
+        height, width = cv2.imread(str(path)).shape[:2]
+        cv2.imwrite(str(path), np.full((height, width, 3), (255, 0, 255), np.uint8))
+    space = win.area("PREVIEW").spaces.active
+    ctx.result["proxy_render_size"] = space.proxy_render_size
+    for size in ("PROXY_100", "PROXY_50", "PROXY_100"):
+        space.proxy_render_size = size
+        with win.override(win.area("SEQUENCER")):
+            bpy.ops.sequencer.refresh_all()  # the sequencer's caches emptied: the picture is read again
+        yield from settle(ctx, 1.0)
+        ctx.result.setdefault("shots_by_size", []).append([size, win.screenshot(f"preview_{size}").name])
+    ctx.result["image_rect"] = image_rect(ctx)
+
+
 def play_once(ctx, stamps: list, with_swap: bool):
     """Play the scene from its first frame to its last once, every frame drawn (no frame dropping), Blender's
     caches emptied first; returns the frames after the first drawn, and how many a second from the press of
@@ -108,6 +136,7 @@ def playback(ctx):
     yield from open_project(ctx)
     sc = scene()
     sc.sync_mode = "NONE"  # Play Every Frame: the rate is what Blender manages, no frame is skipped
+    ctx.window.area("PREVIEW").spaces.active.proxy_render_size = ctx.job.get("proxy_size", "PROXY_100")
     ctx.result["scene_fps"] = sc.render.fps / sc.render.fps_base
     ctx.result["frames"] = sc.frame_end - sc.frame_start + 1
     runs = {"with_swap": [], "movie_alone": []}

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import copy_project
+from gui_checks import magenta_share
 
 pytestmark = [pytest.mark.index]
 
@@ -52,13 +53,29 @@ def test_a_dragged_slider_changes_the_preview_which_matches_a_render(window, swa
     gui_figures["slider_to_screen_ms"] = result["slider_to_screen_ms"]
 
 
-def test_playback_with_and_without_the_swapped_strips(window, six_face_project, gui_figures):
-    result = window("view.playback", six_face_project)
+def test_the_preview_at_50_percent_shows_the_engines_half_size_picture(window, swapped_project):
+    """Blender's real preview reads the engine's picture for its proxy size: with the 50 % pictures made magenta,
+    the frame shows magenta at 50 % and the swapped shot at 100 %, before and after."""
+    result = window("view.proxy_sizes", copy_project(swapped_project, "proxy_sizes"), frame=5)
+    assert result["proxy_render_size"] == "PROXY_100"  # the Video Editing workspace's default
+    assert result["pictures_at_50"] >= 20  # one a frame with faces
+    x, y, width, height = result["image_rect"]
+    inside = [x + 4, y + 4, width - 8, height - 8]  # the frame's rectangle, clear of its anti-aliased edge
+    shares = [(size, magenta_share(result["out"] / name, inside)) for size, name in result["shots_by_size"]]
+    assert [size for size, _ in shares] == ["PROXY_100", "PROXY_50", "PROXY_100"]
+    assert shares[1][1] > 0.95 and shares[0][1] < 0.01 and shares[2][1] < 0.01, shares
+
+
+@pytest.mark.parametrize("proxy_size", ["PROXY_100", "PROXY_50"])
+def test_playback_with_and_without_the_swapped_strips(window, six_face_project, gui_figures, proxy_size):
+    result = window("view.playback", six_face_project, proxy_size=proxy_size)
     for name in ("with_swap", "movie_alone"):
         for run in result["runs"][name]:
             assert run["frames_drawn"] == result["frames"] - 1 == 47, run  # every frame played, none skipped
             assert run["fps"] > 0
     rates = {name: round(statistics.median(run["fps"] for run in runs), 2) for name, runs in result["runs"].items()}
-    gui_figures.update({"playback_fps_with_swap": rates["with_swap"], "playback_fps_movie_alone": rates["movie_alone"],
-                        "playback_ratio": round(rates["with_swap"] / rates["movie_alone"], 2),
-                        "playback_runs": result["runs"]})
+    suffix = "" if proxy_size == "PROXY_100" else "_at_50"  # the issue's figure is at 100 %
+    gui_figures.update({f"playback_fps_with_swap{suffix}": rates["with_swap"],
+                        f"playback_fps_movie_alone{suffix}": rates["movie_alone"],
+                        f"playback_ratio{suffix}": round(rates["with_swap"] / rates["movie_alone"], 2),
+                        f"playback_runs{suffix}": result["runs"]})
