@@ -101,7 +101,7 @@ def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_pat
         # Inside Debian's Blender binary, whose own FFmpeg libraries are loaded, PyAV's libvpx encoder refuses
         # to open (it writes the clip in every bpy module).
         pytest.skip(f"this Blender binary's process cannot write the clip ({exc})")
-    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
+    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version), sys.platform))
     gap = known_gap(rules.name, name)
     if gap:  # strict: a gap closed shows as a failure, so the table is kept true
         request.applymarker(pytest.mark.xfail(strict=True, reason=gap))
@@ -136,7 +136,7 @@ DEINTERLACED = {
 def test_a_strip_with_deinterlace_set_is_decoded_as_blender_shows_it(bpy, tmp_path, name):
     filename, options = DEINTERLACED[name]
     clip = write_clip(tmp_path / filename, **options)
-    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
+    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version), sys.platform))
     length, pictures = blender_pictures(bpy, tmp_path, clip, deinterlace=True)
     with MediaReader(clip, rules, deinterlace=True) as reader:
         assert reader.info.frame_count == length
