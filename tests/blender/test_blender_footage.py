@@ -25,18 +25,9 @@ pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
 # table): {(rules, clip): why}. None at present.
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
-# Blender 4.2's Windows build, under Wine 10 (./dev test-windows-blender): 8-bit 4:2:2 shows each odd row with
-# the chroma of the even row above it, as swscale's C converter does (the engine's picture with that rule is
-# within 2/255: docs/platforms-windows.md); its 4:2:0 matches. 5.0.1's Windows build matches everywhere.
-KNOWN_GAPS_WINDOWS_4_2 = {name: f"Blender 4.2 on Windows (under Wine) shows 8-bit 4:2:2 with odd rows taking the "
-                          f"chroma of the row above ({measured} on bpy 4.2.23)" for name, measured in (("4:2:2", "mean 5.5/255, max 255"),
-                                                             ("MJPEG", "mean 6.7/255, max 255"),
-                                                             ("DNxHR SQ", "mean 6.7/255, max 255"))}
-
 
 def known_gap(rules_name: str, name: str) -> str | None:
-    return (KNOWN_GAPS.get((rules_name, name))
-            or (sys.platform == "win32" and rules_name == "blender-4.2" and KNOWN_GAPS_WINDOWS_4_2.get(name)) or None)
+    return KNOWN_GAPS.get((rules_name, name))
 
 
 def source_compat():
