@@ -49,7 +49,7 @@ def converted_in_row_pairs(pixel_format: str, height: int) -> bool:
 
 @dataclass(frozen=True)
 class StreamTags:
-    """What of a video stream's header picks the rules' key for it: its colour tags and pixel format."""
+    """What of a video stream's header picks the rules' key for it: its colour tags, pixel format and height."""
     primaries: int  # AVColorPrimaries
     transfer: int  # AVColorTransferCharacteristic
     pixel_format: str  # FFmpeg's name, as the decoder will give the frames ("yuv422p")
@@ -99,6 +99,7 @@ assert set(RULES) == set(choices.names(choices.PICTURE_RULES))
 assert all((rules.rotate, rules.nearest_chroma) == (RULES[rules.same_but_some_as].rotate,
                                                     RULES[rules.same_but_some_as].nearest_chroma)
            for rules in RULES.values() if rules.same_but_some_as)
+assert not any(rules.paired_rows and rules.nearest_chroma for rules in RULES.values())  # 6.1's converter alone
 NEWEST = RULES[choices.DEFAULTS["picture_rules"]]
 
 
