@@ -5,8 +5,9 @@
         markers with its own): a Windows CPython home with Windows bpy and the tests' requirements
     python scripts/windows_blender.py run --bpy 5.0.1 [PYTEST_ARGS...]     (default: -q -m blender tests/blender)
         in the Debian 13 root (Wine 10; Wine 8 cannot map image files for bpy 5.0): installs the models and
-        sample photographs the tests use on the Linux side (what a studio's shared folder holds), then runs
-        pytest with that python.exe under Wine
+        sample photographs the tests use on the Linux side (what a studio's shared folder holds), maps the
+        tests' drives (P:, a UNC share, and W: with its read-only view R:, a bind mount made as root), then
+        runs pytest with that python.exe under Wine
 
 The extension is installed from the windows-x64 zip in $VSE_FACESWAP_TEST_ZIPS (built by ./dev), as an
 editor installs it. Wine shows Windows' file semantics, process model and path rules; not NTFS permissions,
