@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
@@ -26,7 +27,7 @@ CLI_ONLY = {
     "frames": "the frames the strips show on the timeline",
     protocol.OUTPUT_FORM: "always face overlays for the sequencer, laid over the original strip",
     "json": "the command line's output format (the add-on keeps each job's summary in last_report)",
-    protocol.PICTURE_RULES: "always the picture of the Blender the add-on runs in (bpy.app.version)",
+    protocol.PICTURE_RULES: "always the picture of the Blender the add-on runs in (bpy.app.version, sys.platform)",
     "quality": "a finished movie's codec quality: the add-on's output is the swapped strips, never a movie",
     protocol.DEINTERLACE: "each strip's own Deinterlace option (movie and image strips), sent with its items",
 }
@@ -163,8 +164,9 @@ SENT_OTHERWISE = {
     protocol.REFERENCE_THRESHOLD: lambda s: _plain(s.reference_threshold) if s.selector == "reference" else None,
     protocol.MAX_YAW: lambda s: _plain(s.max_yaw) if s.limit_yaw else None,
     protocol.OUTPUT_FORM: lambda s: OUTPUT_FORM,
-    # the engine analyses the picture this Blender shows (rotation, colours, timing)
-    protocol.PICTURE_RULES: lambda s: choices.picture_rules_for(bpy.app.version),
+    # the engine analyses the picture this Blender shows (rotation, colours, timing), on this platform: the engine
+    # runs beside it, so a Linux render node and a Windows workstation each analyse the picture they show
+    protocol.PICTURE_RULES: lambda s: choices.picture_rules_for(bpy.app.version, sys.platform),
 }
 
 

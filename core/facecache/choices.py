@@ -120,6 +120,8 @@ PICTURE_RULES = (
            "display matrix, chroma taken per sample, HDR (BT.2020 HLG or PQ) through Blender's view"),
     Choice("blender-4.5", "Blender 4.4 and 4.5", "The picture Blender 4.4 and 4.5 show: as Blender 5's, but HDR "
            "as its code values"),
+    Choice("blender-4.2-windows", "Blender 4.2 and 4.3 on Windows", "The picture Blender 4.2 and 4.3 show on "
+           "Windows: as on Linux, but 8-bit 4:2:2 in pairs of rows, each odd row with the chroma of the row above"),
     Choice("blender-4.2", "Blender 4.2 and 4.3", "The picture Blender 4.2 and 4.3 show: as coded (a phone's "
            "portrait clip lies on its side), chroma interpolated"),
 )
@@ -130,9 +132,15 @@ PICTURE_RULES_SINCE = (((5, 2, 0), "blender-5.2"), ((5, 0, 0), "blender-5"), ((4
                        ((0, 0, 0), "blender-4.2"))
 
 
-def picture_rules_for(version: tuple[int, ...]) -> str:
-    """The picture rules of a Blender version (bpy.app.version)."""
-    return next(name for since, name in PICTURE_RULES_SINCE if tuple(version[:3]) >= since)
+# Rules that a platform's build of Blender shows otherwise, by (rules, sys.platform): 4.2's Windows build converts
+# 8-bit 4:2:2 with FFmpeg 6.1's C converter (4.2.23 measured under Wine; 4.3 has no Windows bpy module to test).
+PICTURE_RULES_ON_PLATFORM = {("blender-4.2", "win32"): "blender-4.2-windows"}
+
+
+def picture_rules_for(version: tuple[int, ...], platform: str) -> str:
+    """The picture rules of a Blender version (bpy.app.version) on a platform (its sys.platform)."""
+    name = next(name for since, name in PICTURE_RULES_SINCE if tuple(version[:3]) >= since)
+    return PICTURE_RULES_ON_PLATFORM.get((name, platform), name)
 
 
 # Blend settings: changing them re-runs the composite stage only.

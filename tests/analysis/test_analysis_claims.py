@@ -8,7 +8,7 @@ import time
 import pytest
 
 from facecache.media.identity import media_identity
-from facecache.media.movie import stream_colour_tags
+from facecache.media.movie import stream_tags
 from facecache.media.reader import MediaReader, decoder_id_for
 from facecache.store.claims import ClaimBook
 
@@ -30,7 +30,7 @@ def clip_and_reference(tmp_path, models_dir, portraits):
 def _hold_segment(cache_dir, models_dir, clip, segment, ttl):
     """Claim a segment's analysis as another process would; returns (its analyzer, the claim)."""
     other = analyzer(cache_dir, models_dir)
-    group = other.open_segment(media_identity(clip, other.cache), decoder_id_for(clip, other.picture_rules, lambda: stream_colour_tags(clip)), segment)
+    group = other.open_segment(media_identity(clip, other.cache), decoder_id_for(clip, other.picture_rules, lambda: stream_tags(clip)), segment)
     claim = ClaimBook(other.cache, ttl).try_claim(other.namespace.key, group.key)
     assert claim is not None
     return other, claim
@@ -73,7 +73,7 @@ def test_a_claimed_segment_is_left_for_later_and_read_from_the_cache(tmp_path, m
     assert thread.is_alive() and job.inferences.detect == runs  # waiting for segment 1, not analysing it
 
     # The holder analyses segment 1 and lets go; the waiting job then finds it in the cache.
-    group = other.open_segment(media_identity(clip, other.cache), decoder_id_for(clip, other.picture_rules, lambda: stream_colour_tags(clip)), 1)
+    group = other.open_segment(media_identity(clip, other.cache), decoder_id_for(clip, other.picture_rules, lambda: stream_tags(clip)), 1)
     with MediaReader(clip) as reader:
         for index, frame in reader.frames(range(64, 128)):
             other.ensure(group, index, frame, other.stages())

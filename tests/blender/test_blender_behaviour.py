@@ -7,6 +7,7 @@ import re
 import shutil
 import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -80,18 +81,39 @@ def test_unwritable_cache_folder_is_a_clear_message(bpy, addon, project, clip, t
     assert addon.timeline.swapped_strips(project) == []
 
 
-
 @contextlib.contextmanager
-def read_only(folder):
-    """`folder` mounted read-only over itself (a share mounted read-only; root cannot write it either)."""
-    if os.name != "posix" or not shutil.which("mount") or os.geteuid() != 0:
+def read_only_project(bpy, scene, tmp_path):
+    """The saved project of `scene` (in tmp_path/project), as an editor opens it from a folder nobody can write
+    (a share mounted read-only); yields its scene. On Linux the folder is bind-mounted read-only over itself
+    (root cannot write it either; needs root). On Windows the project is saved to the share that
+    scripts/windows_blender.py maps twice, VSE_FACESWAP_WINDOWS_READ_ONLY "W:\\;R:\\": W: as it is, R: through a
+    read-only bind mount of it (Windows' writes there fail with "access denied"); it is opened from R:."""
+    if os.name == "nt":
+        places = os.environ.get("VSE_FACESWAP_WINDOWS_READ_ONLY")
+        if not places:
+            pytest.skip("no read-only share mapped: run it through scripts/windows_blender.py (as root)")
+        writable, view = (Path(place) for place in places.split(";"))
+        (writable / tmp_path.name).mkdir()
+        assert bpy.ops.wm.save_as_mainfile(filepath=str(writable / tmp_path.name / "edit.blend")) == {"FINISHED"}
+        assert bpy.ops.wm.open_mainfile(filepath=str(view / tmp_path.name / "edit.blend")) == {"FINISHED"}
+        scene = bpy.context.scene
+        compat().set_sequencer_scene(bpy.context, scene)
+        select_only(scene, *top_strips(scene))
+        yield scene
+        return
+    if not shutil.which("mount") or os.geteuid() != 0:
         pytest.skip("a read-only bind mount needs root on Linux")
+    folder = tmp_path / "project"
     subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True, capture_output=True)
     try:
         subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], check=True, capture_output=True)
-        yield folder
+        yield scene
     finally:
         subprocess.run(["umount", str(folder)], check=True, capture_output=True)
+
+
+# What the operating system says of a write there: EROFS on Linux; Windows refuses it as "access denied".
+READ_ONLY_FAULT = "access denied" if os.name == "nt" else "read-only file system"
 
 
 def test_a_read_only_project_folder_is_a_clear_message_and_a_cache_location_elsewhere_swaps(bpy, addon, project, clip,
@@ -101,18 +123,20 @@ def test_a_read_only_project_folder_is_a_clear_message_and_a_cache_location_else
     strip = add_movie(project, clip)
     select_only(project, strip)
     elsewhere = tmp_path / "elsewhere"
-    with read_only(tmp_path / "project"):
-        with pytest.raises(RuntimeError, match=r"cannot write the cache folder .*faceswap_cache: read-only file system; "
-                                               r"choose another Cache Location"):
+    with read_only_project(bpy, project, tmp_path) as scene:
+        cache = Path(addon.paths.cache_dir(scene))
+        assert cache.parent == Path(bpy.data.filepath).parent  # beside the project, in the read-only folder
+        with pytest.raises(RuntimeError, match=rf"cannot write the cache folder .*faceswap_cache: {READ_ONLY_FAULT}"
+                                               r"[^;\n]*; choose another Cache Location"):
             bpy.ops.faceswap.swap()
-        assert addon.timeline.swapped_strips(project) == []
+        assert addon.timeline.swapped_strips(scene) == [] and not cache.exists()
         addon.prefs.cache_dir_override = str(elsewhere)
         try:
             assert bpy.ops.faceswap.swap() == {"FINISHED"}
         finally:
             addon.prefs.cache_dir_override = ""
-    assert len(addon.timeline.swapped_strips(project)) == 1
-    assert len(list((elsewhere / "swaps").rglob("*.png"))) == json.loads(project.faceswap.last_report)["written"] > 0
+        assert len(addon.timeline.swapped_strips(scene)) == 1
+        assert len(list((elsewhere / "swaps").rglob("*.png"))) == json.loads(scene.faceswap.last_report)["written"] > 0
 
 
 def test_cache_stays_put_after_save_as(bpy, addon, project, clip, tmp_path):

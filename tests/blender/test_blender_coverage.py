@@ -4,6 +4,7 @@ A watcher that cannot start leaves manual refresh, and the refresh operator stil
 
 import importlib
 import os
+import sys
 import threading
 import time
 
@@ -36,7 +37,7 @@ def teammate_analyses(cache_dir, models_dir, clip, frames: range) -> None:
 
     analyzer = FaceAnalyzer(FaceCache(cache_dir), build_model_set(ModelStore(models_dir), SessionFactory("auto"),
                                                                   AnalysisSettings()),
-                            picture_rules=picture_rules(choices.picture_rules_for(tuple(bpy.app.version))))
+                            picture_rules=picture_rules(choices.picture_rules_for(tuple(bpy.app.version), sys.platform)))
     assert len(analyzer.analyze_media(clip, frames)) == len(frames)
 
 

@@ -8,7 +8,6 @@ rules), which Blender shows as a plain image; and the face did change. Blender c
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import av
@@ -17,7 +16,6 @@ import numpy as np
 import pytest
 
 from blender_helpers import add_movie, compat, render_uncached, report, select_only, top_strips
-from test_blender_footage import KNOWN_GAPS_WINDOWS_4_2  # Blender 4.2's Windows build shows 8-bit 4:2:2 otherwise
 
 pytestmark = [pytest.mark.blender, pytest.mark.every_blender, pytest.mark.index]
 
@@ -68,10 +66,8 @@ def differences(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_deep_and_interlaced_footage_renders_as_the_engine_composites_it(bpy, addon, project, face_clip, kind,
-                                                                          tmp_path, request):
+                                                                          tmp_path):
     filename, codec, pix_fmt, options, deinterlace = KINDS[kind]
-    if sys.platform == "win32" and tuple(bpy.app.version[:2]) < (4, 4) and pix_fmt == "yuv422p":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS_WINDOWS_4_2["4:2:2"]))
     clip = transcode(face_clip, tmp_path / filename, codec, pix_fmt, options)
     scene = project
     # the engine's full composite, by the extension's own engine session with this Blender's settings and rules

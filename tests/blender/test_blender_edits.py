@@ -62,7 +62,7 @@ def full_frames(bpy, shot_clip, shared_cache, models_dir, portrait_paths, tmp_pa
     result = subprocess.run([sys.executable, "-m", "facecache", "swap", "--source", str(portrait_paths["astronaut"]),
                              "--target", str(shot_clip), "--out", str(out), "--output-form", "full",
                              "--cache-dir", str(shared_cache), "--models-dir", str(models_dir), "--json",
-                             "--picture-rules", choices.picture_rules_for(tuple(bpy.app.version))],
+                             "--picture-rules", choices.picture_rules_for(tuple(bpy.app.version), sys.platform)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return out / shot_clip.stem

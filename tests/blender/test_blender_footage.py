@@ -25,18 +25,9 @@ pytestmark = [pytest.mark.blender, pytest.mark.every_blender]
 # table): {(rules, clip): why}. None at present.
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
-# Blender 4.2's Windows build, under Wine 10 (./dev test-windows-blender): 8-bit 4:2:2 shows each odd row with
-# the chroma of the even row above it, as swscale's C converter does (the engine's picture with that rule is
-# within 2/255: docs/platforms-windows.md); its 4:2:0 matches. 5.0.1's Windows build matches everywhere.
-KNOWN_GAPS_WINDOWS_4_2 = {name: f"Blender 4.2 on Windows (under Wine) shows 8-bit 4:2:2 with odd rows taking the "
-                          f"chroma of the row above ({measured} on bpy 4.2.23)" for name, measured in (("4:2:2", "mean 5.5/255, max 255"),
-                                                             ("MJPEG", "mean 6.7/255, max 255"),
-                                                             ("DNxHR SQ", "mean 6.7/255, max 255"))}
-
 
 def known_gap(rules_name: str, name: str) -> str | None:
-    return (KNOWN_GAPS.get((rules_name, name))
-            or (sys.platform == "win32" and rules_name == "blender-4.2" and KNOWN_GAPS_WINDOWS_4_2.get(name)) or None)
+    return KNOWN_GAPS.get((rules_name, name))
 
 
 def source_compat():
@@ -101,7 +92,7 @@ def test_the_engine_decodes_each_timeline_frame_as_blender_shows_it(bpy, tmp_pat
         # Inside Debian's Blender binary, whose own FFmpeg libraries are loaded, PyAV's libvpx encoder refuses
         # to open (it writes the clip in every bpy module).
         pytest.skip(f"this Blender binary's process cannot write the clip ({exc})")
-    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
+    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version), sys.platform))
     gap = known_gap(rules.name, name)
     if gap:  # strict: a gap closed shows as a failure, so the table is kept true
         request.applymarker(pytest.mark.xfail(strict=True, reason=gap))
@@ -136,7 +127,7 @@ DEINTERLACED = {
 def test_a_strip_with_deinterlace_set_is_decoded_as_blender_shows_it(bpy, tmp_path, name):
     filename, options = DEINTERLACED[name]
     clip = write_clip(tmp_path / filename, **options)
-    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version)))
+    rules = picture_rules(choices.picture_rules_for(tuple(bpy.app.version), sys.platform))
     length, pictures = blender_pictures(bpy, tmp_path, clip, deinterlace=True)
     with MediaReader(clip, rules, deinterlace=True) as reader:
         assert reader.info.frame_count == length

@@ -22,7 +22,7 @@ from facecache.errors import FaceCacheError
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.swap_job import SwapJob
 from facecache.media.identity import media_identity
-from facecache.media.movie import stream_colour_tags
+from facecache.media.movie import stream_tags
 from facecache.media.reader import MediaReader, decoder_id_for
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
@@ -198,7 +198,7 @@ def test_truncated_video_keeps_the_good_frames_and_says_so(tmp_path, models_dir,
     for path in written:  # every output present is complete and listed
         assert cv2.imread(str(path), cv2.IMREAD_UNCHANGED).shape == (240, 320, 4)
     manifest, media_id = OutputManifest(tmp_path / "out" / "clip"), media_identity(clip, job.analyzer.cache)
-    assert all(manifest.is_current(p.name, job.output_key(media_id, decoder_id_for(clip, job.analyzer.picture_rules, lambda: stream_colour_tags(clip)), int(p.stem), "overlay")) for p in written)
+    assert all(manifest.is_current(p.name, job.output_key(media_id, decoder_id_for(clip, job.analyzer.picture_rules, lambda: stream_tags(clip)), int(p.stem), "overlay")) for p in written)
 
 
 def test_unopenable_video_is_a_clear_error(tmp_path, models_dir, portrait_paths, portraits):

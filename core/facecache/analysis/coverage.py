@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from facecache.analysis.analyzer import FaceAnalyzer, segments
-from facecache.media.identity import colour_tags, media_identity
+from facecache.media.identity import media_identity, stream_tags
 from facecache.media.reader import decoder_id_for
 
 
@@ -19,7 +19,7 @@ def analysed_frames(analyzer: FaceAnalyzer, path: str | Path, frames: range, dei
     """The indices in `frames` whose analysis records are in the cache (for this analyzer's models, and the
     picture `deinterlace` says: a strip's Deinterlace option)."""
     media_id = media_identity(path, analyzer.cache)
-    decoder_id = decoder_id_for(Path(path), analyzer.picture_rules, lambda: colour_tags(path, analyzer.cache),
+    decoder_id = decoder_id_for(Path(path), analyzer.picture_rules, lambda: stream_tags(path, analyzer.cache),
                                 deinterlace)
     needed = analyzer.stages(embeddings=False)
     found: list[int] = []

@@ -22,8 +22,11 @@ import cv2
 import numpy as np
 
 from facecache.fingerprint import frame_fingerprint
-from facecache.media.picture_rules import RULES
+from facecache.media.picture_rules import RULES as ALL_RULES
 from facecache.media.reader import MediaReader
+
+# The rules measured: 4.2 on Windows reads this 4:2:0 clip by 4.2's own path, so it is not measured again.
+RULES = {name: rules for name, rules in ALL_RULES.items() if not rules.paired_rows}
 
 # name: (encoder, size, frames, colour tag, encoder options)
 CLIPS = {"1080p_h264": ("libx264", (1920, 1080), 48, 1, {"g": "12", "x264-params": "sliced-threads=0:slices=2"}),

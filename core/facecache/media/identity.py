@@ -5,8 +5,8 @@ the cache under (absolute path, size, mtime_ns, inode), so while a file is
 unchanged the question "which of its frames are analysed" is answered from the
 cache without hashing or decoding it again. Any change to the file changes that
 key; the content is hashed anew and an edited file never reuses the old
-frame mapping (an untouched copy with equal bytes rightly shares it). A video's colour tags, which some
-picture rules key its frames by, are remembered the same way (`colour_tags`).
+frame mapping (an untouched copy with equal bytes rightly shares it). A video's header tags (colour tags
+and pixel format), which some picture rules key its frames by, are remembered the same way (`stream_tags`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pathlib import Path
 
 from facecache.errors import FaceCacheError
 from facecache.fingerprint import bytes_digest, file_digest, is_digest
-from facecache.media.movie import stream_colour_tags
+from facecache.media import movie
+from facecache.media.picture_rules import StreamTags
 from facecache.media.reader import sequence_files
 from facecache.store.cache import FaceCache
 
@@ -40,18 +41,19 @@ def media_identity(path: str | os.PathLike, cache: FaceCache) -> str:
     return content
 
 
-def colour_tags(path: str | os.PathLike, cache: FaceCache) -> tuple[int, int]:
-    """A video's (primaries, transfer) tags, read from its stream once per file version: opening a movie can
-    take a tenth of a second (FFmpeg probes its first frames), too much for each coverage question."""
+def stream_tags(path: str | os.PathLike, cache: FaceCache) -> StreamTags:
+    """A video's colour tags, pixel format and height, read from its stream's header once per file version: opening a
+    movie can take a tenth of a second (FFmpeg probes its first frames), too much for each coverage question."""
     version, _ = _file_version(Path(path).absolute())
-    memo_key = bytes_digest(f"{version}|colour tags".encode())  # beside the identity's memo, not over it
+    memo_key = bytes_digest(f"{version}|stream tags".encode())  # beside the identity's memo, not over it
     memo = cache.recall("media", memo_key)
     tags = memo.get("tags") if memo is not None else None
-    if isinstance(tags, list) and len(tags) == 2 and all(isinstance(tag, int) for tag in tags):
-        return tags[0], tags[1]
-    primaries, transfer = stream_colour_tags(Path(path))
-    cache.remember("media", memo_key, {"tags": [primaries, transfer]})
-    return primaries, transfer
+    if (isinstance(tags, list) and len(tags) == 4 and isinstance(tags[2], str)
+            and all(isinstance(tags[i], int) for i in (0, 1, 3))):
+        return StreamTags(*tags)
+    read = movie.stream_tags(Path(path))
+    cache.remember("media", memo_key, {"tags": [read.primaries, read.transfer, read.pixel_format, read.height]})
+    return read
 
 
 def _file_version(path: Path) -> tuple[str, int]:

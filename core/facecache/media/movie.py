@@ -25,7 +25,7 @@ import numpy as np
 from facecache.errors import FaceCacheError
 from facecache.media import decoder_threads
 from facecache.media.deinterlace import filters_fields
-from facecache.media.picture_rules import PictureRules
+from facecache.media.picture_rules import PictureRules, StreamTags
 from facecache.models.runtime_import import newer_macos_needed
 from facecache.media.yuv_to_bgr import quarter_turns, to_bgr
 
@@ -140,9 +140,9 @@ class Movie:
             return sum(1 for packet in container.demux(container.streams.video[0]) if packet.size)
 
     @property
-    def colour_tags(self) -> tuple[int, int]:
-        """The stream's (primaries, transfer) tags, as its header gives them."""
-        return _colour_tags(self._stream)
+    def stream_tags(self) -> StreamTags:
+        """The stream's colour tags and pixel format, as its header gives them."""
+        return _stream_tags(self._stream)
 
     @property
     def size(self) -> tuple[int, int]:
@@ -226,21 +226,25 @@ class Movie:
             self._pool.shutdown()
 
 
-def stream_colour_tags(path: Path) -> tuple[int, int]:
-    """The (primaries, transfer) tags of the movie's video stream; unspecified (2, 2) when FFmpeg cannot read it
-    (nothing of it can be analysed then, and its decoding says why)."""
+UNREADABLE = StreamTags(2, 2, "", 0)  # unspecified tags, no pixel format or size
+
+
+def stream_tags(path: Path) -> StreamTags:
+    """The colour tags and pixel format of the movie's video stream, from its header (nothing decoded); UNREADABLE
+    when FFmpeg cannot read it (nothing of it can be analysed then, and its decoding says why)."""
     av = import_av()
     try:
         with av.open(str(path)) as container:
             streams = container.streams.video
-            return _colour_tags(streams[0]) if streams and streams[0].codec_context else (2, 2)
+            return _stream_tags(streams[0]) if streams and streams[0].codec_context else UNREADABLE
     except (av.FFmpegError, UnicodeDecodeError, ValueError):
-        return (2, 2)
+        return UNREADABLE
 
 
-def _colour_tags(stream) -> tuple[int, int]:
+def _stream_tags(stream) -> StreamTags:
     context = stream.codec_context
-    return int(context.color_primaries), int(context.color_trc)
+    pixel_format = context.format.name if context.format is not None else ""
+    return StreamTags(int(context.color_primaries), int(context.color_trc), pixel_format, int(context.height))
 
 
 def _pts(frame: av.VideoFrame) -> int | None:

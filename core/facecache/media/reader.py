@@ -30,7 +30,7 @@ import numpy as np
 from facecache.media.deinterlace import rows_filtered
 from facecache.media.image_size import MAX_PIXELS, UnknownImage, image_size
 from facecache.media.movie import MediaError, Movie
-from facecache.media.picture_rules import NEWEST, PictureRules
+from facecache.media.picture_rules import NEWEST, PictureRules, StreamTags
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 # The decoder of stills and image sequences: part of their frames' cache keys.
@@ -46,17 +46,17 @@ LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
 DEINTERLACED = "|deinterlaced"  # ends a decoder id of the Deinterlace option's picture (deinterlace.py)
 
 
-def decoder_id_for(path: Path, rules: PictureRules, colour_tags: Callable[[], tuple[int, int]],
+def decoder_id_for(path: Path, rules: PictureRules, stream_tags: Callable[[], StreamTags],
                    deinterlace: bool = False) -> str:
     """What decodes the media at `path` under `rules` (a part of its frames' cache keys): OpenCV for stills
     and image sequences, FFmpeg by the rules whose picture it is for videos (`PictureRules.key_name`; a
-    video's `colour_tags` are asked for only where they matter); with `deinterlace`, filtered as a strip
+    video's `stream_tags` are asked for only where they matter); with `deinterlace`, filtered as a strip
     with the Deinterlace option shows it (another picture: its frames are keyed apart; without, the key is
     as it always was)."""
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
         decoder = STILL_DECODER_ID
     else:
-        decoder = f"{VIDEO_DECODER}|{rules.key_name(colour_tags)}"
+        decoder = f"{VIDEO_DECODER}|{rules.key_name(stream_tags)}"
     return decoder + (DEINTERLACED if deinterlace else "")
 
 
@@ -120,7 +120,7 @@ class MediaReader:
             movie.close()
             raise
         self._movie = movie
-        self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.colour_tags, self.deinterlace)
+        self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.stream_tags, self.deinterlace)
         # Frames are decoded when asked for: a run whose outputs are all made from the cache decodes none.
         self.info = MediaInfo(self.path, movie.frame_count, float(movie.fps), False, lambda: movie.size)
 

@@ -14,7 +14,9 @@ those flags gives its picture to the bit for 8-bit 4:2:0 and 4:2:2 (6.1's "unsca
 what 6.1 filters horizontally alone (4:2:2 and 4:4:4 beyond 8 bits), but not where 6.1 filters the chroma
 vertically (4:2:0 beyond 8 bits, 4:4:0): that is computed here as 6.1 does (swscale61.py). And FFmpeg 8
 converts a frame flagged interlaced field by field (each field's chroma from its own rows), 6.1 as one
-picture: an interlaced 8-bit 4:2:0 frame is handed to swscale as a progressive copy.
+picture: an interlaced 8-bit 4:2:0 frame is handed to swscale as a progressive copy. 4.2's Windows build
+converts 8-bit 4:2:2 at even heights with 6.1's C converter, in pairs of rows: each odd row takes the even
+row's chroma (`PictureRules.paired_rows`), so those chroma rows are copied so before swscale converts it.
 Other pixel formats (RGB, palette, alpha, NV12) go through swscale with the rules' flags.
 `to_bgr` is the one place that chooses.
 """
@@ -30,7 +32,7 @@ import numpy as np
 from facecache.media import swscale61
 from facecache.media.deinterlace import field_filtered, filters_fields, plane_sizes, rows_filtered
 from facecache.media.display_spaces import FROM_BYTES, display_transform
-from facecache.media.picture_rules import PictureRules
+from facecache.media.picture_rules import PictureRules, converted_in_row_pairs
 from facecache.media.row_bands import in_bands
 
 if TYPE_CHECKING:  # PyAV is imported where a movie is opened (media.movie.import_av)
@@ -103,7 +105,10 @@ def _converted(frame: av.VideoFrame, pixels: av.VideoFrame, rules: PictureRules,
     if layout is not None and swscale61.takes_scaled_path(*layout, frame.width, frame.height):
         bits, (step_x, _) = layout
         return swscale61.to_bgr(*_planes(pixels, *layout), bits, step_x, tag, full_range, pool)
-    progressive = _progressive(pixels) if layout is not None and layout[1][1] == 2 else pixels
+    if rules.paired_rows and converted_in_row_pairs(frame.format.name, frame.height):
+        progressive = _rows_paired(pixels)
+    else:
+        progressive = _progressive(pixels) if layout is not None and layout[1][1] == 2 else pixels
     return progressive.reformat(format="bgr24", src_colorspace=tag, src_color_range=_FULL_RANGE if full_range else 1,
                                 interpolation=_swscale_flags(rules)).to_ndarray()
 
@@ -126,6 +131,19 @@ def _progressive(frame: av.VideoFrame) -> av.VideoFrame:
     if not getattr(frame, "interlaced_frame", False):
         return frame
     return _copy_planes(frame, lambda plane, number: plane)
+
+
+def _rows_paired(frame: av.VideoFrame) -> av.VideoFrame:
+    """A copy of a 4:2:2 frame (not flagged interlaced) whose odd rows hold the chroma of the even row above
+    them: what FFmpeg 6.1's C converter shows, taking rows in pairs with the chroma stride doubled."""
+    def paired(plane: np.ndarray, number: int) -> np.ndarray:
+        if number == 0:
+            return plane
+        plane = plane.copy()
+        plane[1::2] = plane[:-1:2]
+        return plane
+
+    return _copy_planes(frame, paired)
 
 
 def _field_filtered(frame: av.VideoFrame) -> av.VideoFrame:
