@@ -45,5 +45,6 @@ def test_an_extra_face_counts_as_found_only_where_blazeface_sees_a_face(tmp_path
     frame[160:480, 0:256] = portrait
     face_box, grey_box = np.array([86.0, 221.0, 180.0, 344.0]), np.array([560.0, 221.0, 654.0, 344.0])  # MTCNN's box
     assert _confirmed(checker, [(7, frame)], [(7, face_box)]) == 1
+    assert type(_confirmed(checker, [(7, frame)], [(7, face_box)])) is int  # the bench writes it as JSON
     assert _confirmed(checker, [(7, frame)], [(7, grey_box)]) == 0
     assert _confirmed(checker, [(3, frame), (7, frame)], [(3, grey_box), (7, face_box), (7, grey_box)]) == 1

@@ -121,7 +121,7 @@ def _confirmed(checker: BlazeFaceChecker, frames: Iterable[tuple[int, np.ndarray
     confirmed = 0
     for index, frame in frames:
         for box, found in zip(by_frame.get(index, []), checker.find(frame, by_frame.get(index, []))):
-            confirmed += found is not None and overlaps(box, found.box[None])[0] > CONFIRM_OVERLAP
+            confirmed += bool(found is not None and overlaps(box, found.box[None])[0] > CONFIRM_OVERLAP)
     return confirmed
 
 
