@@ -1,8 +1,11 @@
-"""The tracking bench's measure of agreement with detection on every frame (a pure function)."""
+"""The tracking bench's measure of agreement with detection on every frame (a pure function), and its
+independent check of the faces only tracking reports (BlazeFace on a real photograph)."""
 
+import cv2
 import numpy as np
+import pytest
 
-from facecache.bench.tracking_bench import _agreement
+from facecache.bench.tracking_bench import _agreement, _confirmed
 from facecache.store.records import Face
 
 
@@ -16,10 +19,32 @@ def test_found_missed_late_extra_and_landmark_error():
     a, b = (0, 0), (500, 0)
     reference = [[face(*a), face(*b)], [face(*a), face(*b)], [face(*a), face(*b)], [face(*a)]]
     tracked = [[face(*a, shift=4.0)], [face(*a)], [face(*a), face(*b)], [face(*a), face(900, 0)]]
-    result = _agreement(reference, tracked)
+    result, extras = _agreement(reference, tracked)
     assert (result["face_frames"], result["found"], result["recall"]) == (7, 5, round(5 / 7, 4))
     assert result["frames_late"] == 2  # face b missed on frames 0 and 1
     assert result["extra_faces"] == 1  # the face at 900 that the reference does not have
+    assert len(extras) == 1 and extras[0][0] == 3 and np.array_equal(extras[0][1], [900, 0, 1000, 100])
     # key points 4 px off in x and y on one of five matches, eye distance 40: sqrt(32) / 40 / 5
     assert abs(result["landmark_error_mean"] - round(np.sqrt(32) / 40 / 5, 4)) < 1e-4
-    assert _agreement([[face(*a)]], [[face(*a)]])["frames_late"] == 0
+    assert _agreement([[face(*a)]], [[face(*a)]])[0]["frames_late"] == 0
+
+
+@pytest.mark.index  # the check pack's BlazeFace comes from the package index
+def test_an_extra_face_counts_as_found_only_where_blazeface_sees_a_face(tmp_path, portraits):
+    from facecache.analysis.blazeface import BlazeFaceChecker
+    from facecache.bench.quality_checks import CHECK_MODEL
+    from facecache.models.runtime import SessionFactory
+    from facecache.models.store import ModelStore
+
+    store = ModelStore(tmp_path / "models")
+    store.install(["check"])
+    checker = BlazeFaceChecker(store.session(SessionFactory("cpu"), store.model(CHECK_MODEL)), model=CHECK_MODEL)
+    # the portrait on a plain grey picture twice its size: the face, and a same-sized box on the grey
+    portrait = cv2.resize(portraits["grace_hopper"], (256, 320), interpolation=cv2.INTER_AREA)
+    frame = np.full((640, 768, 3), 128, np.uint8)
+    frame[160:480, 0:256] = portrait
+    face_box, grey_box = np.array([86.0, 221.0, 180.0, 344.0]), np.array([560.0, 221.0, 654.0, 344.0])  # MTCNN's box
+    assert _confirmed(checker, [(7, frame)], [(7, face_box)]) == 1
+    assert type(_confirmed(checker, [(7, frame)], [(7, face_box)])) is int  # the bench writes it as JSON
+    assert _confirmed(checker, [(7, frame)], [(7, grey_box)]) == 0
+    assert _confirmed(checker, [(3, frame), (7, frame)], [(3, grey_box), (7, face_box), (7, grey_box)]) == 1
