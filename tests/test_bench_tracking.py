@@ -25,8 +25,23 @@ def test_found_missed_late_extra_and_landmark_error():
     assert result["extra_faces"] == 1  # the face at 900 that the reference does not have
     assert len(extras) == 1 and extras[0][0] == 3 and np.array_equal(extras[0][1], [900, 0, 1000, 100])
     # key points 4 px off in x and y on one of five matches, eye distance 40: sqrt(32) / 40 / 5
-    assert abs(result["landmark_error_mean"] - round(np.sqrt(32) / 40 / 5, 4)) < 1e-4
+    assert abs(result["key_point_error_mean"] - round(np.sqrt(32) / 40 / 5, 4)) < 1e-4
+    assert result["landmarks_compared"] == 0  # faces without 68 landmarks: none to compare
     assert _agreement([[face(*a)]], [[face(*a)]])[0]["frames_late"] == 0
+
+
+def test_the_landmark_error_is_the_68_landmarks_where_both_faces_have_them():
+    def with_landmarks(x, shift=0.0):
+        found = face(x, 0)
+        found.landmarks68 = np.tile(found.kps5.mean(axis=0), (68, 1)).astype(np.float32) + shift
+        return found
+
+    reference = [[with_landmarks(0), face(500, 0)]]
+    tracked = [[with_landmarks(0, shift=2.0), face(500, 0)]]  # landmarks 2 px off in x and y; eye distance 40
+    result, _ = _agreement(reference, tracked)
+    assert result["landmarks_compared"] == 1  # the face without landmarks is not compared
+    assert abs(result["landmark_error_mean"] - round(np.sqrt(8) / 40, 4)) < 1e-4
+    assert result["key_point_error_mean"] == 0.0
 
 
 @pytest.mark.index  # the check pack's BlazeFace comes from the package index

