@@ -24,11 +24,11 @@ size, and Blender shows the overlay.
 
 from __future__ import annotations
 
-from . import shot_group
+from . import paths, shot_group
 
-# The proxy sizes the engine writes pictures for (`output_layout.PREVIEW_SIZES`), and the others.
-PICTURE_SIZES = ("build_100", "build_50")
-OTHER_SIZES = ("build_25", "build_75")
+# The proxy sizes the engine writes pictures for, and the others (Blender's sizes: 25, 50, 75, 100 %).
+PICTURE_SIZES = tuple(f"build_{size}" for size in paths.layout.PREVIEW_SIZES)
+OTHER_SIZES = tuple(f"build_{size}" for size in (25, 50, 75, 100) if size not in paths.layout.PREVIEW_SIZES)
 
 
 def applies(scene, original, swapped) -> bool:
