@@ -141,7 +141,7 @@ class Movie:
 
     @property
     def stream_tags(self) -> StreamTags:
-        """The stream's colour tags and pixel format, as its header gives them."""
+        """The stream's colour tags, pixel format and height, as its header gives them."""
         return _stream_tags(self._stream)
 
     @property
@@ -230,8 +230,8 @@ UNREADABLE = StreamTags(2, 2, "", 0)  # unspecified tags, no pixel format or siz
 
 
 def stream_tags(path: Path) -> StreamTags:
-    """The colour tags and pixel format of the movie's video stream, from its header (nothing decoded); UNREADABLE
-    when FFmpeg cannot read it (nothing of it can be analysed then, and its decoding says why)."""
+    """The colour tags, pixel format and height of the movie's video stream, from its header (nothing decoded);
+    UNREADABLE when FFmpeg cannot read it (nothing of it can be analysed then, and its decoding says why)."""
     av = import_av()
     try:
         with av.open(str(path)) as container:

@@ -37,9 +37,9 @@ def composited(frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]]
 def at_size(picture: np.ndarray, size: int) -> np.ndarray:
     """`picture` at the preview's proxy size `size` (percent), as large as Blender makes a strip's proxy there
     (proxy.cc: size x the image's side / 100, rounded down); averaged, where Blender's own builder samples."""
-    height, width = picture.shape[:2]
     if size == 100:
         return picture
+    height, width = picture.shape[:2]
     return cv2.resize(picture, (max(1, width * size // 100), max(1, height * size // 100)),
                       interpolation=cv2.INTER_AREA)
 
