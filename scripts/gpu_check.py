@@ -1,14 +1,18 @@
 """`./dev gpu-check`: the NVIDIA GPU path measured on an NVIDIA GPU, CPU and GPU side by side from one run.
 
 1. installs the NVIDIA runtime into a temporary folder (`facecache gpu install`: the real pinned wheels, about
-   2 GB, downloaded by pip from the index pip is set up for), and prints `facecache gpu status`;
-2. runs `facecache bench pipeline --json` with `--providers cpu` and with `--providers cuda`, and prints their
-   timings side by side with the ratio;
+   2 GB, downloaded by pip from the index pip is set up for), and prints `facecache gpu status`; with
+   `--installed-onnxruntime`, uses instead the onnxruntime-gpu this Python already imports, installed with
+   pip beside NVIDIA's library wheels (as on a CUDA machine image where nothing can be downloaded);
+2. runs `facecache bench pipeline --json` (its cold pass: the first analysis of new footage, tracking on,
+   with detection on every frame beside it) with `--providers cpu` and with `--providers cuda`, for each
+   `--faces`, and prints their timings side by side with the ratio;
 3. runs the quality bench's swap (`facecache bench quality`) with each, and prints the pixel difference
    between the CPU's and the GPU's pictures;
 4. exits 1 unless every model session of the CUDA run really ran on CUDA (ONNX Runtime's own answer).
 
-    ./dev gpu-check [--frames 33] [--size 1920x1080] [--runtime-dir DIR] [--keep]
+    ./dev gpu-check [--frames 33] [--size 1920x1080] [--faces 1,6] [--runtime-dir DIR | --installed-onnxruntime]
+                    [--json FILE] [--keep]
 """
 
 from __future__ import annotations
@@ -93,34 +97,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="1920x1080", help="the clip's WIDTHxHEIGHT (default 1920x1080)")
     parser.add_argument("--runtime-dir", type=Path, default=None, help="install here and keep it (default: a "
                                                                         "temporary folder, deleted at the end)")
+    parser.add_argument("--installed-onnxruntime", action="store_true",
+                        help="install nothing: use the onnxruntime-gpu this Python imports (pip-installed beside "
+                             "NVIDIA's library wheels)")
+    parser.add_argument("--faces", default="1,6", help="faces in the pipeline bench's clip, a run each (default 1,6)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the summary and both benches here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (runtime and pictures)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="facecache-gpu-check-"))
     env = {**os.environ, "FACECACHE_GPU_RUNTIME": str(args.runtime_dir or work / "gpu-runtime")}
     try:
-        install = facecache(env, "gpu", "install")
-        print(f"installed CUDA {install['cuda']} ({install['reason']}): {install['download_bytes'] / 1e9:.2f} GB "
-              f"downloaded, {install['disk_bytes'] / 1e9:.2f} GB on disk")
+        if args.installed_onnxruntime:
+            install = {"cuda": "", "reason": "the onnxruntime-gpu this Python imports; nothing installed"}
+        else:
+            install = facecache(env, "gpu", "install")
+            print(f"installed CUDA {install['cuda']} ({install['reason']}): {install['download_bytes'] / 1e9:.2f} "
+                  f"GB downloaded, {install['disk_bytes'] / 1e9:.2f} GB on disk")
         status = facecache(env, "gpu", "status", "--providers", "cuda")
         driver = status["driver"]
         print(f"driver {driver['version']}: " + ", ".join(f"{g['name']} ({g['compute_capability']})"
                                                           for g in driver["gpus"]))
         for name, state in status["providers"].items():
             print(f"  {name}: {state['usable']} ({state['reason']})")
-        bench = ["bench", "pipeline", "--frames", args.frames, "--size", args.size]
-        cpu, gpu = facecache(env, *bench, "--providers", "cpu"), facecache(env, *bench, "--providers", "cuda")
-        print("\n".join(side_by_side(cpu, gpu)))
+        pipelines = {}
+        for faces in args.faces.split(","):
+            bench = ["bench", "pipeline", "--frames", args.frames, "--size", args.size, "--faces", faces]
+            cpu, gpu = facecache(env, *bench, "--providers", "cpu"), facecache(env, *bench, "--providers", "cuda")
+            print(f"{faces} face(s) a frame, {args.size}, {args.frames} frames:")
+            print("\n".join(side_by_side(cpu, gpu)))
+            pipelines[faces] = {"cpu": cpu, "cuda": gpu}
         quality = {name: facecache(env, "bench", "quality", "--providers", name, "--out", str(work / f"quality-{name}"))
                    for name in ("cpu", "cuda")}
         differences = pixel_differences(work / "quality-cpu", work / "quality-cuda")
         for name, figures in differences.items():
             print(f"pixels {name}: {figures}")
         runs_on = gpu["machine"]["runs_on"]
-        print(json.dumps({"gpus": driver["gpus"], "driver": driver["version"], "cuda": install["cuda"],
-                          "cpu_runs_on": cpu["machine"]["runs_on"], "gpu_runs_on": runs_on, "pixels": differences,
-                          "quality": {name: {k: v for k, v in q.items() if isinstance(v, (int, float))}
-                                      for name, q in quality.items()}}, sort_keys=True))
-        if not cuda_ran(gpu):
+        summary = {"gpus": driver["gpus"], "driver": driver["version"], "cuda": install["cuda"] or status.get(
+                       "onnxruntime", {}).get("cuda", ""), "cpu_runs_on": cpu["machine"]["runs_on"],
+                   "gpu_runs_on": runs_on, "pixels": differences,
+                   "quality": {name: {k: v for k, v in q.items() if isinstance(v, (int, float))}
+                               for name, q in quality.items()}}
+        print(json.dumps(summary, sort_keys=True))
+        if args.json:
+            args.json.write_text(json.dumps({**summary, "status": status, "pipelines": pipelines}, indent=1))
+        if not all(cuda_ran(runs["cuda"]) for runs in pipelines.values()):
             print(f"gpu-check: CUDA did not really run: {runs_on}; "
                   f"{status['providers'].get(CUDA, {}).get('reason', '')}", file=sys.stderr)
             return 1

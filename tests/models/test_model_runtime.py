@@ -124,6 +124,8 @@ def test_tensorrt_chain_and_engine_cache_options(model_files, tmp_path):
     assert factory.session(a).get_providers() == [TENSORRT, CUDA, CPU]
     options = factory._provider_options((TENSORRT, CUDA, CPU))
     assert options[0]["trt_engine_cache_enable"] and options[0]["trt_engine_cache_path"] == str(tmp_path / "trt")
+    # the detector's input shapes change every frame: no exhaustive cuDNN search for each (docs/gpu.md)
+    assert options[1]["cudnn_conv_algo_search"] == "HEURISTIC"
 
 
 def test_cpu_setting_and_cpu_only_runtime_do_not_warn(model_files):
