@@ -63,3 +63,22 @@ def test_an_extra_face_counts_as_found_only_where_blazeface_sees_a_face(tmp_path
     assert type(_confirmed(checker, [(7, frame)], [(7, face_box)])) is int  # the bench writes it as JSON
     assert _confirmed(checker, [(7, frame)], [(7, grey_box)]) == 0
     assert _confirmed(checker, [(3, frame), (7, frame)], [(3, grey_box), (7, face_box), (7, grey_box)]) == 1
+
+
+@pytest.mark.index  # the check pack's BlazeFace and the group photo come from the package index
+def test_a_face_cut_by_a_third_at_the_frames_edge_is_confirmed(tmp_path):
+    from facecache.analysis.blazeface import BlazeFaceChecker
+    from facecache.bench.quality_checks import CHECK_MODEL
+    from facecache.bench.tracking_bench import _check_controls, _group_pan_frames
+    from facecache.models.runtime import SessionFactory
+    from facecache.models.store import ModelStore
+
+    store = ModelStore(tmp_path / "models")
+    store.install(["check"])
+    checker = BlazeFaceChecker(store.session(SessionFactory("cpu"), store.model(CHECK_MODEL)), model=CHECK_MODEL)
+    # the pan's frame 15: a woman at the left edge, a third of her box out of the picture (her box as tracking
+    # reported it); in windows of 2-3 times her box alone BlazeFace sees her too small and finds her neighbour
+    frame = next(f for i, f in enumerate(_group_pan_frames(48)) if i == 15)
+    her_box = np.array([-73.0, 201.0, 133.0, 535.0])
+    assert _confirmed(checker, [(15, frame)], [(15, her_box)]) == 1
+    assert _check_controls(checker, [(15, frame)], {15: [her_box]})["check_on_faces"] == [1, 1]

@@ -35,6 +35,10 @@ _LOGIT_CLIP = 100.0
 # Windows around a face, in its box's longer side: the face fills about half of the smallest, as in the
 # close-up pictures the model was made for.
 WINDOW_SCALES = (2.0, 2.5, 3.0)
+# Windows for telling whether a box holds a face at all (`holds_face`): from the box's own size up, so that a
+# face cut by the picture's edge, which fills what is left of its box, is seen too (in the larger windows
+# alone the model sees it too small).
+CONFIRM_SCALES = (1.0, 1.25, 1.5, 2.0)
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,32 @@ class BlazeFaceChecker:
         points move by a few pixels with its size); None where no window holds a face. One session run."""
         if not boxes:
             return []
+        matrices, raw, logits = self._run_windows(image, boxes, WINDOW_SCALES)
+        found = [self._nearest_middle(r, l, m) for r, l, m in zip(raw, logits, matrices)]
+        per_box = len(WINDOW_SCALES)
+        return [_averaged([f for f in found[i:i + per_box] if f is not None]) for i in range(0, len(found), per_box)]
+
+    def holds_face(self, image: np.ndarray, boxes: list[np.ndarray], overlap: float) -> list[bool]:
+        """For each (x1, y1, x2, y2) box of the BGR ``image``: whether BlazeFace finds a face (any detection over
+        MIN_SCORE, before blending) whose box overlaps it by more than ``overlap`` (intersection over union) in any window of CONFIRM_SCALES times the box's
+        longer side around its middle. One session run."""
+        if not boxes:
+            return []
+        matrices, raw, logits = self._run_windows(image, boxes, CONFIRM_SCALES)
+        held = []
+        for box, r, l, m in zip((b for b in boxes for _ in CONFIRM_SCALES), raw, logits, matrices):
+            keep = _scores(l) >= MIN_SCORE
+            found = _to_picture(decode(r)[0][keep].reshape(-1, 2), cv2.invertAffineTransform(m)).reshape(-1, 4)
+            held.append(bool(len(found)) and bool((overlaps(np.asarray(box, np.float64), found) > overlap).any()))
+        per_box = len(CONFIRM_SCALES)
+        return [any(held[i:i + per_box]) for i in range(0, len(held), per_box)]
+
+    def _run_windows(self, image: np.ndarray, boxes: list[np.ndarray], scales: tuple[float, ...]):
+        """The model run on windows of each of ``scales`` times each box's longer side around its middle, in that
+        order: (their matrices, regressors (N, 896, 16), logits (N, 896))."""
         image = check_bgr_frame(image)
         matrices = [window_matrix(((box[:2] + box[2:]) / 2), scale * float(max(box[2:] - box[:2])))
-                    for box in (np.asarray(b, np.float64).reshape(4) for b in boxes) for scale in WINDOW_SCALES]
+                    for box in (np.asarray(b, np.float64).reshape(4) for b in boxes) for scale in scales]
         crops = [cv2.warpAffine(image, m, (INPUT_SIZE, INPUT_SIZE), flags=cv2.INTER_AREA if m[0, 0] < 1 else
                                 cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT) for m in matrices]
         blob = np.stack(crops)[..., ::-1].transpose(0, 3, 1, 2).astype(np.float32) * np.float32(2 / 255) - 1
@@ -94,13 +121,11 @@ class BlazeFaceChecker:
         if raw.shape != (len(matrices), len(_ANCHORS), 4 + 2 * KEY_POINTS) or logits.size != len(matrices) * len(_ANCHORS):
             raise contract_error(self.model, f"expected regressors (N, {len(_ANCHORS)}, {4 + 2 * KEY_POINTS}) and one "
                                              f"logit per anchor, got {tuple(raw.shape)} and {tuple(logits.shape)}")
-        found = [self._nearest_middle(r, l, m) for r, l, m in zip(raw, logits.reshape(len(matrices), -1), matrices)]
-        per_box = len(WINDOW_SCALES)
-        return [_averaged([f for f in found[i:i + per_box] if f is not None]) for i in range(0, len(found), per_box)]
+        return matrices, raw, logits.reshape(len(matrices), -1)
 
     @staticmethod
     def _nearest_middle(raw: np.ndarray, logits: np.ndarray, matrix: np.ndarray) -> KeyPoints | None:
-        scores = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -_LOGIT_CLIP, _LOGIT_CLIP)))
+        scores = _scores(logits)
         keep = scores >= MIN_SCORE
         if not keep.any():
             return None
@@ -124,6 +149,10 @@ def decode(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     middle, half = centres + raw[:, :2], raw[:, 2:4] / 2
     points = centres[:, None, :] + raw[:, 4:].reshape(-1, KEY_POINTS, 2)
     return np.concatenate([middle - half, middle + half], axis=1), points
+
+
+def _scores(logits: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(np.asarray(logits, np.float64), -_LOGIT_CLIP, _LOGIT_CLIP)))
 
 
 def _averaged(found: list[KeyPoints]) -> KeyPoints | None:

