@@ -131,17 +131,18 @@ def main(argv: list[str] | None = None) -> int:
         differences = pixel_differences(work / "quality-cpu", work / "quality-cuda")
         for name, figures in differences.items():
             print(f"pixels {name}: {figures}")
-        runs_on = gpu["machine"]["runs_on"]
-        summary = {"gpus": driver["gpus"], "driver": driver["version"], "cuda": install["cuda"] or status.get(
-                       "onnxruntime", {}).get("cuda", ""), "cpu_runs_on": cpu["machine"]["runs_on"],
-                   "gpu_runs_on": runs_on, "pixels": differences,
-                   "quality": {name: {k: v for k, v in q.items() if isinstance(v, (int, float))}
-                               for name, q in quality.items()}}
+        runs_on = {faces: {name: run["machine"]["runs_on"] for name, run in runs.items()}
+                   for faces, runs in pipelines.items()}
+        summary = {"gpus": driver["gpus"], "driver": driver["version"],
+                   "cuda": install["cuda"] or status.get("onnxruntime", {}).get("cuda", ""), "runs_on": runs_on,
+                   "pixels": differences, "quality": {name: {k: v for k, v in q.items() if isinstance(v, (int, float))}
+                                                      for name, q in quality.items()}}
         print(json.dumps(summary, sort_keys=True))
         if args.json:
             args.json.write_text(json.dumps({**summary, "status": status, "pipelines": pipelines}, indent=1))
-        if not all(cuda_ran(runs["cuda"]) for runs in pipelines.values()):
-            print(f"gpu-check: CUDA did not really run: {runs_on}; "
+        not_on_cuda = {faces: ran["cuda"] for faces, ran in runs_on.items() if not cuda_ran(pipelines[faces]["cuda"])}
+        if not_on_cuda:
+            print(f"gpu-check: CUDA did not really run: {not_on_cuda}; "
                   f"{status['providers'].get(CUDA, {}).get('reason', '')}", file=sys.stderr)
             return 1
         print("gpu-check: every model session of the CUDA run ran on CUDA")

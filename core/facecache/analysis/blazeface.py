@@ -95,8 +95,8 @@ class BlazeFaceChecker:
 
     def holds_face(self, image: np.ndarray, boxes: list[np.ndarray], overlap: float) -> list[bool]:
         """For each (x1, y1, x2, y2) box of the BGR ``image``: whether BlazeFace finds a face (any detection over
-        MIN_SCORE, before blending) whose box overlaps it by more than ``overlap`` (intersection over union) in any window of CONFIRM_SCALES times the box's
-        longer side around its middle. One session run."""
+        MIN_SCORE, before blending) whose box overlaps it by more than ``overlap`` (intersection over union), in
+        any window of CONFIRM_SCALES times the box's longer side around its middle. One session run."""
         if not boxes:
             return []
         matrices, raw, logits = self._run_windows(image, boxes, CONFIRM_SCALES)
