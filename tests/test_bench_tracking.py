@@ -9,6 +9,19 @@ from facecache.bench.tracking_bench import _agreement, _confirmed
 from facecache.store.records import Face
 
 
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory):
+    """BlazeFace (the check pack's), as the bench asks it."""
+    from facecache.analysis.blazeface import BlazeFaceChecker
+    from facecache.bench.quality_checks import CHECK_MODEL
+    from facecache.models.runtime import SessionFactory
+    from facecache.models.store import ModelStore
+
+    store = ModelStore(tmp_path_factory.mktemp("models"))
+    store.install(["check"])
+    return BlazeFaceChecker(store.session(SessionFactory("cpu"), store.model(CHECK_MODEL)), model=CHECK_MODEL)
+
+
 def face(x, y, side=100, shift=0.0):
     kps = np.array([[x + 30, y + 40], [x + 70, y + 40], [x + 50, y + 60], [x + 35, y + 80], [x + 65, y + 80]],
                    np.float32) + shift
@@ -45,15 +58,7 @@ def test_the_landmark_error_is_the_68_landmarks_where_both_faces_have_them():
 
 
 @pytest.mark.index  # the check pack's BlazeFace comes from the package index
-def test_an_extra_face_counts_as_found_only_where_blazeface_sees_a_face(tmp_path, portraits):
-    from facecache.analysis.blazeface import BlazeFaceChecker
-    from facecache.bench.quality_checks import CHECK_MODEL
-    from facecache.models.runtime import SessionFactory
-    from facecache.models.store import ModelStore
-
-    store = ModelStore(tmp_path / "models")
-    store.install(["check"])
-    checker = BlazeFaceChecker(store.session(SessionFactory("cpu"), store.model(CHECK_MODEL)), model=CHECK_MODEL)
+def test_an_extra_face_counts_as_found_only_where_blazeface_sees_a_face(checker, portraits):
     # the portrait on a plain grey picture twice its size: the face, and a same-sized box on the grey
     portrait = cv2.resize(portraits["grace_hopper"], (256, 320), interpolation=cv2.INTER_AREA)
     frame = np.full((640, 768, 3), 128, np.uint8)
@@ -66,16 +71,9 @@ def test_an_extra_face_counts_as_found_only_where_blazeface_sees_a_face(tmp_path
 
 
 @pytest.mark.index  # the check pack's BlazeFace and the group photo come from the package index
-def test_a_face_cut_by_a_third_at_the_frames_edge_is_confirmed(tmp_path):
-    from facecache.analysis.blazeface import BlazeFaceChecker
-    from facecache.bench.quality_checks import CHECK_MODEL
+def test_a_face_cut_by_a_third_at_the_frames_edge_is_confirmed(checker):
     from facecache.bench.tracking_bench import _check_controls, _group_pan_frames
-    from facecache.models.runtime import SessionFactory
-    from facecache.models.store import ModelStore
 
-    store = ModelStore(tmp_path / "models")
-    store.install(["check"])
-    checker = BlazeFaceChecker(store.session(SessionFactory("cpu"), store.model(CHECK_MODEL)), model=CHECK_MODEL)
     # the pan's frame 15: a woman at the left edge, a third of her box out of the picture (her box as tracking
     # reported it); in windows of 2-3 times her box alone BlazeFace sees her too small and finds her neighbour
     frame = next(f for i, f in enumerate(_group_pan_frames(48)) if i == 15)

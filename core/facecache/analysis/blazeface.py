@@ -104,7 +104,7 @@ class BlazeFaceChecker:
         for box, r, l, m in zip((b for b in boxes for _ in CONFIRM_SCALES), raw, logits, matrices):
             keep = _scores(l) >= MIN_SCORE
             found = _to_picture(decode(r)[0][keep].reshape(-1, 2), cv2.invertAffineTransform(m)).reshape(-1, 4)
-            held.append(bool(len(found)) and bool((overlaps(np.asarray(box, np.float64), found) > overlap).any()))
+            held.append(bool((overlaps(np.asarray(box, np.float64), found) > overlap).any()))
         per_box = len(CONFIRM_SCALES)
         return [any(held[i:i + per_box]) for i in range(0, len(held), per_box)]
 

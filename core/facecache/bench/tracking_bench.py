@@ -109,9 +109,13 @@ def _compare(parts: Parts, models_dir, providers: str, clip: Path, work: Path, f
     agreement, extras = _agreement([r.record.faces for r in reference], [r.record.faces for r in tracked])
     extras = [(tracked[at].index, box) for at, box in extras]
     faces = {r.index: [np.asarray(f.box, np.float64) for f in r.record.faces] for r in reference}
-    with analyzer.open_reader(clip) as reader:  # the frames as the analysis decoded them
-        confirmed = _confirmed(checker, reader.frames(sorted({index for index, _ in extras})), extras)
-        controls = _check_controls(checker, reader.frames(sorted(faces)), faces)
+    confirmed, controls = 0, {"check_on_faces": [0, 0], "check_on_background": [0, 0]}
+    with analyzer.open_reader(clip) as reader:  # the frames as the analysis decoded them, each once
+        for index, frame in reader.frames(sorted(set(faces) | {index for index, _ in extras})):
+            confirmed += _confirmed(checker, [(index, frame)], extras)
+            for name, (held, asked) in _check_controls(checker, [(index, frame)], faces).items():
+                controls[name][0] += held
+                controls[name][1] += asked
     return {"frames": len(reference), "followed_frames": followed, **agreement,
             "extra_faces_confirmed": confirmed, "false_faces": agreement["extra_faces"] - confirmed, **controls,
             "every_frame_cpu_ms_per_frame": round(every_ms, 2), "tracking_cpu_ms_per_frame": round(tracked_ms, 2),
