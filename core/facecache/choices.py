@@ -81,6 +81,10 @@ RECOGNIZERS = (
 SWAPPERS = (
     SwapperChoice("classic", "Classic", "No model needed: warps the source face onto each target face",
                   uses_yaw_limit=True),
+    SwapperChoice("classic_eyes", "Classic, Eyes Follow",
+                  "The classic swap, its lids and gaze following the target's: blinks, lowered lids, glances "
+                  "(needs the iris model: facecache models install iris_landmark; slower per face)",
+                  uses_yaw_limit=True),
     SwapperChoice("inswapper_128", "InSwapper 128", "FaceFusion's inswapper_128 (needs a recognizer; non-commercial)"),
     SwapperChoice("inswapper_128_fp16", "InSwapper 128 fp16",
                   "Half-precision inswapper_128 (needs a recognizer; non-commercial)"),

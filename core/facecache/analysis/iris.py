@@ -1,7 +1,9 @@
-"""MediaPipe's iris landmark model as an independent eye check: how open each eye's lids are and where its
-iris sits. The swap never uses it (its eyes come from the face mesh's 68 points, which read lowered lids
-as open), so the quality bench reads each eye of the target and of the swapped face with it, in the same
-square around the target's eye, and compares.
+"""MediaPipe's iris landmark model: how open each eye's lids are and where its iris sits. The quality bench
+reads each eye of the target and of the swapped face with it, in the same square around the target's eye,
+and compares; the classic swap's eyes come from the face mesh's 68 points (which read lowered lids as open)
+and never from it, so for that swap it is an independent check. The `classic_eyes` swapper moves the
+source's lids and iris onto the target's as this model reads them (``swap.eye_follow``); for it, the bench's
+eye figures are the model's own agreement with itself, not an independent check.
 
 Contract of the converted graph (see the catalog's `iris_landmark`): input `input` (N, 3, 64, 64) float32
 RGB in 0..1 of a square around one eye, the image-right eye mirrored (the model knows the image-left eye);
@@ -27,6 +29,7 @@ import numpy as np
 from facecache.analysis.frames import check_bgr_frame
 from facecache.analysis.session import OnnxSession, contract_error, require_inputs, require_outputs, run_model
 
+IRIS_MODEL = "iris_landmark"  # its name in the model catalog
 INPUT_SIZE = 64
 CONTOUR_POINTS = 71
 IRIS_POINTS = 5
@@ -86,7 +89,7 @@ class IrisChecker:
     INPUT = "input"
     OUTPUTS = ("eye_contours", "iris")
 
-    def __init__(self, session: OnnxSession, *, model: str = "iris_landmark") -> None:
+    def __init__(self, session: OnnxSession, *, model: str = IRIS_MODEL) -> None:
         self._session = session
         self.model = model
         require_inputs(session, model, [self.INPUT])

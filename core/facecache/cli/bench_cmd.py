@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from facecache import choices
 from facecache.bench import cache_bench, decode_bench, movie_bench, pipeline_bench, quality_bench, tracking_bench
 from facecache.cli.common import add_command, print_json
 
@@ -37,7 +38,7 @@ def _run_quality(args: argparse.Namespace) -> dict:
     pairs = (quality_bench.held_out_pairs() if args.held_out else
              quality_bench.second_check_pairs() if args.second_check else None)
     return quality_bench.run(out_dir=args.out, models_dir=args.models_dir, providers=args.providers, pairs=pairs,
-                             say=say)
+                             swapper=args.swapper, say=say)
 
 
 def _run_decode(args: argparse.Namespace) -> dict:
@@ -91,6 +92,8 @@ def register(commands) -> None:
                                   "the bench shows holds on pictures it was not tuned on)")
     picture_set.add_argument("--second-check", action="store_true",
                              help="quality suite: a second set of eight other pairs instead of the bench's own")
+    parser.add_argument("--swapper", choices=choices.names(choices.SWAPPERS), default=choices.DEFAULTS["swapper"],
+                        help="quality suite: the swapper judged (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run_bench)
 

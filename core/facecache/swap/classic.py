@@ -41,6 +41,7 @@ from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine,
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
 from facecache.swap.edge_light import edge_lighting
+from facecache.swap.eye_follow import Eye, carried, follow_map
 from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, skin_likeness, skin_patch,
                                         thin_dark_lines, with_forehead)
 from facecache.swap.faces import face_kps5, face_landmarks68
@@ -103,6 +104,7 @@ class ClassicSource:
     outline: np.ndarray
     side: float  # the crop side at which the source face is one to one
     landmarks68: np.ndarray | None = None  # with them, the face is warped piecewise onto the target's
+    eyes: tuple[Eye, Eye] | None = None  # (image-left, image-right) as the iris model reads them, source pixels
 
 
 class ClassicSwapper:
@@ -115,8 +117,10 @@ class ClassicSwapper:
         """What changes this swapper's results (for cache keys)."""
         return {"swapper": "classic", "version": CLASSIC_VERSION, **asdict(self.settings)}
 
-    def prepare_source(self, image: np.ndarray, face) -> ClassicSource:
-        """Prepare the source face (a ``Face`` or ``Detection``: kps5, optional landmarks68) in ``image``."""
+    def prepare_source(self, image: np.ndarray, face, eyes: tuple[Eye, Eye] | None = None) -> ClassicSource:
+        """Prepare the source face (a ``Face`` or ``Detection``: kps5, optional landmarks68) in ``image``;
+        ``eyes``: its (image-left, image-right) eye as the iris model reads it (``swap.eye_follow``), for
+        swaps whose eyes follow the target's."""
         image = check_bgr_frame(image)
         kps5 = face_kps5(face, "source face")
         levels = [image]
@@ -130,7 +134,7 @@ class ClassicSwapper:
             if array is not None:
                 array.setflags(write=False)
         return ClassicSource(pyramid=tuple(levels), kps5=kps5, outline=points, side=self._side_of(kps5),
-                             landmarks68=landmarks68)
+                             landmarks68=landmarks68, eyes=eyes)
 
     def crop_side(self, target_kps5: np.ndarray, source: ClassicSource) -> int:
         """The crop side for a target face: its size in the frame, at most the source's own,
@@ -139,8 +143,11 @@ class ClassicSwapper:
         side = min(self._side_of(target_kps5), source.side)
         return int(min(max(math.ceil(side / _SIZE_STEP) * _SIZE_STEP, s.min_crop), s.max_crop))
 
-    def swap(self, frame: np.ndarray, target_face, source: ClassicSource) -> SwapResult:
-        """The swapped crop of ``target_face`` in ``frame``, with its matrix and feathered mask."""
+    def swap(self, frame: np.ndarray, target_face, source: ClassicSource,
+             target_eyes: tuple[Eye, Eye] | None = None) -> SwapResult:
+        """The swapped crop of ``target_face`` in ``frame``, with its matrix and feathered mask. With
+        ``target_eyes`` (its eyes as the iris model reads them, frame pixels) and the source's, and 68
+        landmarks on both faces, the source's lids and iris follow the target's (``swap.eye_follow``)."""
         frame = check_bgr_frame(frame)
         s = self.settings
         kps5 = face_kps5(target_face, "target face")
@@ -159,7 +166,9 @@ class ClassicSwapper:
             target_points = transform_points(target68, matrix)
             target_mesh = untangle(target_outline, size)
             source_mesh = with_forehead(transform_points(source.landmarks68, source_matrix))
-            crop, coverage = _warped_source(source, source_matrix, source_mesh, target_mesh, size)
+            follow = None if target_eyes is None or source.eyes is None else \
+                [(transform_points(lids, matrix), transform_points(iris, matrix)) for lids, iris in target_eyes]
+            crop, coverage = _warped_source(source, source_matrix, source_mesh, target_mesh, size, follow)
             jaw_to_brows = face_mask(target_points, size, feather)
             # Beyond the landmarks (forehead, temples, below the jaw) the swapped face goes where both
             # faces show skin (like their own cheeks): not the source's hair, cap, collar or
@@ -237,23 +246,53 @@ def _resample(pyramid: tuple[np.ndarray, ...], matrix: np.ndarray, size: int,
 
 
 def _warped_source(source: ClassicSource, source_matrix: np.ndarray, source_points: np.ndarray,
-                   target_mesh: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray | None]:
+                   target_mesh: np.ndarray, size: int,
+                   target_eyes: list[Eye] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """(the source warped piecewise onto ``target_mesh`` in a ``size`` crop, where it lies inside
     the source picture: ``_resample``). A source turned the other way from the target is read
     mirrored (``swap.far_side``), its 78 ``source_points`` (crop pixels) mirrored with it; within
-    the short range where that fades in, both readings are mixed."""
+    the short range where that fades in, both readings are mixed. With ``target_eyes`` (crop
+    pixels), the source's eyes are then moved onto them (``swap.eye_follow``)."""
     amount = flip_amount(source_points, target_mesh)
     crop = inside = None  # (None for ``inside``: all of it, as from ``_resample``)
     for weight, points, mirror in ((1.0 - amount, source_points, False), (amount, mirrored(source_points, size), True)):
         if weight <= 0.0:
             continue
-        map_x, map_y = piecewise_map(untangle(points, size), target_mesh, TRIANGLES, size)
+        points = untangle(points, size)
+        map_x, map_y = piecewise_map(points, target_mesh, TRIANGLES, size)
+        if target_eyes is not None:
+            map_x, map_y = _eyes_followed(map_x, map_y, _source_eyes(source, source_matrix, size, mirror),
+                                          points, target_mesh, target_eyes, size)
         if mirror:
             map_x = (size - 1.0) - map_x  # read back in the source's own (unmirrored) crop
         read, covered = _resample(source.pyramid, source_matrix, size, (map_x, map_y))
         crop = read if crop is None else cv2.addWeighted(crop, 1.0 - weight, read, weight, 0.0)
         inside = covered if inside is None else inside if covered is None else inside & covered
     return crop, inside
+
+
+def _source_eyes(source: ClassicSource, source_matrix: np.ndarray, size: int, mirror: bool) -> list[Eye]:
+    """The source's (image-left, image-right) eyes in its crop; mirrored, they trade places (the iris model
+    reads the image-right eye mirrored, so its points already run as a mirrored image-left eye's)."""
+    eyes = [(transform_points(lids, source_matrix), transform_points(iris, source_matrix)) for lids, iris in source.eyes]
+    if not mirror:
+        return eyes
+    flipped = [tuple(np.stack([(size - 1.0) - part.reshape(-1, 2)[:, 0], part.reshape(-1, 2)[:, 1]], axis=1)
+                     for part in eye) for eye in eyes]
+    return flipped[::-1]
+
+
+def _eyes_followed(map_x: np.ndarray, map_y: np.ndarray, source_eyes: list[Eye], source_mesh: np.ndarray,
+                   target_mesh: np.ndarray, target_eyes: list[Eye], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The piecewise warp's (map_x, map_y) composed with the local warp that moves the source's eyes (source
+    crop), where that warp carries them, onto ``target_eyes`` (``swap.eye_follow``)."""
+    carried_eyes = []
+    for lids, iris in source_eyes:
+        moved = carried(np.vstack([lids, np.reshape(iris, (1, 2))]), source_mesh, target_mesh, TRIANGLES, size)
+        carried_eyes.append((moved[:-1], moved[-1]))
+    follow_x, follow_y = follow_map(carried_eyes, target_eyes, size)
+    return (cv2.remap(map_x, follow_x, follow_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE),
+            cv2.remap(map_y, follow_x, follow_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE))
 
 
 def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, landmarks68: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from facecache import choices
+from facecache.analysis.iris import IRIS_MODEL, IrisChecker
 from facecache.errors import FaceCacheError
 from facecache.models.derived import EMAP
 from facecache.models.runtime import SessionFactory
@@ -109,6 +110,28 @@ def _bind_classic(name: str, sources: SourceSet, models: ModelStore, sessions: S
     return Binding({}, make)
 
 
+def _bind_classic_eyes(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory) -> Binding:
+    """The classic swap with the source's lids and iris moved onto the target's, both read by the iris model
+    around the eyes their 68 landmarks place (faces without them are swapped as by `classic`)."""
+    swapper = ClassicSwapper()
+    first = sources.faces[0]
+    model = models.model(IRIS_MODEL)  # ModelMissing names the install command
+
+    def make() -> Swap:
+        reader = IrisChecker(models.session(sessions, model))
+
+        def eyes(image: np.ndarray, face) -> tuple | None:
+            if getattr(face, "landmarks68", None) is None:
+                return None
+            left, right = reader.read(image, [face.landmarks68])[0]
+            return (left.lids, left.iris[0]), (right.lids, right.iris[0])
+
+        prepared = swapper.prepare_source(first.image, first.face, eyes(first.image, first.face))
+        return lambda frame, face: swapper.swap(frame, face, prepared, eyes(frame, face))
+
+    return Binding({IRIS_MODEL: model.digest}, make)
+
+
 def _bind_model(adapter: Callable[[object, ModelStore, str], object]):
     """The binder of a FaceFusion model swapper: ``adapter(session, models, name)`` makes it, and it swaps
     with the source set's ArcFace embedding."""
@@ -150,6 +173,8 @@ def _model_key(name: str) -> dict:
 SWAPPER_KINDS: dict[str, SwapperKind] = {
     "classic": SwapperKind(_bind_classic, lambda name: ClassicSwapper().describe(),
                            needs_source_embedding=False),
+    "classic_eyes": SwapperKind(_bind_classic_eyes, lambda name: {**ClassicSwapper().describe(), "eyes": "follow"},
+                                needs_source_embedding=False),
     "inswapper_128": SwapperKind(_bind_model(_inswapper), _model_key),
     "inswapper_128_fp16": SwapperKind(_bind_model(_inswapper), _model_key),
     "hyperswap_1a_256": SwapperKind(_bind_model(_hyperswap), _model_key),
