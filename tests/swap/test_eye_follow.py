@@ -1,0 +1,150 @@
+"""Eyes that follow the target (`swap.eye_follow`, the `classic_eyes` swapper): the local warp that moves the
+source's lids and iris onto the target's, on laid-out eyes; and on the real portraits, read by the iris model
+and the default analysis, the swapped face looking where the target looks."""
+
+import cv2
+import numpy as np
+import pytest
+
+from facecache.analysis.iris import IRIS_MODEL, IrisChecker
+from facecache.errors import FaceCacheError
+from facecache.models.runtime import SessionFactory
+from facecache.models.store import ModelStore
+from facecache.pipeline import Parts, Settings, build_analyzer, build_pipeline
+from facecache.swap.classic import ClassicSwapper
+from facecache.swap.composite import paste_back
+from facecache.swap.eye_follow import between_lids, carried, eye_frame, follow_map
+from facecache.swap.piecewise import TRIANGLES, layout_68
+from facecache.swap.face_region import with_forehead
+
+SIZE = 128
+
+
+def laid_out_eye(middle, width=30.0, opening=0.3, iris=(0.0, 0.0)):
+    """(lids, iris centre) of a level eye: lid points as the iris model orders them (0-8 the lower lid from
+    corner to corner, 9-15 the upper lid above 1-7); y grows downwards, so the upper lid has the smaller y."""
+    steps = np.arange(9) / 8.0
+    x = middle[0] + width * (steps - 0.5)
+    lower = np.stack([x, middle[1] + width * opening * 0.4 * np.sin(np.pi * steps)], axis=1)
+    upper = np.stack([x[1:8], middle[1] - width * opening * 0.6 * np.sin(np.pi * steps[1:8])], axis=1)
+    return np.vstack([lower, upper]), np.array(middle, np.float64) + width * np.array(iris)
+
+
+def test_an_eye_frame_runs_along_the_corners_and_up_to_the_upper_lid():
+    lids, _ = laid_out_eye((60.0, 50.0))
+    middle, along, up, width = eye_frame(lids)
+    assert np.allclose(middle, (60.0, 50.0)) and np.isclose(width, 30.0)
+    assert np.allclose(along, (1.0, 0.0)) and np.allclose(up, (0.0, -1.0))  # picture y grows downwards
+
+
+def test_an_iris_guessed_beyond_a_closed_lid_is_moved_between_the_lids():
+    lids, iris = laid_out_eye((60.0, 50.0), opening=0.02, iris=(0.1, -0.3))
+    inside = between_lids(lids, iris)
+    assert np.isclose(inside[0], iris[0])  # along the eye it stays
+    assert 50.0 - 30 * 0.02 * 0.6 - 1e-6 <= inside[1] <= 50.0 + 1e-6
+    open_lids, open_iris = laid_out_eye((60.0, 50.0), iris=(0.1, -0.05))
+    assert np.allclose(between_lids(open_lids, open_iris), open_iris)  # an iris between open lids stays
+
+
+def test_the_source_eye_lands_on_the_target_eye_and_nothing_beyond_the_ring_moves():
+    # The target looks to its left and lowers its lids; the source looks ahead with open eyes.
+    target = [laid_out_eye((40.0, 60.0), opening=0.12, iris=(0.15, 0.0)), laid_out_eye((88.0, 60.0), opening=0.12)]
+    source = [laid_out_eye((41.0, 58.0)), laid_out_eye((87.0, 59.0), iris=(-0.1, 0.02))]
+    map_x, map_y = follow_map(source, target, SIZE)
+    for (s_lids, s_iris), (t_lids, t_iris) in zip(source, target):
+        for found, wanted in ((t_iris, between_lids(s_lids, s_iris)), (t_lids[12], s_lids[12]), (t_lids[4], s_lids[4])):
+            x, y = np.round(found).astype(int)  # the map at a target point reads the source's matching point
+            assert np.hypot(map_x[y, x] - wanted[0], map_y[y, x] - wanted[1]) < 1.0
+    ys, xs = np.mgrid[0:SIZE, 0:SIZE]
+    far = (np.abs(ys - 60) > 0.6 * 30 + 2) | (xs < 40 - 0.9 * 30 - 2) | (xs > 88 + 0.9 * 30 + 2)
+    assert np.array_equal(map_x[far], xs[far]) and np.array_equal(map_y[far], ys[far])
+
+
+def test_points_are_carried_through_the_piecewise_warp_as_its_triangles_move_them():
+    from facecache.analysis.align import template_points
+
+    source = with_forehead(layout_68(template_points("arcface_128", SIZE)))
+    eyes = np.vstack([source[36:42].mean(axis=0), source[42:48].mean(axis=0), source[30]])
+    assert np.allclose(carried(eyes, source, source, TRIANGLES, SIZE), eyes)
+    moved = source + (2.0, -1.5)  # every face point moved; the crop's border points stay
+    assert np.allclose(carried(eyes, source, moved, TRIANGLES, SIZE), eyes + (2.0, -1.5))
+
+
+@pytest.fixture(scope="module")
+def reader(default_models_dir):
+    store = ModelStore(default_models_dir)
+    store.install(["check"])
+    return IrisChecker(store.session(SessionFactory("cpu"), store.model(IRIS_MODEL)))
+
+
+@pytest.fixture(scope="module")
+def faces(default_models_dir, portraits, tmp_path_factory):
+    settings = Settings(cache_dir=str(tmp_path_factory.mktemp("cache")), models_dir=str(default_models_dir),
+                        providers="cpu")
+    analyzer = build_analyzer(settings, Parts())
+    return {name: analyzer.analyze_frame(frame).faces[0] for name, frame in portraits.items()}
+
+
+def _eyes(reader, image, face):
+    return tuple((eye.lids, eye.iris[0]) for eye in reader.read(image, [face.landmarks68])[0])
+
+
+@pytest.mark.index
+@pytest.mark.parametrize("source, target", [("grace_hopper", "astronaut"), ("astronaut", "grace_hopper")])
+def test_the_swapped_eyes_look_where_the_target_looks(reader, faces, portraits, source, target):
+    swapper = ClassicSwapper()
+    image, face = portraits[target], faces[target]
+    plain = paste_back(image, [swapper.swap(image, face, swapper.prepare_source(portraits[source], faces[source]))])
+    prepared = swapper.prepare_source(portraits[source], faces[source], _eyes(reader, portraits[source], faces[source]))
+    followed = paste_back(image, [swapper.swap(image, face, prepared, _eyes(reader, image, face))])
+    original = reader.read(image, [face.landmarks68])[0]
+
+    def iris_shift(picture):  # in eye widths, the larger of the two eyes, read as the quality bench reads them
+        return max(float(np.linalg.norm(eye.iris[0] - was.iris[0])) / was.width
+                   for eye, was in zip(reader.read(picture, [face.landmarks68])[0], original))
+
+    def opening_change(picture):
+        return max(abs(eye.opening - was.opening) for eye, was in zip(reader.read(picture, [face.landmarks68])[0],
+                                                                     original))
+
+    # Measured: the iris 0.081 / 0.098 eye widths from the target's with the plain swap, 0.019 / 0.035
+    # followed; the lids' opening changed by 0.058 / 0.063 and 0.033 / 0.033.
+    assert iris_shift(plain) > 0.06 and iris_shift(followed) < 0.05
+    assert opening_change(followed) < opening_change(plain)
+    assert not np.array_equal(plain, followed)
+
+
+def test_the_classic_eyes_swapper_asks_for_the_iris_model_it_needs(tmp_path, models_dir, portrait_paths):
+    """A models folder without the iris model: the swap is refused in one line naming the install command."""
+    settings = Settings(cache_dir=str(tmp_path / "cache"), models_dir=str(models_dir), providers="cpu",
+                        swapper="classic_eyes", sources=(str(portrait_paths["grace_hopper"]),))
+    with pytest.raises(FaceCacheError, match="facecache models install iris_landmark"):
+        build_pipeline(settings, Parts()).swap_job()
+
+
+def test_without_68_landmarks_the_eyes_swapper_swaps_as_the_classic_one(tmp_path, swap_models_with_eyes,
+                                                                         portrait_paths):
+    """MTCNN alone finds no 68 points: no eye is read, and the pixels are the classic swap's."""
+    outputs = {}
+    for swapper in ("classic", "classic_eyes"):
+        settings = Settings(cache_dir=str(tmp_path / swapper), models_dir=str(swap_models_with_eyes),
+                            providers="cpu", swapper=swapper, sources=(str(portrait_paths["grace_hopper"]),))
+        out = tmp_path / f"out-{swapper}"
+        build_pipeline(settings, Parts()).swap_job().run(portrait_paths["astronaut"], out)
+        outputs[swapper] = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.rglob("*.png"))]
+    assert outputs["classic"] and len(outputs["classic"]) == len(outputs["classic_eyes"])
+    assert all(np.array_equal(a, b) for a, b in zip(outputs["classic"], outputs["classic_eyes"]))
+
+
+@pytest.fixture
+def swap_models_with_eyes(tmp_path, models_dir, default_models_dir):
+    """MTCNN and the iris model, nothing else."""
+    import shutil
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    ModelStore(default_models_dir).install(["check"])
+    for store, name in ((ModelStore(models_dir), "mtcnn"), (ModelStore(default_models_dir), IRIS_MODEL)):
+        for path in store.paths(name).values():
+            shutil.copy(path, folder / path.name)
+    return folder
