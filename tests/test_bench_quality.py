@@ -184,6 +184,16 @@ def test_the_held_out_pairs_and_the_second_check_are_not_the_benchs(monkeypatch)
         build_parser().parse_args(["bench", "quality", "--held-out", "--second-check"])
 
 
+def test_the_quality_bench_judges_the_swapper_it_is_given(monkeypatch):
+    asked = {}
+    monkeypatch.setattr(quality_bench, "run", lambda **kwargs: asked.update(kwargs) or {})
+    for flags, swapper in (([], "classic"), (["--swapper", "classic_eyes"], "classic_eyes")):
+        SUITES["quality"](build_parser().parse_args(["bench", "quality", *flags]))
+        assert asked["swapper"] == swapper
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "quality", "--swapper", "nope"])
+
+
 def test_the_worst_face_is_the_one_furthest_from_its_goals():
     good = {"landmark_shift": 0.03, "seam_worst": 1.1, "leftover_ratio": 1.0, "sharpness_ratio": 1.2}
     assert shortfall(good) < 1
@@ -310,8 +320,8 @@ def test_a_real_run_on_the_group_photo(tmp_path, default_models_dir, capsys):
                for face in result["per_face"])
     # the eye check (another model the swap does not use) reads both eyes of a face turned up to 30 degrees,
     # the nearer one of a face turned further; the woman at the front left looks down, and the swap gives her
-    # the source's open eyes (issue 38: not yet followed)
-    assert result["models"]["eye_check"] == "iris_landmark"
+    # the source's open eyes (the classic swap does not follow them; classic_eyes does: tests/swap/test_eye_follow.py)
+    assert result["models"]["eye_check"] == "iris_landmark" and result["eye_check_independent"]
     for face in result["per_face"]:
         assert len(face["eye_opening_target"]) == (2 if abs(face["yaw"]) <= 30 else 1)
         assert face["eye_opening_change"] is not None and face["iris_shift"] is not None

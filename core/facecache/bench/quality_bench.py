@@ -29,8 +29,9 @@ each measure is reported beside the mean:
                           found in the same windows around the target face, in the original's
                           eye distances; the worst face                       goal <= 0.12
   independent_lost        swapped faces where it finds a face on the original but none on the swap
-  eye_opening_change_worst  how far the swap moved the lids: each eye read by a model the swap does not
-                          use (MediaPipe's iris model, ``analysis.iris``) on the original and on the swapped
+  eye_opening_change_worst  how far the swap moved the lids: each eye read by a model the classic swap does
+                          not use (MediaPipe's iris model, ``analysis.iris``; classic_eyes moves the eyes by
+                          it, so for that swapper ``eye_check_independent`` is false) on the original and on the swapped
                           picture, in the same square around the target's eye; the change of the lids'
                           opening over the iris, in eye widths (a lowered lid given the source's open eye
                           shows here); the worst face                         goal <= 0.05
@@ -207,6 +208,7 @@ def run(out_dir: Path, models_dir: Path | None = None, providers: str = "auto", 
                   models={"landmarker": analyzer.models.settings.get("landmarker"),
                           "recognizer": analyzer.models.settings.get("recognizer"), "check": CHECK_MODEL,
                           "eye_check": EYE_MODEL},
+                  eye_check_independent=swapper != "classic_eyes",  # that swapper moves the eyes by the same model
                   out=str(out_dir), per_face=faces, **_write_sheets(out_dir, faces, rows))
     return result
 
