@@ -148,3 +148,69 @@ def swap_models_with_eyes(tmp_path, models_dir, default_models_dir):
         for path in store.paths(name).values():
             shutil.copy(path, folder / path.name)
     return folder
+
+
+@pytest.fixture(scope="module")
+def eyes_models(default_models_dir):
+    """The embedded default and the iris model."""
+    ModelStore(default_models_dir).install(["check"])
+    return default_models_dir
+
+
+def _eyes_job(cache, models, source):
+    settings = Settings(cache_dir=str(cache), models_dir=str(models), providers="cpu", swapper="classic_eyes",
+                        sources=(str(source),))
+    return build_pipeline(settings, Parts()).swap_job()
+
+
+def _pictures(folder):
+    return [cv2.imread(str(path), cv2.IMREAD_UNCHANGED) for path in sorted(folder.rglob("*.png"))]
+
+
+@pytest.mark.index
+def test_a_frames_eyes_are_read_once_whatever_the_source(tmp_path, eyes_models, portrait_paths):
+    from facecache.samples import sample_image
+
+    target = portrait_paths["grace_hopper"]
+    other_source = sample_image("portrait_112", portrait_paths["grace_hopper"].parent)
+    first = _eyes_job(tmp_path / "cache", eyes_models, portrait_paths["astronaut"])
+    first.run(target, tmp_path / "first")
+    assert (first.analyzer.inferences.eyes, first.analyzer.inferences.swap) == (1, 1)
+    # Another source: the target's eyes come from the cache (the source's own are read once, not counted).
+    second = _eyes_job(tmp_path / "cache", eyes_models, other_source)
+    second.run(target, tmp_path / "second")
+    assert (second.analyzer.inferences.eyes, second.analyzer.inferences.swap) == (0, 1)
+    assert second.eye_store.namespace_key == first.eye_store.namespace_key != second.store.namespace_key
+    # ...and they steer the swap exactly as a fresh reading does.
+    cold = _eyes_job(tmp_path / "cold-cache", eyes_models, other_source)
+    cold.run(target, tmp_path / "cold")
+    assert cold.analyzer.inferences.eyes == 1
+    second_pictures, cold_pictures = _pictures(tmp_path / "second"), _pictures(tmp_path / "cold")
+    assert second_pictures and len(second_pictures) == len(cold_pictures)
+    assert all(np.array_equal(a, b) for a, b in zip(second_pictures, cold_pictures))
+
+
+def test_eye_records_round_trip_and_a_damaged_pack_is_refused():
+    from facecache.errors import CorruptPack
+    from facecache.store.records import GroupRecords
+    from facecache.swap.eye_records import EYE_CODEC, EyeRecord, unread
+
+    group = GroupRecords()
+    eyes = unread(3)
+    eyes[1] = np.arange(68, dtype=np.float32).reshape(2, 17, 2)
+    group.records["a" * 32] = EyeRecord("a" * 32, eyes)
+    group.records["b" * 32] = EyeRecord("b" * 32, unread(0))
+    meta, arrays, entries = EYE_CODEC.encode(group)
+    back = EYE_CODEC.decode(meta, arrays)
+    assert entries == 2 and list(back.records) == list(group.records)
+    record = back.records["a" * 32]
+    assert not record.has(0) and record.has(1) and record.of_face(0) is None
+    lids, iris = record.of_face(1)[1]
+    assert np.array_equal(lids, eyes[1, 1, :16]) and np.array_equal(iris, eyes[1, 1, 16])
+    assert EYE_CODEC.richer(record, EyeRecord("a" * 32, unread(3)))
+    for damaged in ({**arrays, "eyes": arrays["eyes"][:2]}, {**arrays, "eyes": arrays["eyes"].astype(np.float64)},
+                    {**arrays, "eyes": np.full_like(arrays["eyes"], np.inf)}):
+        with pytest.raises(CorruptPack):
+            EYE_CODEC.decode(meta, damaged)
+    with pytest.raises(CorruptPack):
+        EYE_CODEC.decode({**meta, "records": [["not a digest", 3]]}, arrays)

@@ -50,13 +50,14 @@ class Inferences:
     landmark: int = 0
     embed: int = 0
     swap: int = 0
+    eyes: int = 0  # faces whose eyes the iris model read (the classic_eyes swapper: swap.eye_records)
 
     def as_dict(self, stages: Iterable[str] = ("detect", "landmark", "embed")) -> dict:
         return {stage: getattr(self, stage) for stage in stages}
 
     @property
     def total(self) -> int:
-        return self.detect + self.landmark + self.embed + self.swap
+        return self.detect + self.landmark + self.embed + self.swap + self.eyes
 
 
 @dataclass

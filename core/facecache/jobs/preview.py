@@ -95,6 +95,7 @@ class PreviewSession:
         if self._groups is not None:
             for group in self._groups:
                 group.flush()
+        self.job.flush_eyes()
         self.manifest.save()
 
     def close(self) -> None:

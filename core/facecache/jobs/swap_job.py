@@ -56,6 +56,7 @@ from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
 from facecache.swap import preview_frame
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
+from facecache.swap.eye_records import EYE_CODEC, EYE_READING, EyeRecord, unread
 from facecache.swap.factory import BoundSwapper
 from facecache.swap.result import SwapResult
 from facecache.swap.sources import SourceSet
@@ -144,6 +145,13 @@ class SwapJob:
         # to it later.
         self.claims = ClaimBook(analyzer.cache, claim_ttl)
         self.claim_poll_seconds = claim_poll_seconds
+        # The target's eyes, for a swapper they steer: read once a frame whatever the source, selection
+        # or blend (swap.eye_records), in the same groups as the analysis; one group open at a time.
+        self.eye_store = None if swapper.read_eyes is None else FrameStore(
+            analyzer.cache, Namespace(stage="eyes", models=dict(swapper.digests),
+                                      settings={"analysis": analyzer.namespace.key, "reading": EYE_READING}),
+            codec=EYE_CODEC)
+        self._eye_group = None
 
     def set_composite(self, composite: CompositeParams) -> None:
         """New blend settings for the outputs made from now on (a preview recomposites from the cache)."""
@@ -255,6 +263,7 @@ class SwapJob:
             failed = self._finish_writes(pending, seg.manifest, keep=0) or failed
             analysis.flush()
             swaps.flush()
+            self.flush_eyes()
             seg.manifest.save()
         if failed is not None:
             raise self._output_fault(failed, seg.folder)
@@ -332,7 +341,8 @@ class SwapJob:
         if cached is None:
             faces, turned = self.swapper.split_turned(self.selector.select(record.faces, record.width,
                                                                             record.height))
-            results = self._swap_faces(frame, faces, pool)
+            eyes = None if self.eye_store is None else self._target_eyes(swaps.key, record, frame, faces)
+            results = self._swap_faces(frame, faces, pool, eyes)
             self.analyzer.inferences.swap += len(faces)
             cached = SwapRecord(record.fingerprint, results, len(turned))
         self.report.faces_found += len(record.faces)
@@ -344,14 +354,39 @@ class SwapJob:
             swaps.put(cached, index)
         return cached.results
 
-    def _swap_faces(self, frame: np.ndarray, faces: list, pool: Executor | None) -> list:
-        def swap(face) -> SwapResult:
-            return quantise_mask(self.swapper.swap(frame, face))
+    def _swap_faces(self, frame: np.ndarray, faces: list, pool: Executor | None, eyes: list | None = None) -> list:
+        def swap(face_and_eyes) -> SwapResult:
+            return quantise_mask(self.swapper.swap(frame, *face_and_eyes))
 
-        if pool is None or len(faces) < 2:
-            return [swap(face) for face in faces]
-        first = swap(faces[0])  # builds the swapper, once, before threads share it
-        return [first, *pool.map(swap, faces[1:])]
+        work = list(zip(faces, eyes or [None] * len(faces)))
+        if pool is None or len(work) < 2:
+            return [swap(item) for item in work]
+        first = swap(work[0])  # builds the swapper, once, before threads share it
+        return [first, *pool.map(swap, work[1:])]
+
+    def _target_eyes(self, group: str, record, frame: np.ndarray, faces: list) -> list:
+        """Each of ``faces``' eyes (swap.eye_records.EyeRecord.of_face), read on ``frame`` only for the faces
+        whose reading is not cached yet."""
+        if self._eye_group is None or self._eye_group.key != group:
+            self.flush_eyes()
+            self._eye_group = self.eye_store.open_group(group)
+        numbers = [next(i for i, known in enumerate(record.faces) if known is face) for face in faces]
+        stored = self._eye_group.lookup(record.fingerprint)
+        if stored is None or len(stored.eyes) != len(record.faces):
+            stored = EyeRecord(record.fingerprint, unread(len(record.faces)))
+        missing = [n for n in numbers if not stored.has(n) and record.faces[n].landmarks68 is not None]
+        if missing:
+            eyes = stored.eyes.copy()
+            eyes[missing] = self.swapper.read_eyes(frame, [record.faces[n] for n in missing])
+            stored = EyeRecord(record.fingerprint, eyes)
+            self._eye_group.put(stored)
+            self.analyzer.inferences.eyes += len(missing)
+        return [stored.of_face(n) for n in numbers]
+
+    def flush_eyes(self) -> None:
+        """Store the eye readings made since the open group was read."""
+        if self._eye_group is not None:
+            self._eye_group.flush()
 
     def output_key(self, media_id: str, decoder_id: str, index: int, form: str) -> str:
         """What an output is made from: the media's content and frame index under its decoder

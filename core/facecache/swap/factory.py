@@ -10,6 +10,7 @@ colour transfer (applied by the composite).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -23,6 +24,7 @@ from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.swap.classic import ClassicSwapper
 from facecache.swap.composite import with_color_transfer
+from facecache.swap.eye_records import EyeRecord, read_eyes
 from facecache.swap.hyperswap import HyperswapSwapper
 from facecache.swap.inswapper import InswapperSwapper
 from facecache.swap.result import SwapResult
@@ -30,7 +32,8 @@ from facecache.swap.sources import SourceSet
 
 SWAPPER_RECOGNIZER = "arcface_w600k_r50"  # the identity space inswapper and hyperswap were trained on
 
-Swap = Callable[[np.ndarray, object], SwapResult]  # (frame, target face) -> the swapped face
+Swap = Callable[..., SwapResult]  # (frame, target face[, its eyes]) -> the swapped face
+EyeReader = Callable[[np.ndarray, list], np.ndarray]  # (frame, faces) -> their eyes (swap.eye_records.read_eyes)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Binding:
     its swap function when the first face needs it."""
     digests: dict[str, str]
     make: Callable[[], Swap]
+    read_eyes: EyeReader | None = None  # a swapper steered by the target's eyes: how they are read
 
 
 @dataclass(frozen=True)
@@ -61,17 +65,22 @@ class BoundSwapper:
     digests: dict[str, str]  # model file digests (cache key)
     _build: Callable[[], Swap]
     max_yaw: float | None = None  # faces turned further are left untouched (None: every face)
+    # The target's eyes, for a swapper they steer (`classic_eyes`): the swap job caches them per frame
+    # (swap.eye_records) and hands each face's to `swap`; without them the swapper reads them itself.
+    read_eyes: EyeReader | None = field(default=None, repr=False)
     _swap: Swap | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.describe = {**self.describe, "max_yaw": self.max_yaw}
 
-    def swap(self, frame: np.ndarray, target_face) -> SwapResult:
+    def swap(self, frame: np.ndarray, target_face, eyes=None) -> SwapResult:
         """The swapped face, with the transfer to the original face's colours fitted (the
-        composite applies it at its colour-match strength)."""
+        composite applies it at its colour-match strength); ``eyes``: the target face's, as `read_eyes`
+        read them (swap.eye_records.EyeRecord.of_face), for a swapper they steer."""
         if self._swap is None:
             self._swap = self._build()
-        return with_color_transfer(self._swap(frame, target_face), frame)
+        swapped = self._swap(frame, target_face) if eyes is None else self._swap(frame, target_face, eyes)
+        return with_color_transfer(swapped, frame)
 
     def split_turned(self, faces: list) -> tuple[list, list]:
         """(faces to swap, faces turned further than ``max_yaw`` by their cached pose)."""
@@ -96,7 +105,7 @@ def build_swapper(name: str, sources: SourceSet, models: ModelStore, sessions: S
     binding = kind.bind(name, sources, models, sessions)
     uses_yaw_limit = choices.choice(choices.SWAPPERS, name).uses_yaw_limit
     return BoundSwapper(name, kind.describe(name), binding.digests, binding.make,
-                        max_yaw if uses_yaw_limit else None)
+                        max_yaw if uses_yaw_limit else None, binding.read_eyes)
 
 
 def _bind_classic(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory) -> Binding:
@@ -117,19 +126,22 @@ def _bind_classic_eyes(name: str, sources: SourceSet, models: ModelStore, sessio
     first = sources.faces[0]
     model = models.model(IRIS_MODEL)  # ModelMissing names the install command
 
+    @functools.cache
+    def reader() -> IrisChecker:  # the model's session, made on the first reading
+        return IrisChecker(models.session(sessions, model))
+
+    def read(frame: np.ndarray, faces: list) -> np.ndarray:
+        return read_eyes(reader(), frame, faces)
+
+    def eyes_of(image: np.ndarray, face):
+        return EyeRecord("", read(image, [face])).of_face(0)
+
     def make() -> Swap:
-        reader = IrisChecker(models.session(sessions, model))
+        prepared = swapper.prepare_source(first.image, first.face, eyes_of(first.image, first.face))
+        return lambda frame, face, eyes=None: swapper.swap(frame, face, prepared,
+                                                           eyes_of(frame, face) if eyes is None else eyes)
 
-        def eyes(image: np.ndarray, face) -> tuple | None:
-            if getattr(face, "landmarks68", None) is None:
-                return None
-            left, right = reader.read(image, [face.landmarks68])[0]
-            return (left.lids, left.iris[0]), (right.lids, right.iris[0])
-
-        prepared = swapper.prepare_source(first.image, first.face, eyes(first.image, first.face))
-        return lambda frame, face: swapper.swap(frame, face, prepared, eyes(frame, face))
-
-    return Binding({IRIS_MODEL: model.digest}, make)
+    return Binding({IRIS_MODEL: model.digest}, make, read)
 
 
 def _bind_model(adapter: Callable[[object, ModelStore, str], object]):
