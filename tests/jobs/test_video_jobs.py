@@ -248,14 +248,14 @@ def test_the_faces_of_a_frame_swapped_side_by_side_give_the_same_outputs(tmp_pat
     original = SwapJob._swap_faces
     pooled = []
 
-    def noting_the_pool(self, frame, faces, pool):
+    def noting_the_pool(self, frame, faces, pool, *eyes):
         pooled.append(pool is not None and len(faces) > 1)
-        return original(self, frame, faces, pool)
+        return original(self, frame, faces, pool, *eyes)
 
     monkeypatch.setattr(SwapJob, "_swap_faces", noting_the_pool)
     side_by_side, outputs = run("pooled")
     assert pooled and all(pooled)  # every frame's faces went through the writer threads
-    monkeypatch.setattr(SwapJob, "_swap_faces", lambda self, frame, faces, pool: original(self, frame, faces, None))
+    monkeypatch.setattr(SwapJob, "_swap_faces", lambda self, frame, faces, pool, *eyes: original(self, frame, faces, None, *eyes))
     one_by_one, expected = run("serial")
     assert one_by_one.faces_swapped == side_by_side.faces_swapped
     assert outputs == expected and len(outputs) == 4
