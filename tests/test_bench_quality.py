@@ -7,7 +7,7 @@ import pytest
 
 from facecache.bench import quality_metrics as qm
 from facecache.bench import quality_bench
-from facecache.bench.quality_bench import (GOALS, Pair, default_pairs, held_out_pairs, run, second_check_pairs,
+from facecache.bench.quality_bench import (GOALS, Pair, default_pairs, eye_target_pairs, held_out_pairs, run, second_check_pairs,
                                            by_pose, shortfall, summarise)
 from facecache.bench.quality_pictures import rolled
 from facecache.cli import build_parser
@@ -177,11 +177,28 @@ def test_the_held_out_pairs_and_the_second_check_are_not_the_benchs(monkeypatch)
     assert Pair("obama2", "group", 720, roll=-15) in second  # a washed-out forehead beside orange hair
     asked = {}
     monkeypatch.setattr(quality_bench, "run", lambda **kwargs: asked.update(kwargs) or {})
-    for flags, pairs in ((["--held-out"], held_out_pairs()), (["--second-check"], second_check_pairs()), ([], None)):
+    for flags, pairs in ((["--held-out"], held_out_pairs()), (["--second-check"], second_check_pairs()),
+                         (["--eye-targets"], eye_target_pairs()), ([], None)):
         SUITES["quality"](build_parser().parse_args(["bench", "quality", *flags]))
         assert asked["pairs"] == pairs  # None: the bench's own
     with pytest.raises(SystemExit):  # one set at a time
         build_parser().parse_args(["bench", "quality", "--held-out", "--second-check"])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "quality", "--eye-targets", "--held-out"])
+    eyes = set(eye_target_pairs())
+    assert len(eyes) == 6 and not eyes & (bench | held_out | second)
+    assert {pair.target_frame for pair in eyes} == {12, 36, 300, 384, 444, 324}  # down, closed, aside, open
+
+
+@pytest.mark.index
+def test_an_eye_target_is_a_frame_of_the_clip_as_the_engine_decodes_it():
+    from facecache.bench.quality_pictures import target_picture
+
+    pair = Pair("obama", "eyes_clip", target_frame=36)
+    assert pair.label == "obama_on_eyes_clip_frame36"
+    picture = target_picture(pair)
+    assert picture.shape == (360, 640, 3) and picture.dtype == np.uint8
+    assert not np.array_equal(picture, target_picture(Pair("obama", "eyes_clip", target_frame=12)))
 
 
 def test_the_quality_bench_judges_the_swapper_it_is_given(monkeypatch):

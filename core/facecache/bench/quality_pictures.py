@@ -13,6 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from facecache.media.reader import MediaReader
 from facecache.samples import sample_image
 
 # The canvas around a rolled photograph: a flat mid grey, which no detector takes for a face.
@@ -26,17 +27,21 @@ class Pair:
     target_height: int | None = None  # resample the target picture to this height (None: as it is)
     roll: float = 0.0         # turn the target picture by this many degrees (counter-clockwise)
     source_roll: float = 0.0  # turn the source picture by this many degrees
+    target_frame: int | None = None  # the target is a movie sample: this frame of it, as the engine decodes it
 
     @property
     def label(self) -> str:
         source = self.source + (f"_rolled{self.source_roll:+g}" if self.source_roll else "")
-        target = self.target + (f"_{self.target_height}p" if self.target_height else "")
+        target = self.target + (f"_{self.target_height}p" if self.target_height else "") + (
+            f"_frame{self.target_frame}" if self.target_frame is not None else "")
         return f"{source}_on_{target}" + (f"_rolled{self.roll:+g}" if self.roll else "")
 
 
 def target_picture(pair: Pair) -> np.ndarray:
     """The target picture of ``pair`` (BGR), resampled and rolled as the pair says."""
-    return rolled(load(pair.target, pair.target_height), pair.roll)
+    picture = load(pair.target, pair.target_height) if pair.target_frame is None else movie_frame(pair.target,
+                                                                                                pair.target_frame)
+    return rolled(picture, pair.roll)
 
 
 def source_path(pair: Pair, folder: Path) -> Path:
@@ -60,6 +65,13 @@ def load(name: str, height: int | None = None) -> np.ndarray:
         image = cv2.resize(image, None, fx=scale, fy=scale,
                            interpolation=cv2.INTER_CUBIC if scale > 1 else cv2.INTER_AREA)
     return image
+
+
+def movie_frame(name: str, index: int) -> np.ndarray:
+    """Frame ``index`` of the movie sample ``name`` (BGR), as the engine decodes it for the newest Blender."""
+    with MediaReader(sample_image(name)) as reader:
+        ((_, frame),) = reader.frames([index])
+    return frame
 
 
 def rolled(image: np.ndarray, degrees: float) -> np.ndarray:

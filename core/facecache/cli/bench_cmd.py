@@ -36,7 +36,8 @@ def _run_cache(args: argparse.Namespace) -> dict:
 def _run_quality(args: argparse.Namespace) -> dict:
     say = (lambda message: print(f"bench quality: {message}", file=sys.stderr, flush=True))
     pairs = (quality_bench.held_out_pairs() if args.held_out else
-             quality_bench.second_check_pairs() if args.second_check else None)
+             quality_bench.second_check_pairs() if args.second_check else
+             quality_bench.eye_target_pairs() if args.eye_targets else None)
     return quality_bench.run(out_dir=args.out, models_dir=args.models_dir, providers=args.providers, pairs=pairs,
                              swapper=args.swapper, say=say)
 
@@ -92,6 +93,9 @@ def register(commands) -> None:
                                   "the bench shows holds on pictures it was not tuned on)")
     picture_set.add_argument("--second-check", action="store_true",
                              help="quality suite: a second set of eight other pairs instead of the bench's own")
+    picture_set.add_argument("--eye-targets", action="store_true",
+                             help="quality suite: targets that look down, close their eyes and look aside (frames "
+                                  "of a real clip) instead of the bench's own pairs")
     parser.add_argument("--swapper", choices=choices.names(choices.SWAPPERS), default=choices.DEFAULTS["swapper"],
                         help="quality suite: the swapper judged (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
