@@ -77,7 +77,7 @@ def test_hash_mismatch_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_unknown_sample_lists_the_known_names(tmp_path):
-    with pytest.raises(FaceCacheError, match="astronaut, biden, bigbuckbunny, bikes, carphone, grace_hopper, group, obama, obama2, obama3, portrait_112"):
+    with pytest.raises(FaceCacheError, match="astronaut, biden, bigbuckbunny, bikes, carphone, eyes_clip, grace_hopper, group, obama, obama2, obama3, portrait_112"):
         sample_image("mona_lisa", tmp_path)
 
 
