@@ -180,7 +180,7 @@ def test_a_frames_eyes_are_read_once_whatever_the_source(tmp_path, eyes_models, 
     second = _eyes_job(tmp_path / "cache", eyes_models, other_source)
     second.run(target, tmp_path / "second")
     assert (second.analyzer.inferences.eyes, second.analyzer.inferences.swap) == (0, 1)
-    assert second.eye_store.namespace_key == first.eye_store.namespace_key != second.store.namespace_key
+    assert second.eyes.store.namespace_key == first.eyes.store.namespace_key != second.store.namespace_key
     # ...and they steer the swap exactly as a fresh reading does.
     cold = _eyes_job(tmp_path / "cold-cache", eyes_models, other_source)
     cold.run(target, tmp_path / "cold")

@@ -56,7 +56,7 @@ from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
 from facecache.swap import preview_frame
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
-from facecache.swap.eye_records import EYE_CODEC, EYE_READING, EyeRecord, unread
+from facecache.swap.eye_records import TargetEyes
 from facecache.swap.factory import BoundSwapper
 from facecache.swap.result import SwapResult
 from facecache.swap.sources import SourceSet
@@ -146,12 +146,9 @@ class SwapJob:
         self.claims = ClaimBook(analyzer.cache, claim_ttl)
         self.claim_poll_seconds = claim_poll_seconds
         # The target's eyes, for a swapper they steer: read once a frame whatever the source, selection
-        # or blend (swap.eye_records), in the same groups as the analysis; one group open at a time.
-        self.eye_store = None if swapper.read_eyes is None else FrameStore(
-            analyzer.cache, Namespace(stage="eyes", models=dict(swapper.digests),
-                                      settings={"analysis": analyzer.namespace.key, "reading": EYE_READING}),
-            codec=EYE_CODEC)
-        self._eye_group = None
+        # or blend (swap.eye_records), in the same groups as the analysis.
+        self.eyes = None if swapper.read_eyes is None else TargetEyes(analyzer.cache, analyzer.namespace.key,
+                                                                     swapper.digests, swapper.read_eyes)
 
     def set_composite(self, composite: CompositeParams) -> None:
         """New blend settings for the outputs made from now on (a preview recomposites from the cache)."""
@@ -341,7 +338,7 @@ class SwapJob:
         if cached is None:
             faces, turned = self.swapper.split_turned(self.selector.select(record.faces, record.width,
                                                                             record.height))
-            eyes = None if self.eye_store is None else self._target_eyes(swaps.key, record, frame, faces)
+            eyes = None if self.eyes is None else self._target_eyes(swaps.key, record, frame, faces)
             results = self._swap_faces(frame, faces, pool, eyes)
             self.analyzer.inferences.swap += len(faces)
             cached = SwapRecord(record.fingerprint, results, len(turned))
@@ -365,28 +362,16 @@ class SwapJob:
         return [first, *pool.map(swap, work[1:])]
 
     def _target_eyes(self, group: str, record, frame: np.ndarray, faces: list) -> list:
-        """Each of ``faces``' eyes (swap.eye_records.EyeRecord.of_face), read on ``frame`` only for the faces
-        whose reading is not cached yet."""
-        if self._eye_group is None or self._eye_group.key != group:
-            self.flush_eyes()
-            self._eye_group = self.eye_store.open_group(group)
-        numbers = [next(i for i, known in enumerate(record.faces) if known is face) for face in faces]
-        stored = self._eye_group.lookup(record.fingerprint)
-        if stored is None or len(stored.eyes) != len(record.faces):
-            stored = EyeRecord(record.fingerprint, unread(len(record.faces)))
-        missing = [n for n in numbers if not stored.has(n) and record.faces[n].landmarks68 is not None]
-        if missing:
-            eyes = stored.eyes.copy()
-            eyes[missing] = self.swapper.read_eyes(frame, [record.faces[n] for n in missing])
-            stored = EyeRecord(record.fingerprint, eyes)
-            self._eye_group.put(stored)
-            self.analyzer.inferences.eyes += len(missing)
-        return [stored.of_face(n) for n in numbers]
+        """Each of ``faces``' eyes, from the cache or read now (counted as model runs)."""
+        reads = self.eyes.reads
+        found = self.eyes.of_faces(group, record, frame, faces)
+        self.analyzer.inferences.eyes += self.eyes.reads - reads
+        return found
 
     def flush_eyes(self) -> None:
-        """Store the eye readings made since the open group was read."""
-        if self._eye_group is not None:
-            self._eye_group.flush()
+        """Store the eye readings made since their group was read."""
+        if self.eyes is not None:
+            self.eyes.flush()
 
     def output_key(self, media_id: str, decoder_id: str, index: int, form: str) -> str:
         """What an output is made from: the media's content and frame index under its decoder

@@ -6,20 +6,26 @@ machine, against 2.4 ms for the warp they steer).
 A record holds one row per face of the frame's analysis record, in its order: (2, 17, 2) float32, the
 image-left then the image-right eye, 16 lid points then the iris centre, in frame pixels. A face not read
 (not selected yet, or without 68 landmarks to place the eyes) is NaN. In a pack: the rows of every record in
-one column, the face counts in another.
+one column, each record's fingerprint and face count in the pack's meta.
+
+    eyes = TargetEyes(cache, analyzer.namespace.key, swapper.digests, swapper.read_eyes)   # per swap job
+    faces_eyes = eyes.of_faces(group, record, frame, faces)   # cached, else read now; eyes.flush() stores them
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from facecache.analysis.iris import SQUARES, IrisChecker
 from facecache.errors import CorruptPack
 from facecache.fingerprint import is_digest
-from facecache.store.records import GroupRecords
+from facecache.store.cache import FaceCache
+from facecache.store.frame_store import FrameGroup, FrameStore
+from facecache.store.namespace import Namespace
+from facecache.store.records import FrameRecord, GroupRecords
 from facecache.swap.eye_follow import LID_POINTS, Eye
 
 EYE_RECORD_FORMAT = "eyes/1"
@@ -40,10 +46,14 @@ class EyeRecord:
 
     def of_face(self, number: int) -> tuple[Eye, Eye] | None:
         """(image-left, image-right) eye of face ``number``, each (lids, iris centre); None when not read."""
-        if not self.has(number):
-            return None
-        return tuple((eye[:LID_POINTS].astype(np.float64), eye[LID_POINTS].astype(np.float64))
-                     for eye in self.eyes[number])
+        return eyes_of_row(self.eyes[number])
+
+
+def eyes_of_row(row: np.ndarray) -> tuple[Eye, Eye] | None:
+    """One face's row as (image-left, image-right) eyes, each (lids, iris centre); None when not read."""
+    if not np.all(np.isfinite(row)):
+        return None
+    return tuple((eye[:LID_POINTS].astype(np.float64), eye[LID_POINTS].astype(np.float64)) for eye in row)
 
 
 def unread(faces: int) -> np.ndarray:
@@ -103,3 +113,41 @@ class EyeCodec:
 
 
 EYE_CODEC = EyeCodec()
+
+
+class TargetEyes:
+    """A swap job's cached eye readings: their namespace (the analysis namespace, the iris model's digest and
+    how it reads), one group open at a time (the analysis's groups: a job works segment by segment)."""
+
+    def __init__(self, cache: FaceCache, analysis_key: str, digests: dict[str, str],
+                 read: Callable[[np.ndarray, list], np.ndarray]):
+        namespace = Namespace(stage="eyes", models=dict(digests), settings={"analysis": analysis_key,
+                                                                            "reading": EYE_READING})
+        self.store = FrameStore(cache, namespace, codec=EYE_CODEC)
+        self.read = read  # (frame, faces) -> their rows, as read_eyes gives them
+        self.reads = 0  # faces whose eyes were read here (not served by the cache)
+        self._group: FrameGroup | None = None
+
+    def of_faces(self, group: str, record: FrameRecord, frame: np.ndarray, faces: list) -> list:
+        """Each of ``faces``' eyes (``eyes_of_row``; faces of ``record``), read on ``frame`` only for the faces
+        whose reading is not cached yet."""
+        if self._group is None or self._group.key != group:
+            self.flush()
+            self._group = self.store.open_group(group)
+        numbers = [next(i for i, known in enumerate(record.faces) if known is face) for face in faces]
+        stored = self._group.lookup(record.fingerprint)
+        if stored is None or len(stored.eyes) != len(record.faces):
+            stored = EyeRecord(record.fingerprint, unread(len(record.faces)))
+        missing = [n for n in numbers if not stored.has(n) and record.faces[n].landmarks68 is not None]
+        if missing:
+            rows = stored.eyes.copy()
+            rows[missing] = self.read(frame, [record.faces[n] for n in missing])
+            stored = EyeRecord(record.fingerprint, rows)
+            self._group.put(stored)
+            self.reads += len(missing)
+        return [stored.of_face(n) for n in numbers]
+
+    def flush(self) -> None:
+        """Store the readings made since the open group was read."""
+        if self._group is not None:
+            self._group.flush()

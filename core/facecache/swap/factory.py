@@ -24,7 +24,7 @@ from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.swap.classic import ClassicSwapper
 from facecache.swap.composite import with_color_transfer
-from facecache.swap.eye_records import EyeRecord, read_eyes
+from facecache.swap.eye_records import eyes_of_row, read_eyes
 from facecache.swap.hyperswap import HyperswapSwapper
 from facecache.swap.inswapper import InswapperSwapper
 from facecache.swap.result import SwapResult
@@ -76,7 +76,7 @@ class BoundSwapper:
     def swap(self, frame: np.ndarray, target_face, eyes=None) -> SwapResult:
         """The swapped face, with the transfer to the original face's colours fitted (the
         composite applies it at its colour-match strength); ``eyes``: the target face's, as `read_eyes`
-        read them (swap.eye_records.EyeRecord.of_face), for a swapper they steer."""
+        read them (swap.eye_records.eyes_of_row), for a swapper they steer."""
         if self._swap is None:
             self._swap = self._build()
         swapped = self._swap(frame, target_face) if eyes is None else self._swap(frame, target_face, eyes)
@@ -134,7 +134,7 @@ def _bind_classic_eyes(name: str, sources: SourceSet, models: ModelStore, sessio
         return read_eyes(reader(), frame, faces)
 
     def eyes_of(image: np.ndarray, face):
-        return EyeRecord("", read(image, [face])).of_face(0)
+        return eyes_of_row(read(image, [face])[0])
 
     def make() -> Swap:
         prepared = swapper.prepare_source(first.image, first.face, eyes_of(first.image, first.face))
