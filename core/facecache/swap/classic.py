@@ -41,7 +41,7 @@ from facecache.analysis.align import TEMPLATES, alignment_matrix, invert_affine,
 from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
 from facecache.swap.edge_light import edge_lighting
-from facecache.swap.eye_follow import Eye, carried, follow_map
+from facecache.swap.eye_follow import Eye, carried, follow_map, with_own_lids
 from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, skin_likeness, skin_patch,
                                         thin_dark_lines, with_forehead)
 from facecache.swap.faces import face_kps5, face_landmarks68
@@ -169,6 +169,8 @@ class ClassicSwapper:
             follow = None if target_eyes is None or source.eyes is None else \
                 [(transform_points(lids, matrix), transform_points(iris, matrix)) for lids, iris in target_eyes]
             crop, coverage = _warped_source(source, source_matrix, source_mesh, target_mesh, size, follow)
+            if follow is not None:  # the target's lowered or closed lids, in the swapped face's colours
+                crop = with_own_lids(crop, original, follow)
             jaw_to_brows = face_mask(target_points, size, feather)
             # Beyond the landmarks (forehead, temples, below the jaw) the swapped face goes where both
             # faces show skin (like their own cheeks): not the source's hair, cap, collar or

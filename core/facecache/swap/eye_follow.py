@@ -8,6 +8,11 @@ carried them, onto the target's own lids and iris centre. A ring of fixed points
 everything beyond it where the first warp put it. The two maps are composed, so the source is still resampled
 once.
 
+A warp can only squeeze the source's open eye into a lowered or closed lid, never close it: its lashes and
+crease still read as half open. So where the target's lids are lowered or closed, the swapped face takes the
+target's own eye (``kept_lids``) as detail on its own colours (``with_own_lids``): the lids' edges, the lashes
+and the crease are the target's, the skin's colour and light the swapped face's.
+
 An eye is given as (lids (16, 2), iris centre (2,)) in crop pixels: lid points 0-8 the lower lid from corner
 to corner, 9-15 the upper lid between the corners (9 + k over 1 + k), as the iris model gives them.
 
@@ -21,15 +26,36 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from facecache.analysis.iris import lid_opening
 from facecache.swap.piecewise import border_points, piecewise_map
 
 Eye = tuple[np.ndarray, np.ndarray]  # (lids (16, 2), iris centre (2,)), crop pixels
 
+# What the swap records of `classic_eyes` are keyed by, beyond the classic swap's settings: 2, the target's
+# lowered and closed lids kept (``kept_lids``).
+EYES_FOLLOW = "follow/2"
 LID_POINTS = 16
 _RING_POINTS = 16
 # The ring's half axes along and across the eye, in eye widths (corner to corner) from the middle of its
 # corners: beyond a wide open lid (about 0.2 above the middle) and short of the brows.
 _RING = (0.9, 0.6)
+# A target eye whose lids are open this much or less (``lid_opening``, eye widths) keeps all of its own eye,
+# one open this much or more none of it (a smoothstep between): the iris model reads open eyes 0.25-0.31
+# open, eyes looking down 0.16-0.17, closed ones 0.04-0.09 (the bench's eye targets and group photo).
+_KEPT_OPENING = (0.17, 0.22)
+# The target's own eye: an ellipse about its corners' middle, raised this far (eye widths) over the upper
+# lid's crease, with these half axes along and across the eye (short of the brows), whose outer share
+# _KEPT_FADE fades out.
+_KEPT_RAISE = 0.05
+_KEPT_AXES = (0.75, 0.4)
+_KEPT_FADE = 0.4
+# The target's eye is carried over as its difference from the skin around it (each face's colours around the
+# eye, spread into it by a blur of this many eye widths that leaves the kept eye out), added to the swapped
+# face's skin around it: the lids' edges, the lashes and the crease are the target's, the colour and light the
+# swapped face's (a pale target's lids in a dark source's face are no pale patches, and the source's own eye
+# leaves no shadow in them).
+_AROUND_SIGMA = 0.3
+_SMALL_SIGMA = 3.0
 
 
 def _canonical_eye() -> np.ndarray:
@@ -134,3 +160,64 @@ def carried(points: np.ndarray, source_mesh: np.ndarray, target_mesh: np.ndarray
         t = int(np.argmax(np.minimum(np.minimum(alpha, beta), gamma)))
         out.append(alpha[t] * target[t, 0] + beta[t] * target[t, 1] + gamma[t] * target[t, 2])
     return np.array(out)
+
+
+def kept_lids(target_eyes: list[Eye], size: int) -> np.ndarray:
+    """(size, size) float32 0..1: where the target keeps its own eye, because its lids are lowered or closed
+    (``_KEPT_OPENING``); zeros where every eye is open."""
+    kept = np.zeros((size, size), np.float32)
+    for lids, _ in target_eyes:
+        lids = np.asarray(lids, np.float64).reshape(LID_POINTS, 2)
+        t = float(np.clip((_KEPT_OPENING[1] - lid_opening(lids)) / (_KEPT_OPENING[1] - _KEPT_OPENING[0]), 0, 1))
+        if t <= 0.0:
+            continue
+        middle, along, up, width = eye_frame(lids)
+        middle = middle + _KEPT_RAISE * width * up
+        reach = _KEPT_AXES[0] * width
+        x0, y0 = (np.floor(middle - reach).astype(int)).clip(0, size)
+        x1, y1 = (np.ceil(middle + reach).astype(int) + 1).clip(0, size)
+        if x1 <= x0 or y1 <= y0:
+            continue
+        xs, ys = np.meshgrid(np.arange(x0, x1) - middle[0], np.arange(y0, y1) - middle[1])
+        u = (xs * along[0] + ys * along[1]) / (_KEPT_AXES[0] * width)
+        v = (xs * up[0] + ys * up[1]) / (_KEPT_AXES[1] * width)
+        inside = np.clip((1.0 - np.sqrt(u * u + v * v)) / _KEPT_FADE, 0.0, 1.0)
+        eye = (inside * inside * (3.0 - 2.0 * inside)) * (t * t * (3.0 - 2.0 * t))
+        np.maximum(kept[y0:y1, x0:x1], eye.astype(np.float32), out=kept[y0:y1, x0:x1])
+    return kept
+
+
+def with_own_lids(crop: np.ndarray, original: np.ndarray, target_eyes: list[Eye]) -> np.ndarray:
+    """``crop`` (the swapped face, BGR uint8) with the target's own lowered or closed eyes (``original``: the
+    target in the same crop) where ``kept_lids`` keeps them, in the crop's colours. A new image, or ``crop``
+    itself when every eye is open."""
+    kept = kept_lids(target_eyes, crop.shape[0])
+    rows, columns = np.nonzero(kept)
+    if len(rows) == 0:
+        return crop
+    width = float(np.mean([eye_frame(np.asarray(lids, np.float64).reshape(LID_POINTS, 2))[3]
+                           for lids, _ in target_eyes]))
+    sigma = max(1.0, _AROUND_SIGMA * width)
+    pad = int(np.ceil(3 * sigma))  # the blurs read this far around what changes
+    region = np.s_[max(0, rows.min() - pad):rows.max() + pad + 1, max(0, columns.min() - pad):columns.max() + pad + 1]
+    share = kept[region][..., None]
+    around = 1.0 - share
+    # The blurs are smooth: worked out on a copy shrunk to a blur of _SMALL_SIGMA pixels (at full size a
+    # 512-pixel crop's took 100 ms).
+    shrink = max(1.0, sigma / _SMALL_SIGMA)
+    full = (share.shape[1], share.shape[0])
+    small = (max(1, round(full[0] / shrink)), max(1, round(full[1] / shrink)))
+
+    def blurred(image: np.ndarray) -> np.ndarray:
+        image = cv2.resize(image, small, interpolation=cv2.INTER_AREA) if shrink > 1.0 else image
+        image = cv2.GaussianBlur(image, (0, 0), sigma / shrink)
+        return cv2.resize(image, full, interpolation=cv2.INTER_LINEAR) if shrink > 1.0 else image
+
+    # The target's eye on the swapped skin around it: target + (swapped - target) around the eye, spread into
+    # it (a blur of what lies around it, over the blur of its weights).
+    swapped = crop[region].astype(np.float32)
+    difference = swapped - original[region]
+    between = blurred(difference * around) / np.maximum(blurred(around)[..., None], 1e-3)
+    out = crop.copy()
+    out[region] = np.clip(swapped + share * (between - difference) + 0.5, 0, 255).astype(np.uint8)
+    return out

@@ -24,6 +24,7 @@ from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.swap.classic import ClassicSwapper
 from facecache.swap.composite import with_color_transfer
+from facecache.swap.eye_follow import EYES_FOLLOW
 from facecache.swap.eye_records import eyes_of_row, read_eyes
 from facecache.swap.hyperswap import HyperswapSwapper
 from facecache.swap.inswapper import InswapperSwapper
@@ -185,7 +186,7 @@ def _model_key(name: str) -> dict:
 SWAPPER_KINDS: dict[str, SwapperKind] = {
     "classic": SwapperKind(_bind_classic, lambda name: ClassicSwapper().describe(),
                            needs_source_embedding=False),
-    "classic_eyes": SwapperKind(_bind_classic_eyes, lambda name: {**ClassicSwapper().describe(), "eyes": "follow"},
+    "classic_eyes": SwapperKind(_bind_classic_eyes, lambda name: {**ClassicSwapper().describe(), "eyes": EYES_FOLLOW},
                                 needs_source_embedding=False),
     "inswapper_128": SwapperKind(_bind_model(_inswapper), _model_key),
     "inswapper_128_fp16": SwapperKind(_bind_model(_inswapper), _model_key),
