@@ -221,13 +221,13 @@ def _preview(job: Job) -> dict:
         session = job.engine.previews.session(job.settings, item[protocol.MEDIA], item[protocol.OUT],
                                               protocol.deinterlaced(item))
         swap_job = session.job
-        before_written, before_runs = swap_job.report.written, swap_job.analyzer.inferences.as_dict(STAGES)
+        before_written, before_runs = swap_job.report.written, swap_job.analyzer.inferences.runs(STAGES)
         for index in protocol.frame_range(item):
             outputs.append(str(session.render(index, job.settings.composite)))
             frames += 1
         written += swap_job.report.written - before_written
-        for stage, count in swap_job.analyzer.inferences.as_dict(STAGES).items():
-            runs[stage] += count - before_runs[stage]
+        for stage, count in swap_job.analyzer.inferences.runs(STAGES).items():
+            runs[stage] = runs.get(stage, 0) + count - before_runs.get(stage, 0)
     return {protocol.FRAMES: frames, protocol.WRITTEN: written, protocol.SKIPPED: frames - written,
             protocol.INFERENCES: runs, protocol.OUTPUTS: outputs, protocol.FACELESS: _faceless(job.items)}
 

@@ -291,7 +291,7 @@ class Pipeline:
         from facecache.jobs.run_summary import no_face_warning
 
         summary = {**report.as_dict(), protocol.CANCELLED: report.cancelled,
-                   protocol.INFERENCES: self.analyzer.inferences.as_dict(STAGES),
+                   protocol.INFERENCES: self.analyzer.inferences.runs(STAGES),
                    protocol.ANALYSIS_CACHE: self.analyzer.stats.as_dict()}
         summary.update(end_of_job(self.analyzer.cache))
         warning = no_face_warning(summary, targets)

@@ -8,6 +8,7 @@ import pytest
 
 from facecache.analysis.iris import IRIS_MODEL, IrisChecker
 from facecache.errors import FaceCacheError
+from facecache.jobs.run_summary import describe_run
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
 from facecache.pipeline import Parts, Settings, build_analyzer, build_pipeline
@@ -185,10 +186,14 @@ def eyes_models(default_models_dir):
     return default_models_dir
 
 
-def _eyes_job(cache, models, source):
+def _eyes_pipeline(cache, models, source):
     settings = Settings(cache_dir=str(cache), models_dir=str(models), providers="cpu", swapper="classic_eyes",
                         sources=(str(source),))
-    return build_pipeline(settings, Parts()).swap_job()
+    return build_pipeline(settings, Parts())
+
+
+def _eyes_job(cache, models, source):
+    return _eyes_pipeline(cache, models, source).swap_job()
 
 
 def _pictures(folder):
@@ -201,13 +206,17 @@ def test_a_frames_eyes_are_read_once_whatever_the_source(tmp_path, eyes_models, 
 
     target = portrait_paths["grace_hopper"]
     other_source = sample_image("portrait_112", portrait_paths["grace_hopper"].parent)
-    first = _eyes_job(tmp_path / "cache", eyes_models, portrait_paths["astronaut"])
-    first.run(target, tmp_path / "first")
+    pipeline = _eyes_pipeline(tmp_path / "cache", eyes_models, portrait_paths["astronaut"])
+    first = pipeline.swap_job()
+    report = first.run(target, tmp_path / "first")
     assert (first.analyzer.inferences.eyes, first.analyzer.inferences.swap) == (1, 1)
+    assert describe_run(pipeline.summary(report, "x")).endswith("embed 0, swap 1, eyes 1")  # the summary line
     # Another source: the target's eyes come from the cache (the source's own are read once, not counted).
-    second = _eyes_job(tmp_path / "cache", eyes_models, other_source)
-    second.run(target, tmp_path / "second")
+    pipeline = _eyes_pipeline(tmp_path / "cache", eyes_models, other_source)
+    second = pipeline.swap_job()
+    report = second.run(target, tmp_path / "second")
     assert (second.analyzer.inferences.eyes, second.analyzer.inferences.swap) == (0, 1)
+    assert describe_run(pipeline.summary(report, "x")).endswith("embed 0, swap 1")
     assert second.eyes.store.namespace_key == first.eyes.store.namespace_key != second.store.namespace_key
     # ...and they steer the swap exactly as a fresh reading does.
     cold = _eyes_job(tmp_path / "cold-cache", eyes_models, other_source)

@@ -55,6 +55,10 @@ class Inferences:
     def as_dict(self, stages: Iterable[str] = ("detect", "landmark", "embed")) -> dict:
         return {stage: getattr(self, stage) for stage in stages}
 
+    def runs(self, stages: Iterable[str]) -> dict:
+        """``as_dict(stages)``, and the eyes read where any were (a run's summary: "model runs")."""
+        return {**self.as_dict(stages), **({"eyes": self.eyes} if self.eyes else {})}
+
     @property
     def total(self) -> int:
         return self.detect + self.landmark + self.embed + self.swap + self.eyes
