@@ -43,7 +43,7 @@ _RING = (0.9, 0.6)
 # one open this much or more none of it (a smoothstep between): the iris model reads open eyes 0.25-0.31
 # open, eyes looking down 0.16-0.17, closed ones 0.04-0.09 (the bench's eye targets and group photo).
 _KEPT_OPENING = (0.17, 0.22)
-# The target's own eye: an ellipse about its corners' middle, raised this far (eye widths) over the upper
+# The target's own eye: an ellipse about its corners' middle, raised this far (eye widths) towards the upper
 # lid's crease, with these half axes along and across the eye (short of the brows), whose outer share
 # _KEPT_FADE fades out.
 _KEPT_RAISE = 0.05
