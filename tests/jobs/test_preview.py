@@ -29,8 +29,8 @@ def test_preview_renders_the_same_frames_as_a_job_and_reuses_everything(tmp_path
 
     job = make_job(tmp_path, models_dir, portrait_paths["grace_hopper"], CompositeParams(mask_blur=0.6))
     reads = []
-    real = MediaReader._video_frame
-    monkeypatch.setattr(MediaReader, "_video_frame", lambda self, i: reads.append(i) or real(self, i))
+    real = MediaReader._decoded
+    monkeypatch.setattr(MediaReader, "_decoded", lambda self, i: reads.append(i) or real(self, i))
     with PreviewSession(job, clip, tmp_path / "preview") as session:
         for index in range(60, 66):
             session.render(index)

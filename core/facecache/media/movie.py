@@ -156,13 +156,23 @@ class Movie:
     def picture(self, position: int) -> np.ndarray | None:
         """The BGR picture of strip frame `position`; None when the stream ends before it (truncated: Blender
         would repeat the last frame; the engine says so instead)."""
+        frame = self.shown_frame(position)
+        return None if frame is None else self.converted(frame)
+
+    def shown_frame(self, position: int) -> av.VideoFrame | None:
+        """The decoded frame Blender shows at strip frame `position`, before its conversion; None when the
+        stream ends before it."""
         target, frame = self.frame(position)
         if frame is None or (self._ended and target >= _pts(frame) + (frame.duration or self._steps_per_frame)):
             return None
         if self.deinterlace and filters_fields(frame.format.name, frame.width, frame.height):
             # Blender's field filter reads the frame it decoded last (movie_read.cc hands it pFrame), even
             # where the clock shows the one before it (a variable frame rate): so does the engine
-            frame = self._recent or frame
+            return self._recent or frame
+        return frame
+
+    def converted(self, frame: av.VideoFrame) -> np.ndarray:
+        """A frame of `shown_frame` as Blender's BGR picture (on any thread: it reads no decoding state)."""
         if self._decodes_ahead:  # FFmpeg's frame threads decode on meanwhile: one core converts
             return to_bgr(frame, self.rules, None, self.deinterlace)
         if self._pool is None:  # the frame is decoded while this thread waits: both cores convert

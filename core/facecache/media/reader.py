@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -31,6 +32,7 @@ from facecache.media.deinterlace import rows_filtered
 from facecache.media.image_size import MAX_PIXELS, UnknownImage, image_size
 from facecache.media.movie import MediaError, Movie
 from facecache.media.picture_rules import NEWEST, PictureRules, StreamTags
+from facecache.media.read_ahead import ReadAhead, Stopped
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 # The decoder of stills and image sequences: part of their frames' cache keys.
@@ -88,6 +90,8 @@ class MediaReader:
         self._first: np.ndarray | None = None
         self._movie: Movie | None = None
         self._sequence: list[Path] | None = None
+        self._reading: set[ReadAhead] = set()  # frames being decoded ahead of their callers
+        self._movie_lock = threading.Lock()  # the movie decodes on one thread at a time
         self.decoder_id = STILL_DECODER_ID + (DEINTERLACED if deinterlace else "")
         if self.path.is_dir():
             self._open_sequence()
@@ -122,24 +126,58 @@ class MediaReader:
         self._movie = movie
         self.decoder_id = decoder_id_for(self.path, self.rules, lambda: movie.stream_tags, self.deinterlace)
         # Frames are decoded when asked for: a run whose outputs are all made from the cache decodes none.
-        self.info = MediaInfo(self.path, movie.frame_count, float(movie.fps), False, lambda: movie.size)
+        self.info = MediaInfo(self.path, movie.frame_count, float(movie.fps), False, self._movie_size)
+
+    def _movie_size(self) -> tuple[int, int]:
+        with self._movie_lock:  # a rotated movie's size decodes its first frame
+            return self._movie.size
 
     def frames(self, indices: Iterable[int]) -> Iterator[tuple[int, np.ndarray]]:
-        """Yield (index, frame) for ascending indices; stops early at a truncated end."""
-        for index in indices:
-            if not 0 <= index < self.info.frame_count:
-                raise MediaError(f"frame {index} is outside {self.path} (0-{self.info.frame_count - 1})")
-            if self._still is not None:
-                yield index, self._still
-            elif self._sequence is not None:
-                yield index, self._first if index == 0 else self._read_still(self._sequence[index])
-            else:
-                frame = self._video_frame(index)
-                if frame is None:
-                    raise MediaError(f"{self.path} ends at frame {index} although it declares "
-                                     f"{self.info.frame_count} frames: the file is truncated or damaged; "
-                                     "frames before it are done, re-export the file for the rest")
-                yield index, frame
+        """Yield (index, frame) for ascending indices; stops early at a truncated end. Where several frames of a
+        movie or an image sequence are asked for, the next ones are decoded on a thread of their own meanwhile
+        (read_ahead), and a movie's are converted to Blender's picture here."""
+        indices = list(indices)
+        if self._still is not None or len(indices) < 2:
+            yield from ((index, self._picture(index, self._decoded(index))) for index in indices)
+            return
+        ahead = ReadAhead(self._decoded, indices)
+        self._reading.add(ahead)
+        try:
+            for index, decoded in ahead:
+                yield index, self._picture(index, decoded)
+        except Stopped:
+            raise self._closed() from None
+        finally:
+            self._reading.discard(ahead)
+
+    def _decoded(self, index: int):
+        """Frame `index` decoded: a still's picture, or a movie's frame before its conversion (None past a
+        truncated end)."""
+        if not 0 <= index < self.info.frame_count:
+            raise MediaError(f"frame {index} is outside {self.path} (0-{self.info.frame_count - 1})")
+        if self._still is not None:
+            return self._still
+        if self._sequence is not None:
+            return self._first if index == 0 else self._read_still(self._sequence[index])
+        with self._movie_lock:
+            if self._movie is None:
+                raise self._closed()
+            return self._movie.shown_frame(index)
+
+    def _picture(self, index: int, decoded) -> np.ndarray:
+        """A frame of `_decoded` as the picture Blender shows."""
+        if isinstance(decoded, np.ndarray):  # a still's or an image sequence's
+            return decoded
+        if decoded is None:
+            raise MediaError(f"{self.path} ends at frame {index} although it declares "
+                             f"{self.info.frame_count} frames: the file is truncated or damaged; "
+                             "frames before it are done, re-export the file for the rest")
+        if self._movie is None:
+            raise self._closed()
+        return self._movie.converted(decoded)
+
+    def _closed(self) -> MediaError:
+        return MediaError(f"{self.path} was closed while its frames were read")
 
     def _read_still(self, path: Path) -> np.ndarray:
         """An image as Blender's image strip shows it: with the Deinterlace option, IMB_filtery's rows
@@ -158,10 +196,9 @@ class MediaReader:
         return (f"{self.path.name} has a variable frame rate: its {recorded} recorded frames fill {shown} frames "
                 f"at {self.info.fps:g} fps, some shown twice or skipped, as Blender shows them; one output each")
 
-    def _video_frame(self, index: int) -> np.ndarray | None:
-        return self._movie.picture(index)
-
     def close(self) -> None:
+        for ahead in list(self._reading):  # their threads may be decoding from the movie
+            ahead.stop()
         if self._movie is not None:
             self._movie.close()
             self._movie = None
