@@ -39,6 +39,7 @@ _UNTANGLE_KEEP = 0.7
 _UNTANGLE_STEPS = 24
 # Triangles this small on the frontal layout (a closed mouth's inner lips) have no orientation to keep.
 _FLAT_AREA = 1e-3
+_IDENTITY = np.array([[[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]])  # an affine map's rows for x, y and 1
 
 
 def layout_68(kps5: np.ndarray, mouth_open: float = 0.0) -> np.ndarray:
@@ -132,16 +133,18 @@ def piecewise_map(source: np.ndarray, target: np.ndarray, triangles: np.ndarray,
     ly = (f2 * e1[:, 0:1] - f1 * e2[:, 0:1]) * inv_det[:, None]   # L's column for y
     offset = s[:, 0] - lx * d[:, 0, 0:1] - ly * d[:, 0, 1:2]
     affine = np.stack([lx, ly, offset], axis=1)  # (T, 3, 2): rows for x, y and 1
-    ids = np.full((size, size), -1, np.int32)
-    fixed = np.round(dst[triangles] * 16).astype(np.int32)  # every triangle's corners, 4 fractional bits
+    # One entry more, past the triangles: the identity, for the pixels no triangle covers. Each of the six
+    # coefficients is looked up per pixel from its own row (one contiguous take: a third of the time of
+    # gathering (size, size, 3, 2) and reading it strided).
+    coefficients = np.concatenate([affine, _IDENTITY]).astype(np.float32).reshape(-1, 6).T.copy()  # (6, T + 1)
+    ids = np.full((size, size), len(triangles), np.int32)
+    fixed = np.round(d * 16).astype(np.int32)  # every triangle's corners, 4 fractional bits
     for number in np.nonzero(usable)[0].tolist():
         cv2.fillConvexPoly(ids, fixed[number], number, lineType=cv2.LINE_8, shift=4)
-    ys, xs = np.mgrid[0:size, 0:size].astype(np.float32)
-    coefficients = affine.astype(np.float32)[np.maximum(ids, 0)]  # (size, size, 3, 2)
-    map_x = xs * coefficients[..., 0, 0] + ys * coefficients[..., 1, 0] + coefficients[..., 2, 0]
-    map_y = xs * coefficients[..., 0, 1] + ys * coefficients[..., 1, 1] + coefficients[..., 2, 1]
-    uncovered = ids < 0
-    map_x[uncovered], map_y[uncovered] = xs[uncovered], ys[uncovered]
+    per_pixel = np.take(coefficients, ids, axis=1)  # (6, size, size): x's, y's and 1's terms, map_x's then map_y's
+    xs, ys = np.arange(size, dtype=np.float32)[None, :], np.arange(size, dtype=np.float32)[:, None]
+    map_x = xs * per_pixel[0] + ys * per_pixel[2] + per_pixel[4]
+    map_y = xs * per_pixel[1] + ys * per_pixel[3] + per_pixel[5]
     return map_x, map_y
 
 
