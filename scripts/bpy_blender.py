@@ -26,6 +26,7 @@ stderr, and whoever runs it sets up what the preferences would have (tests/blend
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import traceback
 
@@ -62,8 +63,7 @@ def run_python(code: str, filename: str, exit_code: int) -> None:
     except BaseException:  # noqa: BLE001 - Blender prints any Python error and goes on, or exits
         traceback.print_exc()
         if exit_code:
-            sys.stdout.flush()
-            os._exit(exit_code)  # Blender exits at once, without running the remaining arguments
+            exit_now(exit_code)  # Blender exits at once, without running the remaining arguments
 
 
 def main(argv: list[str]) -> int:
@@ -119,12 +119,22 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def exit_now(status: int) -> None:
+    """End as Blender's own exit does: without the interpreter's teardown of the module, but with the
+    session's temporary folder (blender_XXXXXX) removed, which os._exit alone would leave behind."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    bpy = sys.modules.get("bpy")
+    if bpy is not None and bpy.app.tempdir:
+        shutil.rmtree(bpy.app.tempdir, ignore_errors=True)
+    os._exit(status)
+
+
 if __name__ == "__main__":
     try:
         status = main(sys.argv[1:])
     except Refused as exc:
         print(f"bpy_blender.py: {exc}", file=sys.stderr)
         status = 2
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)  # as Blender's own exit: no interpreter teardown of the module
+    exit_now(status)
+

@@ -44,6 +44,9 @@ def run_inside_blender(site_packages: str, pytest_args: list[str]) -> None:
     status = int(pytest.main(pytest_args))
     sys.stdout.flush()
     sys.stderr.flush()
+    import bpy
+
+    shutil.rmtree(bpy.app.tempdir, ignore_errors=True)  # what Blender's exit removes and os._exit would not
     os._exit(status)  # Blender's own exit would turn any status into --python-exit-code's 1, or 0
 
 

@@ -48,6 +48,7 @@ def pytest_unconfigure(config):
     if module is not None and tuple(module.app.version[:2]) == (4, 2) and EXIT_STATUS in config.stash:
         if _own_resources:
             shutil.rmtree(_own_resources, ignore_errors=True)  # os._exit skips atexit: 300 MB a run otherwise
+        shutil.rmtree(module.app.tempdir, ignore_errors=True)  # and Blender's exit, which removes this
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(config.stash[EXIT_STATUS])

@@ -13,6 +13,7 @@ $BLENDER_USER_RESOURCES (the caller's temporary folder).
 
 import json
 import os
+import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -68,5 +69,6 @@ if __name__ == "__main__":
 
     main(script_arguments()[0])
     # The bpy 4.2 module crashes while Python shuts down once an add-on with property callbacks was enabled
-    # (tests/blender/conftest.py); every answer is printed, so end here.
+    # (tests/blender/conftest.py); every answer is printed, so end here, with what Blender's exit removes.
+    shutil.rmtree(bpy.app.tempdir, ignore_errors=True)
     os._exit(0)

@@ -25,7 +25,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import pytest
 
 from blender_helpers import ROOT
-from farm_helpers import blender_exe, farm_demo, make_demo_project, model_runs, swapped_outputs  # noqa: F401
+from farm_helpers import (blender_exe, farm_demo, make_demo_project, model_runs, run_blender,  # noqa: F401
+                          swapped_outputs)
 
 pytestmark = [pytest.mark.blender, pytest.mark.index, pytest.mark.blender_binary]
 
@@ -114,6 +115,20 @@ def test_a_failing_chunk_fails_the_run(bpy, farm_demo, blender_exe, tmp_path):
     assert run.returncode != 0
     assert "no source face set" in run.stdout
     assert len(chunks_run(run.stdout)) == 1  # the session stops at the failed task
+
+
+@pytest.mark.parametrize("failing", [False, True])
+def test_the_stand_in_leaves_no_temporary_folder_behind(bpy, blender_exe, failing):
+    """Blender makes a folder of its own in the system's temporary folder for each session and removes it when
+    it exits: so does the stand-in, whose os._exit would skip that (hundreds left behind by one test run)."""
+    if bpy.app.binary_path:
+        pytest.skip("the tests run in a Blender binary, which is its own render node: no stand-in")
+    code = "import bpy; print('TEMP=' + bpy.app.tempdir, flush=True)" + ("; raise ValueError('a broken script')"
+                                                                         if failing else "")
+    run = run_blender(blender_exe, "-b", "--python-exit-code", "1", "--python-expr", code)
+    assert run.returncode == (1 if failing else 0), run.stderr
+    folder = Path(re.search(r"TEMP=(.+)", run.stdout).group(1).strip())
+    assert folder.name.startswith("blender_") and not folder.exists()
 
 
 @pytest.fixture
