@@ -245,8 +245,10 @@ def _into_range(lightness: np.ndarray, chroma: np.ndarray, change: np.ndarray) -
     # Each pixel's candidates are one row of 8: every one goes through OpenCV's vector code alike.
     trials = np.empty((len(lightness), 2 * steps, 3), np.float32)
     trials[..., 0] = lightness[:, None]
-    trials[:, :steps, 1:] = chroma[:, None, :] + shares[None, :, None] * change[:, None, :]  # less change
-    trials[:, steps:, 1:] = shares[None, :, None] * chroma[:, None, :]                     # less own chroma
+    for step, share in enumerate(shares):  # written in place, share by share: no (N, steps, 2) temporaries
+        np.multiply(change, share, out=trials[:, step, 1:])
+        trials[:, step, 1:] += chroma                                # less change
+        np.multiply(chroma, share, out=trials[:, steps + step, 1:])  # less own chroma
     converted = cv2.cvtColor(trials, cv2.COLOR_Lab2BGR)
     # Strictly between the limits: inRange's bounds are inclusive, so the next float32 inwards.
     fits = cv2.inRange(converted.reshape(-1, 1, 3), (_LOW_IN,) * 3, (_HIGH_IN,) * 3).reshape(trials.shape[:2])
