@@ -73,18 +73,19 @@ def _shrink(image: np.ndarray) -> np.ndarray:
                       interpolation=cv2.INTER_AREA)
 
 
-def _slopes(lightness: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """(across, down): the slopes of the least-squares plane through ``lightness`` (weighted), per
-    side of the image; zero where the weights span no area."""
-    height, width = lightness.shape
+def _slopes(weights: np.ndarray, *lightnesses: np.ndarray) -> list[np.ndarray]:
+    """For each of ``lightnesses``: (across, down), the slopes of the least-squares plane through it
+    (weighted), per side of the image; zero where the weights span no area. The weights' own sums are
+    worked out once for all of them."""
+    height, width = weights.shape
     u, v = np.meshgrid((np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height)
     total = float(weights.sum())
     centred = [axis - float((weights * axis).sum()) / total for axis in (u, v)]
     spread = np.array([[(weights * a * b).sum() for b in centred] for a in centred])
-    along = np.array([(weights * a * lightness).sum() for a in centred])
     if abs(np.linalg.det(spread)) < 1e-9 * total * total:
-        return np.zeros(2)
-    return np.linalg.solve(spread, along)
+        return [np.zeros(2) for _ in lightnesses]
+    return [np.linalg.solve(spread, np.array([(weights * a * lightness).sum() for a in centred]))
+            for lightness in lightnesses]
 
 
 def _weighted_stats(lab: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +127,8 @@ class ColorTransfer:
         gain = np.where(std_src > 1e-6, std_ref / np.maximum(std_src, 1e-6), 1.0)
         gain = np.clip(gain, 1.0 / MAX_GAIN, MAX_GAIN)
         # The gain scales the crop's lighting, its slopes too: what remains to reach the target's.
-        slopes = _slopes(lab_ref[..., 0], small_weights) - gain[0] * _slopes(lab_src[..., 0], small_weights)
+        ref_slopes, src_slopes = _slopes(small_weights, lab_ref[..., 0], lab_src[..., 0])
+        slopes = ref_slopes - gain[0] * src_slopes
         height, width = small_weights.shape
         u, v = (np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height
         total = float(small_weights.sum())
