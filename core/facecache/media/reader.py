@@ -199,9 +199,10 @@ class MediaReader:
     def close(self) -> None:
         for ahead in list(self._reading):  # their threads may be decoding from the movie
             ahead.stop()
-        if self._movie is not None:
-            self._movie.close()
-            self._movie = None
+        with self._movie_lock:
+            if self._movie is not None:
+                self._movie.close()
+                self._movie = None
 
     def __enter__(self) -> "MediaReader":
         return self
