@@ -137,4 +137,3 @@ if __name__ == "__main__":
         print(f"bpy_blender.py: {exc}", file=sys.stderr)
         status = 2
     exit_now(status)
-
