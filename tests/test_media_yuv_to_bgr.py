@@ -66,3 +66,33 @@ def test_a_picture_shown_through_a_colour_space_is_the_same_in_blocks(monkeypatc
     monkeypatch.setattr(yuv_to_bgr, "_BLOCK_BYTES", frame.width * frame.height * 3 * 4)
     assert yuv_to_bgr._block_rows(frame.width, 2) >= frame.height
     assert np.array_equal(blocks, yuv_to_bgr.to_bgr(frame, RULES["blender-5"]))
+
+
+@pytest.mark.parametrize("pix_fmt, bits, step_x, step_y", LAYOUTS)
+def test_a_picture_converted_in_some_rows_is_the_whole_picture_there_and_zero_elsewhere(pix_fmt, bits, step_x, step_y):
+    """A warm swap's frame (`rows`): spans that overlap, start on an odd row, reach past either edge or lie
+    outside the picture; each given row is the whole conversion's, every other row 0 or, where a chroma row
+    spans two rows, the whole conversion's too."""
+    frame = random_frame(pix_fmt, bits, 202, 1001, seed=bits + step_x)
+    whole = yuv_to_bgr.to_bgr(frame, RULES["blender-5"])
+    rows = [(-40, 31), (301, 650), (600, 700), (977, 1200), (1500, 1600)]
+    part = yuv_to_bgr.to_bgr(frame, RULES["blender-5"], rows=rows)
+    given = np.zeros(frame.height, bool)
+    for top, bottom in rows:
+        given[max(top, 0):bottom] = True
+    assert np.array_equal(part[given], whole[given])
+    converted = (part != 0).any(axis=(1, 2))
+    assert not converted[~given].sum() > 2 * (step_y - 1) * len(rows)  # at most a chroma row's neighbours
+    assert np.array_equal(part[converted], whole[converted])
+
+
+def test_a_turned_or_deinterlaced_picture_is_converted_whole_whatever_rows_are_asked_for(monkeypatch):
+    """Rows of the shown picture are columns of a turned frame's, and deinterlacing reads the rows around
+    each row: both convert the whole picture."""
+    frame = random_frame("yuv420p", 8, 64, 48, seed=3)
+    assert (yuv_to_bgr.to_bgr(frame, RULES["blender-5"], rows=[(0, 4)]) == 0).all(axis=(1, 2)).any()
+    assert np.array_equal(yuv_to_bgr.to_bgr(frame, RULES["blender-5"], deinterlace=True, rows=[(0, 4)]),
+                          yuv_to_bgr.to_bgr(frame, RULES["blender-5"], deinterlace=True))
+    monkeypatch.setattr(yuv_to_bgr, "quarter_turns", lambda frame, rules: 90)  # a phone's display matrix
+    assert np.array_equal(yuv_to_bgr.to_bgr(frame, RULES["blender-5"], rows=[(0, 4)]),
+                          yuv_to_bgr.to_bgr(frame, RULES["blender-5"]))

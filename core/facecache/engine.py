@@ -252,7 +252,7 @@ def _analysed(analyzer, items: list[dict]) -> dict:
 def _outputs(items: list[dict]) -> dict:
     """{"swapped": {picture: sorted media frames whose output file exists}, "faceless": {picture: those
     of them written without a face (one transparent pixel)}} over the items' ranges."""
-    from facecache.jobs.swap_job import existing_outputs
+    from facecache.jobs.found_outputs import existing_outputs
 
     swapped = _by_picture(items, lambda item: existing_outputs(item[protocol.MEDIA], item[protocol.OUT],
                                                              protocol.frame_range(item)))
@@ -263,7 +263,7 @@ def _faceless(items: list[dict], existing: dict | None = None) -> dict:
     """{picture: sorted frames written without a face} over the items' ranges: of the `existing`
     outputs ({picture: frames}), or, without them, of every frame asked (a preview's, just written:
     no folder is listed on the slider's path)."""
-    from facecache.jobs.swap_job import faceless_outputs
+    from facecache.jobs.found_outputs import faceless_outputs
 
     def frames_of(item: dict) -> list[int]:
         wanted = protocol.frame_range(item)

@@ -127,7 +127,8 @@ def test_video_frames_are_cached_and_a_warm_run_decodes_nothing(tmp_path, models
     from facecache.media.reader import MediaReader
     decoded = []
     real_frames = MediaReader.frames
-    monkeypatch.setattr(MediaReader, "frames", lambda self, idx: (decoded.extend(list(idx)) or real_frames(self, [])))
+    monkeypatch.setattr(MediaReader, "frames",
+                        lambda self, idx, rows=None: (decoded.extend(list(idx)) or real_frames(self, [])))
     second = analyzer(tmp_path / "c", models_dir)
     again = second.analyze_media(clip, frames=range(10, 70))
     assert decoded == [] and second.inferences.total == 0

@@ -42,7 +42,7 @@ def test_a_clips_existing_outputs_are_those_in_a_folder_it_owns(tmp_path):
     """`existing_outputs` lists the frames in range found in the clip's folder when the folder's marker names
     this clip (as `claim` tells it: by path or content digest) or no clip; none when it names another clip or
     cannot be read. Only names count: no file is opened."""
-    from facecache.jobs.swap_job import existing_outputs
+    from facecache.jobs.found_outputs import existing_outputs
 
     out, clip = tmp_path / "out", tmp_path / "A" / "C0001.MP4"
     folder = out / "C0001"
@@ -63,7 +63,7 @@ def test_a_clip_named_after_a_device_gets_its_own_folder_and_marker(tmp_path, po
     """`CON.mp4`, made on a Mac or a render node, is swapped into `CON_/` (a folder Windows can open),
     which its clip marker says is its own: another clip whose name becomes `CON_` is refused there, with
     an --out suggestion that is portable too."""
-    from facecache.jobs.swap_job import existing_outputs
+    from facecache.jobs.found_outputs import existing_outputs
     from facecache.media.sample_clip import write_sample_clip
     from facecache.pipeline import Settings, build_pipeline
 

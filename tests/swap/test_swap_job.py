@@ -3,6 +3,7 @@ classic swapper on real portraits: each kind of change pays only for its stage."
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from facecache import output_layout
 from facecache.analysis.analyzer import FaceAnalyzer
 from facecache.analysis.factory import build_model_set
 from facecache.analysis.selection import Selector
-from facecache.jobs.swap_job import SwapJob, faceless_outputs
+from facecache.jobs.found_outputs import faceless_outputs
+from facecache.jobs.swap_job import SwapJob
 from facecache.media.reader import MediaReader
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
@@ -242,11 +244,11 @@ def test_a_blend_change_composes_cached_faces_without_decoding(tmp_path, models_
     writer.release()
     decoded, read = [], MediaReader.frames
 
-    def counted(reader, indices):
+    def counted(reader, indices, rows=None):
         indices = list(indices)
         if reader.path == clip:  # (the source photo is read too)
             decoded.extend(indices)
-        return read(reader, indices)
+        return read(reader, indices, rows)
 
     monkeypatch.setattr(MediaReader, "frames", counted)
     source, tweaked = [portrait_paths["grace_hopper"]], CompositeParams(mask_blur=0.5, opacity=0.8)
@@ -327,3 +329,37 @@ def test_facefusion_swappers_through_the_job_with_stand_in_models(tmp_path, mode
     assert not np.array_equal(output, cv2.imread(str(portrait_paths["astronaut"])))
     blend, report = run(portrait_paths["grace_hopper"], CompositeParams(opacity=0.5))
     assert blend.inferences.total == 0 and report.written == 1
+
+
+def test_a_new_sources_overlays_convert_only_their_faces_rows_and_are_the_same(tmp_path, default_models_dir,
+                                                                               portrait_paths, second_source,
+                                                                               monkeypatch):
+    """Once a clip is analysed, a new source's run converts each frame only in the rows its faces' swaps read
+    (none for a frame without a face); its overlays are byte for byte those of a run that converts every row."""
+    from facecache.media.movie import Movie
+    from facecache.media.sample_clip import write_group_clip
+
+    clip = write_group_clip([portrait_paths["grace_hopper"], portrait_paths["astronaut"]], tmp_path / "clip.mp4",
+                            faces=2, frames=14, size=(640, 360), empty_every=6)
+    run_job(tmp_path, default_models_dir, [portrait_paths["grace_hopper"]], clip, selector=Selector("many"))
+    shutil.copytree(tmp_path / "cache", tmp_path / "every_row" / "cache")
+    asked = []
+    converted = Movie.converted
+    monkeypatch.setattr(Movie, "converted", lambda self, frame, rows=None: asked.append(rows) or
+                        converted(self, frame, rows))
+    _, report = run_job(tmp_path, default_models_dir, [second_source], clip, out="some_rows",
+                        selector=Selector("many"))
+    assert report.written == 14 and len(asked) == 14
+    assert [index for index, spans in enumerate(asked) if spans == []] == [5, 11]  # the frames without a face
+    with_faces = [spans for spans in asked if spans]
+    assert len(with_faces) == 12 and all(len(spans) == 2 for spans in with_faces)
+    assert all(sum(bottom - top for top, bottom in spans) < 360 for spans in with_faces)
+
+    monkeypatch.setattr(SwapJob, "rows_read", lambda self, analysis, index, form: None)
+    asked.clear()
+    run_job(tmp_path / "every_row", default_models_dir, [second_source], clip, out="all_rows",
+            selector=Selector("many"))
+    assert asked == [None] * 14
+    some, every = (sorted((tmp_path / folder).rglob("*.png")) for folder in ("some_rows", "every_row/all_rows"))
+    assert len(some) == len(every) == 14
+    assert all(a.name == b.name and a.read_bytes() == b.read_bytes() for a, b in zip(some, every))

@@ -27,7 +27,7 @@ from facecache.analysis.tracking import TrackState, found_rows
 from facecache.fingerprint import frame_fingerprint
 from facecache.media.identity import media_identity
 from facecache.media.picture_rules import NEWEST, PictureRules
-from facecache.media.reader import LEGACY_VIDEO_DECODER_ID, STILL_DECODER_ID, MediaError, MediaReader
+from facecache.media.reader import LEGACY_VIDEO_DECODER_ID, STILL_DECODER_ID, MediaError, MediaReader, RowsRead
 from facecache.store.cache import FaceCache
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import SEGMENT_FRAMES, FrameGroup, FrameStore, RunStats, group_key
@@ -241,16 +241,18 @@ class FaceAnalyzer:
         """Whether the detector follows faces from frame to frame (facecache.analysis.tracking)."""
         return self.models.settings.get("tracking") is not None
 
-    def frames(self, group: FrameGroup, reader: MediaReader, indices: list[int]) -> Iterator[tuple[int, np.ndarray]]:
+    def frames(self, group: FrameGroup, reader: MediaReader, indices: list[int],
+               rows: RowsRead | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """The decoded frames `indices` (ascending, of the segment `group` holds), each yielded with
         its detection in `group` when the detector tracks: a frame lacking one is searched from the
         frame before, so the frames from the last one detected before it (or from the segment's first
         frame) are detected in order first, whether asked for or not. A frame's detection therefore
         depends only on the frames before it in its segment, which every run detects first: any range,
-        order or process computes the same record. Without tracking, just the decoded frames."""
+        order or process computes the same record. Without tracking, just the decoded frames. `rows`:
+        as `MediaReader.frames`' (whole frames wherever a detection is made)."""
         lacking = [index for index in indices if not self._detected(group, index)] if self.tracking else []
         if not lacking:
-            yield from reader.frames(indices)
+            yield from reader.frames(indices, rows)
             return
         start = lacking[0] - lacking[0] % SEGMENT_FRAMES
         begin = lacking[0] - 1

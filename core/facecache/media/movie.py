@@ -19,6 +19,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -171,13 +172,14 @@ class Movie:
             return self._recent or frame
         return frame
 
-    def converted(self, frame: av.VideoFrame) -> np.ndarray:
-        """A frame of `shown_frame` as Blender's BGR picture (on any thread: it reads no decoding state)."""
+    def converted(self, frame: av.VideoFrame, rows: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
+        """A frame of `shown_frame` as Blender's BGR picture (on any thread: it reads no decoding state);
+        `rows`: the only spans of rows the caller reads (`yuv_to_bgr.to_bgr`: the others may be left 0)."""
         if self._decodes_ahead:  # FFmpeg's frame threads decode on meanwhile: one core converts
-            return to_bgr(frame, self.rules, None, self.deinterlace)
+            return to_bgr(frame, self.rules, None, self.deinterlace, rows)
         if self._pool is None:  # the frame is decoded while this thread waits: both cores convert
             self._pool = ThreadPoolExecutor(2, thread_name_prefix="facecache-yuv")
-        return to_bgr(frame, self.rules, self._pool, self.deinterlace)
+        return to_bgr(frame, self.rules, self._pool, self.deinterlace, rows)
 
     def frame(self, position: int) -> tuple[int, av.VideoFrame | None]:
         """(target timestamp, decoded frame) of strip frame `position`, by Blender's rule."""

@@ -46,6 +46,8 @@ VIDEO_DECODER = "ffmpeg-picture-1"
 # still served where a frame's picture is the same to the bit (FaceAnalyzer.open_segment).
 LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
 DEINTERLACED = "|deinterlaced"  # ends a decoder id of the Deinterlace option's picture (deinterlace.py)
+# (frame index) -> the only spans of rows (top, bottom) a caller reads of that frame, or None for all of them
+RowsRead = Callable[[int], "list[tuple[int, int]] | None"]
 
 
 def decoder_id_for(path: Path, rules: PictureRules, stream_tags: Callable[[], StreamTags],
@@ -132,19 +134,20 @@ class MediaReader:
         with self._movie_lock:  # a rotated movie's size decodes its first frame
             return self._movie.size
 
-    def frames(self, indices: Iterable[int]) -> Iterator[tuple[int, np.ndarray]]:
+    def frames(self, indices: Iterable[int], rows: RowsRead | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (index, frame) for ascending indices; stops early at a truncated end. Where several frames of a
         movie or an image sequence are asked for, the next ones are decoded on a thread of their own meanwhile
-        (read_ahead), and a movie's are converted to Blender's picture here."""
+        (read_ahead), and a movie's are converted to Blender's picture here. `rows(index)`: the only spans of
+        rows (top, bottom) the caller reads of that frame, or None for all; a movie's other rows may be left 0."""
         indices = list(indices)
         if self._still is not None or len(indices) < 2:
-            yield from ((index, self._picture(index, self._decoded(index))) for index in indices)
+            yield from ((index, self._picture(index, self._decoded(index), rows)) for index in indices)
             return
         ahead = ReadAhead(self._decoded, indices)
         self._reading.add(ahead)
         try:
             for index, decoded in ahead:
-                yield index, self._picture(index, decoded)
+                yield index, self._picture(index, decoded, rows)
         except Stopped:
             raise self._closed() from None
         finally:
@@ -164,8 +167,8 @@ class MediaReader:
                 raise self._closed()
             return self._movie.shown_frame(index)
 
-    def _picture(self, index: int, decoded) -> np.ndarray:
-        """A frame of `_decoded` as the picture Blender shows."""
+    def _picture(self, index: int, decoded, rows: RowsRead | None = None) -> np.ndarray:
+        """A frame of `_decoded` as the picture Blender shows (a movie's in `rows(index)` alone, as `frames`)."""
         if isinstance(decoded, np.ndarray):  # a still's or an image sequence's
             return decoded
         if decoded is None:
@@ -174,7 +177,7 @@ class MediaReader:
                              "frames before it are done, re-export the file for the rest")
         if self._movie is None:
             raise self._closed()
-        return self._movie.converted(decoded)
+        return self._movie.converted(decoded, None if rows is None else rows(index))
 
     def _closed(self) -> MediaError:
         return MediaError(f"{self.path} was closed while its frames were read")

@@ -24,7 +24,7 @@ Other pixel formats (RGB, palette, alpha, NV12) go through swscale with the rule
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import cv2
 import numpy as np
@@ -77,20 +77,25 @@ def quarter_turns(frame: av.VideoFrame, rules: PictureRules) -> int:
 
 
 def to_bgr(frame: av.VideoFrame, rules: PictureRules, pool: Executor | None = None,
-           deinterlace: bool = False) -> np.ndarray:
+           deinterlace: bool = False, rows: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
     """The frame as Blender shows it under `rules`, as 8-bit BGR (height, width, 3); `pool` (threads, one per
     core) shares the conversion out. `deinterlace`: as the strip's Deinterlace option shows it (deinterlace.py:
-    its fields filtered before the conversion where Blender does, its converted picture's rows after)."""
+    its fields filtered before the conversion where Blender does, its converted picture's rows after).
+    `rows`: the spans of rows (top, bottom) the caller reads alone (a warm swap reads its faces); where the
+    conversion is planar YUV's own and the picture unturned, the other rows are left 0."""
     fields = deinterlace and filters_fields(frame.format.name, frame.width, frame.height)
-    bgr = _converted(frame, _field_filtered(frame) if fields else frame, rules, pool)
+    turn = quarter_turns(frame, rules)
+    bgr = _converted(frame, _field_filtered(frame) if fields else frame, rules, pool,
+                     None if deinterlace or turn else rows)
     if deinterlace and not fields:
         bgr = rows_filtered(bgr, red=any(component.is_alpha for component in frame.format.components))
-    turn = quarter_turns(frame, rules)
     return cv2.rotate(bgr, _TURNS[turn]) if turn else bgr
 
 
-def _converted(frame: av.VideoFrame, pixels: av.VideoFrame, rules: PictureRules, pool: Executor | None) -> np.ndarray:
-    """`pixels` (the frame, or its field-filtered copy) converted by `frame`'s tags, unrotated."""
+def _converted(frame: av.VideoFrame, pixels: av.VideoFrame, rules: PictureRules, pool: Executor | None,
+               rows: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
+    """`pixels` (the frame, or its field-filtered copy) converted by `frame`'s tags, unrotated; `rows` as
+    `to_bgr`'s."""
     layout = _PLANAR_YUV.get(frame.format.name)
     tag, full_range = colour_tag(frame), is_full_range(frame)
     shown_through = display_transform(frame.color_primaries, frame.color_trc, rules.display_spaces)
@@ -101,7 +106,7 @@ def _converted(frame: av.VideoFrame, pixels: av.VideoFrame, rules: PictureRules,
                            .astype(np.float64), 0, 1))
         return np.rint(shown_through(decoded[..., ::-1])[..., ::-1] * 255).astype(np.uint8)
     if rules.nearest_chroma and layout is not None:
-        return _planar_yuv_to_bgr(pixels, tag, full_range, *layout, pool)
+        return _planar_yuv_to_bgr(pixels, tag, full_range, *layout, pool, rows=rows)
     if layout is not None and swscale61.takes_scaled_path(*layout, frame.width, frame.height):
         bits, (step_x, _) = layout
         return swscale61.to_bgr(*_planes(pixels, *layout), bits, step_x, tag, full_range, pool)
@@ -187,9 +192,10 @@ def _planes(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int]) -> li
 
 
 def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: int, subsampling: tuple[int, int],
-                       pool: Executor | None, as_float: bool = False) -> np.ndarray:
+                       pool: Executor | None, as_float: bool = False,
+                       rows: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
     """8-bit BGR by the colour matrix `tag` and range; with `as_float`, float32 BGR in 0-1 (unclipped), for a
-    display transform to follow."""
+    display transform to follow. With `rows`, those spans alone (one thread), the rest 0."""
     height, width = frame.height, frame.width
     step_x, step_y = subsampling
     planes = _planes(frame, bits, subsampling)
@@ -198,7 +204,7 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: i
         matrix *= _FLOAT_WHITE
     if as_float:
         matrix /= 255
-    out = np.empty((height, width, 3), np.float32 if as_float else np.uint8)
+    out = (np.empty if rows is None else np.zeros)((height, width, 3), np.float32 if as_float else np.uint8)
     block = _block_rows(width, step_y)
 
     def convert(first: int, last: int) -> None:  # rows [first, last), first a multiple of step_y
@@ -218,8 +224,25 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: i
             else:
                 np.minimum(cv2.transform(merged[:rows], matrix), 255, out=out[top:bottom], casting="unsafe")
 
-    in_bands(convert, height, step_y, pool)
+    if rows is None:
+        in_bands(convert, height, step_y, pool)
+    else:
+        for first, last in _row_spans(rows, step_y, height):
+            convert(first, last)
     return out
+
+
+def _row_spans(rows: Sequence[tuple[int, int]], step: int, height: int) -> list[tuple[int, int]]:
+    """`rows` within the picture, widened to multiples of `step` (a chroma row's luma rows), sorted and merged."""
+    spans = sorted((max(top, 0) // step * step, min(-(-bottom // step) * step, height))
+                   for top, bottom in rows if bottom > max(top, 0) and top < height)
+    merged: list[tuple[int, int]] = []
+    for top, bottom in spans:
+        if merged and top <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], bottom))
+        else:
+            merged.append((top, bottom))
+    return merged
 
 
 def _block_rows(width: int, step_y: int) -> int:

@@ -64,6 +64,8 @@ _REFERENCE_SIDE = 128
 _LINE_WIDTH = 0.05
 # An inner-lip gap wider than this share of the eye distance is an open mouth (the target's shows).
 _OPEN_MOUTH = 0.06
+# Rows beyond a crop's square that its warps may read: bilinear sampling's next row, and one for rounding.
+_READ_MARGIN = 2
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,16 @@ class ClassicSwapper:
             crop = edge_lighting(crop, frame, matrix, mask, transfer)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask,
                           color=None if transfer is None else transfer.as_array())
+
+    def rows_read(self, target_face, source: ClassicSource, height: int) -> tuple[int, int]:
+        """The rows (top, bottom) of a frame `height` rows high that `swap` (and the composite of its
+        result) reads for ``target_face``: its crop's square mapped into the frame, with the two rows
+        around it that bilinear sampling reads (every read of the frame is a warp by the crop's matrix)."""
+        kps5 = face_kps5(target_face, "target face")
+        size = self.crop_side(kps5, source)
+        corners = np.array([[0, 0], [size, 0], [0, size], [size, size]], np.float64)
+        ys = transform_points(corners, invert_affine(alignment_matrix(kps5, self.settings.template, size)))[:, 1]
+        return max(math.floor(ys.min()) - _READ_MARGIN, 0), min(math.ceil(ys.max()) + _READ_MARGIN + 1, height)
 
     def _side_of(self, kps5: np.ndarray) -> float:
         """The crop side at which a face with these key points is one to one (pixel for pixel)."""

@@ -22,7 +22,7 @@ from facecache.errors import FaceCacheError
 from facecache.models.derived import EMAP
 from facecache.models.runtime import SessionFactory
 from facecache.models.store import ModelStore
-from facecache.swap.classic import ClassicSwapper
+from facecache.swap.classic import ClassicSource, ClassicSwapper
 from facecache.swap.composite import with_color_transfer
 from facecache.swap.eye_follow import EYES_FOLLOW
 from facecache.swap.eye_records import eyes_of_row, read_eyes
@@ -83,6 +83,14 @@ class BoundSwapper:
         swapped = self._swap(frame, target_face) if eyes is None else self._swap(frame, target_face, eyes)
         return with_color_transfer(swapped, frame)
 
+    def rows_read(self, target_face, height: int) -> tuple[int, int] | None:
+        """The rows (top, bottom) of a frame `height` rows high that `swap` reads for ``target_face``; None
+        where the swapper does not say (it may read any)."""
+        if self._swap is None:
+            self._swap = self._build()
+        rows_read = getattr(self._swap, "rows_read", None)
+        return None if rows_read is None else rows_read(target_face, height)
+
     def split_turned(self, faces: list) -> tuple[list, list]:
         """(faces to swap, faces turned further than ``max_yaw`` by their cached pose)."""
         if self.max_yaw is None:
@@ -114,10 +122,22 @@ def _bind_classic(name: str, sources: SourceSet, models: ModelStore, sessions: S
     first = sources.faces[0]
 
     def make() -> Swap:
-        prepared = swapper.prepare_source(first.image, first.face)
-        return lambda frame, face: swapper.swap(frame, face, prepared)
+        return _ClassicSwap(swapper, swapper.prepare_source(first.image, first.face))
 
     return Binding({}, make)
+
+
+@dataclass(frozen=True)
+class _ClassicSwap:
+    """The classic swap of one prepared source, which says which rows of a frame it reads."""
+    swapper: ClassicSwapper
+    source: ClassicSource
+
+    def __call__(self, frame: np.ndarray, target_face) -> SwapResult:
+        return self.swapper.swap(frame, target_face, self.source)
+
+    def rows_read(self, target_face, height: int) -> tuple[int, int]:
+        return self.swapper.rows_read(target_face, self.source, height)
 
 
 def _bind_classic_eyes(name: str, sources: SourceSet, models: ModelStore, sessions: SessionFactory) -> Binding:
