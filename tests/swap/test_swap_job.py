@@ -355,7 +355,7 @@ def test_a_new_sources_overlays_convert_only_their_faces_rows_and_are_the_same(t
     assert len(with_faces) == 12 and all(len(spans) == 2 for spans in with_faces)
     assert all(sum(bottom - top for top, bottom in spans) < 360 for spans in with_faces)
 
-    monkeypatch.setattr(SwapJob, "rows_read", lambda self, analysis, index, form: None)
+    monkeypatch.setattr(SwapJob, "rows_read", lambda self, analysis, swaps, index, form: None)
     asked.clear()
     run_job(tmp_path / "every_row", default_models_dir, [second_source], clip, out="all_rows",
             selector=Selector("many"))

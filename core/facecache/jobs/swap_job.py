@@ -235,7 +235,7 @@ class SwapJob:
         stand_ins = {size: blank_frame(size) for size in set(sizes.values()) if size is not None}
         cached = ((index, stand_ins[size]) for index, size in sizes.items() if size is not None)
         decoded = self.analyzer.frames(analysis, seg.reader, [index for index, size in sizes.items() if size is None],
-                                       rows=lambda index: self.rows_read(analysis, index, seg.form))
+                                       rows=lambda index: self.rows_read(analysis, swaps, index, seg.form))
         try:
             for index, frame in itertools.chain(cached, decoded):
                 name = output_layout.output_name(seg.target, index, seg.still)
@@ -327,14 +327,16 @@ class SwapJob:
             return None
         return record.height, record.width
 
-    def rows_read(self, analysis, index: int, form: str) -> list[tuple[int, int]] | None:
+    def rows_read(self, analysis, swaps, index: int, form: str) -> list[tuple[int, int]] | None:
         """The only spans of rows of media frame `index` that its output reads, or None for all: an overlay
-        whose analysis is cached reads its swapped faces' crops alone, where the swapper says which rows it
-        reads (the bench's one-face 1080p frames: 43 % of their rows). Reads the cache without counting it."""
+        whose analysis is cached and whose faces are swapped now reads their crops alone, where the swapper
+        says which rows it reads (the bench's one-face 1080p frames: 43 % of their rows). Reads the cache
+        without counting it."""
         fingerprint = analysis.fingerprint_at(index)
         record = analysis.content.records.get(fingerprint) if form == "overlay" and fingerprint else None
-        if record is None or not record.has(self.needed) or self.eyes is not None:
-            return None  # the frame is analysed, or its eyes are read: all of it
+        if record is None or not record.has(self.needed) or self.eyes is not None or \
+                swaps.content.records.get(record.fingerprint) is not None:
+            return None  # the frame is analysed, its eyes are read or its swap is cached: all of it
         faces, _ = self.swapper.split_turned(self.selector.select(record.faces, record.width, record.height))
         spans = [self.swapper.rows_read(face, record.height) for face in faces]
         return None if None in spans else spans
