@@ -1,5 +1,8 @@
 """The sparse overlay PNG encoder decodes to exactly the full overlay."""
 
+import struct
+import zlib
+
 import cv2
 import numpy as np
 import pytest
@@ -121,3 +124,20 @@ def test_face_bytes_are_stored_and_the_zeros_beside_them_copied():
     full[400:520, 700:800] = patch
     assert np.array_equal(decode(data), full)
     assert 100 * 80 * 4 < len(data) < 100 * 80 * 4 + 120 * 40 + 40_000  # the face, headers, the empty rows
+
+
+@pytest.mark.parametrize("distance", [1, 257, 7681, 32768])
+def test_a_zero_run_inflates_to_its_zeros_copied_from_a_row_back(distance):
+    """Each zero run (`deflate_blocks._zero_block`: matches of 258 bytes made at once, then the rest, a rest
+    under 3 bytes taken from the last match) inflates, `distance` zeros on, to exactly `count` zeros."""
+    from facecache.swap.deflate_blocks import _zero_block
+
+    for count in [8, 9, 257, 258, 259, 260, 261, 516, 517, 518, 7681, 258 * 40 + 1, 258 * 40 + 2]:
+        inflate = zlib.decompressobj(-15)
+        window = b"\x01" * 64 + bytes(distance)  # a copy from further back would bring ones
+        stored = b"\x00" + struct.pack("<HH", len(window), len(window) ^ 0xFFFF) + window
+        # the window as a stored block, the run (ending on an open stored block's header: closed empty),
+        # then an empty final stored block
+        out = inflate.decompress(stored + _zero_block(count, distance) + b"\x00\x00\xff\xff" +
+                                 b"\x01\x00\x00\xff\xff")
+        assert out == window + bytes(count) and inflate.eof

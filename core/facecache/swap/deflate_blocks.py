@@ -64,18 +64,30 @@ def _zero_block(count: int, distance: int) -> bytes:
     """A fixed-Huffman block of `count` zero bytes copied from `distance` back, then the header of
     a stored block (which pads to the byte boundary): the next item's stored data follows, or an
     empty stored block closes it."""
+    # Matches of 258 bytes, then what is left (`count` is 8 or more)
+    whole, rest = divmod(count, 258)
+    if 0 < rest < 3:  # a match is at least 3 bytes long: the last 258 and the rest make two
+        whole, tail = whole - 1, [255 + rest, 3]
+    else:
+        tail = [rest] if rest else []
     bits = _Bits()
     bits.put(0b010, 3)  # BFINAL 0, BTYPE 01 (fixed codes), least significant bit first
-    left = count
-    while left:
-        length = min(left, 258)
-        if 0 < left - length < 3:  # a match is at least 3 bytes long
-            length = left - 3
-        _put_match(bits, length, distance)
-        left -= length
+    if whole:  # one match's bits repeated `whole` times: a geometric series, without a loop in Python
+        value, length = _match_bits(258, distance)
+        bits.put(value * ((1 << whole * length) - 1) // ((1 << length) - 1), whole * length)
+    for length in tail:
+        bits.put(*_match_bits(length, distance))
     bits.put(0, 7)  # end of block: symbol 256, code 0000000
     bits.put(0, 3)  # the stored block's header: BFINAL 0, BTYPE 00
     return bits.aligned()
+
+
+@lru_cache(maxsize=1024)
+def _match_bits(length: int, distance: int) -> tuple[int, int]:
+    """(bits, how many) of one match of `length` bytes from `distance` back."""
+    bits = _Bits()
+    _put_match(bits, length, distance)
+    return bits.value, bits.count
 
 
 def _put_match(bits: "_Bits", length: int, distance: int) -> None:
@@ -96,18 +108,18 @@ class _Bits:
     """Deflate's bit order: values least significant bit first, Huffman codes most significant first."""
 
     def __init__(self):
-        self._value = 0
-        self._count = 0
+        self.value = 0
+        self.count = 0
 
     def put(self, value: int, count: int) -> None:
-        self._value |= value << self._count
-        self._count += count
+        self.value |= value << self.count
+        self.count += count
 
     def put_code(self, code: int, count: int) -> None:
         self.put(_reversed_bits(code, count), count)
 
     def aligned(self) -> bytes:
-        return self._value.to_bytes((self._count + 7) // 8, "little")
+        return self.value.to_bytes((self.count + 7) // 8, "little")
 
 
 @lru_cache(maxsize=1024)
