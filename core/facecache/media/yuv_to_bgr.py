@@ -106,7 +106,7 @@ def _converted(frame: av.VideoFrame, pixels: av.VideoFrame, rules: PictureRules,
                            .astype(np.float64), 0, 1))
         return np.rint(shown_through(decoded[..., ::-1])[..., ::-1] * 255).astype(np.uint8)
     if rules.nearest_chroma and layout is not None:
-        return _planar_yuv_to_bgr(pixels, tag, full_range, *layout, pool, rows=rows)
+        return _planar_yuv_to_bgr(pixels, tag, full_range, *layout, pool, spans=rows)
     if layout is not None and swscale61.takes_scaled_path(*layout, frame.width, frame.height):
         bits, (step_x, _) = layout
         return swscale61.to_bgr(*_planes(pixels, *layout), bits, step_x, tag, full_range, pool)
@@ -193,9 +193,9 @@ def _planes(frame: av.VideoFrame, bits: int, subsampling: tuple[int, int]) -> li
 
 def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: int, subsampling: tuple[int, int],
                        pool: Executor | None, as_float: bool = False,
-                       rows: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
+                       spans: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
     """8-bit BGR by the colour matrix `tag` and range; with `as_float`, float32 BGR in 0-1 (unclipped), for a
-    display transform to follow. With `rows`, those spans alone (one thread), the rest 0."""
+    display transform to follow. With `spans` (of rows: top, bottom), those rows alone (one thread), the rest 0."""
     height, width = frame.height, frame.width
     step_x, step_y = subsampling
     planes = _planes(frame, bits, subsampling)
@@ -204,7 +204,7 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: i
         matrix *= _FLOAT_WHITE
     if as_float:
         matrix /= 255
-    out = (np.empty if rows is None else np.zeros)((height, width, 3), np.float32 if as_float else np.uint8)
+    out = (np.empty if spans is None else np.zeros)((height, width, 3), np.float32 if as_float else np.uint8)
     block = _block_rows(width, step_y)
 
     def convert(first: int, last: int) -> None:  # rows [first, last), first a multiple of step_y
@@ -224,20 +224,21 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: i
             else:
                 np.minimum(cv2.transform(merged[:rows], matrix), 255, out=out[top:bottom], casting="unsafe")
 
-    if rows is None:
+    if spans is None:
         in_bands(convert, height, step_y, pool)
     else:
-        for first, last in _row_spans(rows, step_y, height):
+        for first, last in _row_spans(spans, step_y, height):
             convert(first, last)
     return out
 
 
-def _row_spans(rows: Sequence[tuple[int, int]], step: int, height: int) -> list[tuple[int, int]]:
-    """`rows` within the picture, widened to multiples of `step` (a chroma row's luma rows), sorted and merged."""
-    spans = sorted((max(top, 0) // step * step, min(-(-bottom // step) * step, height))
-                   for top, bottom in rows if bottom > max(top, 0) and top < height)
+def _row_spans(spans: Sequence[tuple[int, int]], step: int, height: int) -> list[tuple[int, int]]:
+    """`spans` of rows within the picture, widened to multiples of `step` (a chroma row's luma rows), sorted and
+    merged."""
+    inside = sorted((max(top, 0) // step * step, min(-(-bottom // step) * step, height))
+                    for top, bottom in spans if bottom > max(top, 0) and top < height)
     merged: list[tuple[int, int]] = []
-    for top, bottom in spans:
+    for top, bottom in inside:
         if merged and top <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], bottom))
         else:
