@@ -131,13 +131,8 @@ class TargetEyes:
     def of_faces(self, group: str, record: FrameRecord, frame: np.ndarray, faces: list) -> list:
         """Each of ``faces``' eyes (``eyes_of_row``; faces of ``record``), read on ``frame`` only for the faces
         whose reading is not cached yet."""
-        if self._group is None or self._group.key != group:
-            self.flush()
-            self._group = self.store.open_group(group)
-        numbers = [next(i for i, known in enumerate(record.faces) if known is face) for face in faces]
-        stored = self._group.lookup(record.fingerprint)
-        if stored is None or len(stored.eyes) != len(record.faces):
-            stored = EyeRecord(record.fingerprint, unread(len(record.faces)))
+        numbers = _numbers(record, faces)
+        stored = _stored_or_unread(record, self._open(group).lookup(record.fingerprint))
         missing = [n for n in numbers if not stored.has(n) and record.faces[n].landmarks68 is not None]
         if missing:
             rows = stored.eyes.copy()
@@ -147,7 +142,31 @@ class TargetEyes:
             self.reads += len(missing)
         return [stored.of_face(n) for n in numbers]
 
+    def known(self, group: str, record: FrameRecord, faces: list) -> bool:
+        """Whether every one of ``faces``' eyes that can be read is cached (`of_faces` reads no pixel then);
+        reads the cache without counting it."""
+        stored = _stored_or_unread(record, self._open(group).content.records.get(record.fingerprint))
+        return all(stored.has(n) or record.faces[n].landmarks68 is None for n in _numbers(record, faces))
+
+    def _open(self, group: str) -> FrameGroup:
+        if self._group is None or self._group.key != group:
+            self.flush()
+            self._group = self.store.open_group(group)
+        return self._group
+
     def flush(self) -> None:
         """Store the readings made since the open group was read."""
         if self._group is not None:
             self._group.flush()
+
+
+def _numbers(record: FrameRecord, faces: list) -> list[int]:
+    """Each of ``faces``' place among ``record``'s faces."""
+    return [next(i for i, known in enumerate(record.faces) if known is face) for face in faces]
+
+
+def _stored_or_unread(record: FrameRecord, stored: EyeRecord | None) -> EyeRecord:
+    """The readings stored for ``record``'s faces, or none read where there are none for as many faces."""
+    if stored is None or len(stored.eyes) != len(record.faces):
+        return EyeRecord(record.fingerprint, unread(len(record.faces)))
+    return stored

@@ -129,14 +129,19 @@ def _bind_classic(name: str, sources: SourceSet, models: ModelStore, sessions: S
 
 @dataclass(frozen=True)
 class _ClassicSwap:
-    """The classic swap of one prepared source, which says which rows of a frame it reads."""
+    """The classic swap of one prepared source, which says which rows of a frame it reads; with `eyes_of`
+    (`classic_eyes`), its eyes follow the target's, read on the frame where they are not given."""
     swapper: ClassicSwapper
     source: ClassicSource
+    eyes_of: Callable[[np.ndarray, object], tuple] | None = None
 
-    def __call__(self, frame: np.ndarray, target_face) -> SwapResult:
-        return self.swapper.swap(frame, target_face, self.source)
+    def __call__(self, frame: np.ndarray, target_face, eyes=None) -> SwapResult:
+        if eyes is None and self.eyes_of is not None:
+            eyes = self.eyes_of(frame, target_face)
+        return self.swapper.swap(frame, target_face, self.source, eyes)
 
     def rows_read(self, target_face, height: int) -> tuple[int, int]:
+        """The rows a swap given its eyes reads (reading them reads around them)."""
         return self.swapper.rows_read(target_face, self.source, height)
 
 
@@ -158,9 +163,8 @@ def _bind_classic_eyes(name: str, sources: SourceSet, models: ModelStore, sessio
         return eyes_of_row(read(image, [face])[0])
 
     def make() -> Swap:
-        prepared = swapper.prepare_source(first.image, first.face, eyes_of(first.image, first.face))
-        return lambda frame, face, eyes=None: swapper.swap(frame, face, prepared,
-                                                           eyes_of(frame, face) if eyes is None else eyes)
+        return _ClassicSwap(swapper, swapper.prepare_source(first.image, first.face, eyes_of(first.image, first.face)),
+                            eyes_of)
 
     return Binding({IRIS_MODEL: model.digest}, make, read)
 
