@@ -282,25 +282,21 @@ def test_closed_and_lowered_eyes_stay_as_the_target_holds_them(reader, default_m
 
 
 def test_a_new_sources_eyes_swap_converts_only_its_faces_rows_once_their_eyes_are_known(tmp_path, eyes_models,
-                                                                                        portrait_paths,
+                                                                                        portrait_paths, rows_asked,
                                                                                         monkeypatch):
     """Once a clip's eyes are read (the first source's run), a new source's run converts each frame only in its
     faces' crops' rows, and its overlays are byte for byte those of a run converting every row."""
     from facecache.jobs.swap_job import SwapJob
-    from facecache.media.movie import Movie
     from facecache.media.sample_clip import write_group_clip
 
     clip = write_group_clip([portrait_paths["grace_hopper"]], tmp_path / "clip.mp4", faces=1, frames=6,
                             size=(480, 360), empty_every=0)
     _eyes_job(tmp_path / "cache", eyes_models, portrait_paths["grace_hopper"]).run(clip, tmp_path / "first")
     shutil.copytree(tmp_path / "cache", tmp_path / "cache_copy")
-    asked = []
-    converted = Movie.converted
-    monkeypatch.setattr(Movie, "converted", lambda self, frame, rows=None: asked.append(rows) or
-                        converted(self, frame, rows))
+    rows_asked.clear()  # the first run's frames
     job = _eyes_job(tmp_path / "cache", eyes_models, portrait_paths["astronaut"])
     job.run(clip, tmp_path / "some_rows")
-    assert len(asked) == 6 and all(spans and sum(b - t for t, b in spans) < 360 for spans in asked)
+    assert len(rows_asked) == 6 and all(spans and sum(b - t for t, b in spans) < 360 for spans in rows_asked)
     assert job.eyes.reads == 0
 
     monkeypatch.setattr(SwapJob, "rows_read", lambda self, analysis, swaps, index, form: None)

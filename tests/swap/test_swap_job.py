@@ -333,33 +333,29 @@ def test_facefusion_swappers_through_the_job_with_stand_in_models(tmp_path, mode
 
 def test_a_new_sources_overlays_convert_only_their_faces_rows_and_are_the_same(tmp_path, default_models_dir,
                                                                                portrait_paths, second_source,
-                                                                               monkeypatch):
+                                                                               rows_asked, monkeypatch):
     """Once a clip is analysed, a new source's run converts each frame only in the rows its faces' swaps read
     (none for a frame without a face); its overlays are byte for byte those of a run that converts every row."""
-    from facecache.media.movie import Movie
     from facecache.media.sample_clip import write_group_clip
 
     clip = write_group_clip([portrait_paths["grace_hopper"], portrait_paths["astronaut"]], tmp_path / "clip.mp4",
                             faces=2, frames=14, size=(640, 360), empty_every=6)
     run_job(tmp_path, default_models_dir, [portrait_paths["grace_hopper"]], clip, selector=Selector("many"))
     shutil.copytree(tmp_path / "cache", tmp_path / "every_row" / "cache")
-    asked = []
-    converted = Movie.converted
-    monkeypatch.setattr(Movie, "converted", lambda self, frame, rows=None: asked.append(rows) or
-                        converted(self, frame, rows))
+    rows_asked.clear()  # the first run's frames
     _, report = run_job(tmp_path, default_models_dir, [second_source], clip, out="some_rows",
                         selector=Selector("many"))
-    assert report.written == 14 and len(asked) == 14
-    assert [index for index, spans in enumerate(asked) if spans == []] == [5, 11]  # the frames without a face
-    with_faces = [spans for spans in asked if spans]
+    assert report.written == 14 and len(rows_asked) == 14
+    assert [index for index, spans in enumerate(rows_asked) if spans == []] == [5, 11]  # the frames without a face
+    with_faces = [spans for spans in rows_asked if spans]
     assert len(with_faces) == 12 and all(len(spans) == 2 for spans in with_faces)
     assert all(sum(bottom - top for top, bottom in spans) < 360 for spans in with_faces)
 
     monkeypatch.setattr(SwapJob, "rows_read", lambda self, analysis, swaps, index, form: None)
-    asked.clear()
+    rows_asked.clear()
     run_job(tmp_path / "every_row", default_models_dir, [second_source], clip, out="all_rows",
             selector=Selector("many"))
-    assert asked == [None] * 14
+    assert rows_asked == [None] * 14
     some, every = (sorted((tmp_path / folder).rglob("*.png")) for folder in ("some_rows", "every_row/all_rows"))
     assert len(some) == len(every) == 14
     assert all(a.name == b.name and a.read_bytes() == b.read_bytes() for a, b in zip(some, every))

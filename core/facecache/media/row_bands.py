@@ -1,5 +1,6 @@
 """A picture converted in bands of whole rows, one per core: numpy and OpenCV release the GIL while they work,
-so two threads convert a 1080p frame in about half the time (the conversions of yuv_to_bgr and swscale61)."""
+so two threads convert a 1080p frame in about half the time (the conversions of yuv_to_bgr and swscale61).
+And spans (of rows, or of a row's bytes) merged where they touch."""
 
 from __future__ import annotations
 
@@ -20,3 +21,14 @@ def in_bands(convert: Callable[[int, int], None], height: int, row_step: int, po
         return
     for done in [pool.submit(convert, *span) for span in spans]:
         done.result()
+
+
+def merged_spans(spans) -> list[tuple[int, int]]:
+    """(start, stop) spans sorted, those that overlap or touch made one."""
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((start, stop))
+    return merged

@@ -33,7 +33,7 @@ from facecache.media import swscale61
 from facecache.media.deinterlace import field_filtered, filters_fields, plane_sizes, rows_filtered
 from facecache.media.display_spaces import FROM_BYTES, display_transform
 from facecache.media.picture_rules import PictureRules, converted_in_row_pairs
-from facecache.media.row_bands import in_bands
+from facecache.media.row_bands import in_bands, merged_spans
 
 if TYPE_CHECKING:  # PyAV is imported where a movie is opened (media.movie.import_av)
     import av
@@ -235,15 +235,8 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: i
 def _row_spans(spans: Sequence[tuple[int, int]], step: int, height: int) -> list[tuple[int, int]]:
     """`spans` of rows within the picture, widened to multiples of `step` (a chroma row's luma rows), sorted and
     merged."""
-    inside = sorted((max(top, 0) // step * step, min(-(-bottom // step) * step, height))
-                    for top, bottom in spans if bottom > max(top, 0) and top < height)
-    merged: list[tuple[int, int]] = []
-    for top, bottom in inside:
-        if merged and top <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], bottom))
-        else:
-            merged.append((top, bottom))
-    return merged
+    return merged_spans((max(top, 0) // step * step, min(-(-bottom // step) * step, height))
+                        for top, bottom in spans if bottom > max(top, 0) and top < height)
 
 
 def _block_rows(width: int, step_y: int) -> int:

@@ -78,18 +78,21 @@ class BoundSwapper:
         """The swapped face, with the transfer to the original face's colours fitted (the
         composite applies it at its colour-match strength); ``eyes``: the target face's, as `read_eyes`
         read them (swap.eye_records.eyes_of_row), for a swapper they steer."""
-        if self._swap is None:
-            self._swap = self._build()
-        swapped = self._swap(frame, target_face) if eyes is None else self._swap(frame, target_face, eyes)
+        swap = self._built()
+        swapped = swap(frame, target_face) if eyes is None else swap(frame, target_face, eyes)
         return with_color_transfer(swapped, frame)
 
     def rows_read(self, target_face, height: int) -> tuple[int, int] | None:
         """The rows (top, bottom) of a frame `height` rows high that `swap` reads for ``target_face``; None
         where the swapper does not say (it may read any)."""
+        rows_read = getattr(self._built(), "rows_read", None)
+        return None if rows_read is None else rows_read(target_face, height)
+
+    def _built(self) -> Swap:
+        """The swap function, made when first needed."""
         if self._swap is None:
             self._swap = self._build()
-        rows_read = getattr(self._swap, "rows_read", None)
-        return None if rows_read is None else rows_read(target_face, height)
+        return self._swap
 
     def split_turned(self, faces: list) -> tuple[list, list]:
         """(faces to swap, faces turned further than ``max_yaw`` by their cached pose)."""

@@ -47,6 +47,7 @@ import cv2
 import numpy as np
 from zlib_ng import zlib_ng
 
+from facecache.media.row_bands import merged_spans
 from facecache.swap import deflate_blocks
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -155,24 +156,13 @@ def _band_part(top: int, bottom: int, crossing: list, width: int) -> tuple[bytes
         if band_row == 0 and top == 0:
             runs = [(0, row_bytes)]
         else:
-            runs = _merged(visible[band_row] + (visible[band_row - 1] if band_row else []))
+            runs = merged_spans(visible[band_row] + (visible[band_row - 1] if band_row else []))
         for start, stop in runs:
             writer.zeros(base + start - end)
             writer.data(flat[base + start:base + stop])
             end = base + stop
     writer.zeros(flat.size - end)
     return writer.finish(), zlib_ng.adler32(flat), flat.size
-
-
-def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Byte ranges sorted and merged."""
-    merged: list[tuple[int, int]] = []
-    for start, stop in sorted(ranges):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
-        else:
-            merged.append((start, stop))
-    return merged
 
 
 def _deflate(data, final: bool) -> bytes:
