@@ -2,9 +2,11 @@
 
 import cv2
 import numpy as np
+import pytest
 
 from facecache import output_layout
-from facecache.swap import preview_frame
+from facecache.swap import jpeg_bands, preview_frame
+from facecache.swap.preview_frame import Preview
 
 
 def test_patches_are_laid_over_the_frame_as_alpha_over_shows_them():
@@ -28,9 +30,73 @@ def test_patches_are_laid_over_the_frame_as_alpha_over_shows_them():
 def test_the_preview_is_an_opaque_jpeg_close_to_the_picture():
     picture = np.zeros((64, 96, 3), np.uint8)
     picture[:, :48] = (30, 120, 220)
-    decoded = cv2.imdecode(np.frombuffer(preview_frame.encode(picture), np.uint8), cv2.IMREAD_UNCHANGED)
+    decoded = cv2.imdecode(np.frombuffer(Preview(picture, [], "a frame").jpeg(100), np.uint8), cv2.IMREAD_UNCHANGED)
     assert decoded.shape == picture.shape  # three channels: no alpha, so the strip above hides the movie
     assert np.abs(decoded.astype(int) - picture).mean() < 2
+
+
+def textured(height: int, width: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 256, (height // 8 + 2, width // 8 + 2, 3), dtype=np.uint8)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_CUBIC)
+
+
+def face(height: int, width: int, seed: int) -> np.ndarray:
+    """A patch: opaque inside, fading to clear at its edges."""
+    alpha = np.zeros((height, width), np.uint8)
+    alpha[4:-4, 4:-4] = 255
+    alpha = cv2.GaussianBlur(alpha, (5, 5), 0)
+    return np.dstack([textured(height, width, seed), alpha])
+
+
+@pytest.mark.parametrize("size", [100, 50])
+def test_a_frame_made_again_encodes_only_the_bands_its_old_and_new_faces_cover(size):
+    """The file there now is of the same picture (frame 7 of a movie): its bands that neither its faces (rows
+    120-170) nor the new ones (rows 45-95 and 200-230) cover are kept, the others are encoded from this frame. An
+    old file of the same frame gives exactly the whole encoding."""
+    frame = textured(256, 192, 1)
+    old_faces, new_faces = [(30, 120, face(50, 60, 2))], [(32, 45, face(50, 60, 3)), (100, 200, face(30, 40, 4))]
+    elsewhere = Preview(textured(256, 192, 9), old_faces, "movie|rules|7").jpeg(size)  # its bands are told apart
+    made = jpeg_bands.parse(Preview(frame, new_faces, "movie|rules|7").jpeg(size, elsewhere))
+    whole = jpeg_bands.parse(Preview(frame, new_faces, "movie|rules|7").jpeg(size))
+    old = jpeg_bands.parse(elsewhere)
+    band_rows = 16 * 100 // size  # of the frame
+    encoded = {band for top, bottom in [(120, 170), (45, 95), (200, 230)]
+               for band in range(top // band_rows, -(-bottom // band_rows))}
+    assert made.note == whole.note
+    for band in range(len(made.bands)):
+        assert made.bands[band] == (whole if band in encoded else old).bands[band], band
+    same_frame = Preview(frame, old_faces, "movie|rules|7").jpeg(size)
+    assert Preview(frame, new_faces, "movie|rules|7").jpeg(size, same_frame) == \
+        Preview(frame, new_faces, "movie|rules|7").jpeg(size)
+
+
+def test_a_preview_is_encoded_whole_where_the_file_there_is_not_this_pictures_own():
+    frame, faces = textured(256, 192, 1), [(32, 45, face(50, 60, 3))]
+    whole = Preview(frame, faces, "movie|rules|7").jpeg(100)
+    old_frame = textured(256, 192, 9)
+    others = [Preview(old_frame, faces, "movie|rules|8").jpeg(100),  # another frame
+              Preview(old_frame, faces, "movie|other rules|7").jpeg(100),  # another decoder's picture
+              Preview(old_frame[:240], faces, "movie|rules|7").jpeg(100),  # another size
+              cv2.imencode(".jpg", old_frame)[1].tobytes(),  # an older version's, without bands
+              b"\xff\xd8 cut short"]
+    damaged = bytearray(Preview(old_frame, faces, "movie|rules|7").jpeg(100))
+    rows_at = damaged.index(b"movie|rules|7 ") + 14
+    assert damaged[rows_at:rows_at + 5] == b"45-95"
+    damaged[rows_at:rows_at + 5] = b"x-y,z"  # the faces' rows unreadable
+    for old in [*others, bytes(damaged)]:
+        assert Preview(frame, faces, "movie|rules|7").jpeg(100, old) == whole
+    # at 50 %, sides that do not halve exactly are averaged by weights the whole picture sets: encoded whole
+    odd = textured(255, 192, 1)
+    old = Preview(textured(255, 192, 9), faces, "movie|rules|7").jpeg(50)
+    assert Preview(odd, faces, "movie|rules|7").jpeg(50, old) == Preview(odd, faces, "movie|rules|7").jpeg(50)
+
+
+def test_composited_rows_are_those_rows_of_the_whole_composite():
+    frame, faces = textured(256, 192, 1), [(32, 45, face(50, 60, 3)), (100, 200, face(30, 40, 4))]
+    whole = preview_frame.composited(frame, faces)
+    for rows in [(0, 256), (48, 80), (90, 210), (220, 256)]:
+        assert np.array_equal(preview_frame.composited(frame, faces, rows), whole[rows[0]:rows[1]])
 
 
 def test_the_preview_sits_where_blender_looks_for_the_strip_elements_proxy(tmp_path):

@@ -25,6 +25,7 @@ from facecache.models.store import ModelStore
 from facecache.store.cache import FaceCache
 from facecache.swap.composite import CompositeParams
 from facecache.swap.factory import build_swapper
+from facecache.swap.preview_frame import Preview
 from facecache.swap.sources import SourceError, SourceSet
 
 pytestmark = pytest.mark.index  # real weights and portraits come from the package index
@@ -229,6 +230,10 @@ def test_sequencer_form_writes_each_frame_with_faces_composited_where_blenders_p
         assert half.shape == (256, 256, 3)  # the preview at 50 %: half the picture's sides
         # the JPEG loses a little more where the same detail is twice as dense
         assert np.abs(half - cv2.resize(exact, (256, 256), interpolation=cv2.INTER_AREA)).mean() < 3.5
+        # made again over the first run's previews, only the faces' bands encoded: the whole picture's JPEGs
+        for size, made in ((100, preview), (50, half)):
+            whole = Preview(frames[index], [(0, 0, overlay)], "").jpeg(size)
+            assert np.array_equal(made, cv2.imdecode(np.frombuffer(whole, np.uint8), cv2.IMREAD_UNCHANGED))
 
 
 def test_a_blend_change_composes_cached_faces_without_decoding(tmp_path, models_dir, portrait_paths, portraits,

@@ -60,6 +60,7 @@ class PreviewSession:
         results = self.job.swap_frame(analysis, swaps, index, frame, self._pool)
         # No fsync: measured at a fifth of a preview's time under load; a lost preview is made again.
         self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode,
+                              self.job.picture_key(self.media_id, self.reader.decoder_id, index),
                               durable=False, encoder=self._encoder, pool=self._pool)
         self.manifest.record(name, key)
         self.job.report.written += 1

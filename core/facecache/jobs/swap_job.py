@@ -241,8 +241,9 @@ class SwapJob:
                 name = output_layout.output_name(seg.target, index, seg.still)
                 results = self.swap_frame(analysis, swaps, index, frame, seg.writer)
                 key = self.output_key(seg.media_id, seg.reader.decoder_id, index, seg.form)
+                picture = self.picture_key(seg.media_id, seg.reader.decoder_id, index)
                 pending.append((name, key, seg.writer.submit(self.write_output, seg.folder / name, frame, results,
-                                                             seg.form, key, seg.manifest.perms.file_mode)))
+                                                             seg.form, key, seg.manifest.perms.file_mode, picture)))
                 if len(pending) >= _MAX_PENDING_WRITES:
                     failed = self._finish_writes(pending, seg.manifest, keep=_MAX_PENDING_WRITES // 2)
                 if claim is not None:
@@ -274,11 +275,12 @@ class SwapJob:
                        "in the cache: run the same command again to make the rest", fault.exit_code, fault.errno,
                        fault.path)
 
-    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int,
+    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int, picture: str,
                      durable: bool = True, encoder: SparseOverlayEncoder | None = None,
                      pool: Executor | None = None) -> None:
         """Encode and write one output (file mode `mode`), stamped with the key it is made from (`durable=False`:
-        no fsync, for previews; an output a power cut emptied fails its manifest and stamp checks and is remade).
+        no fsync, for previews; an output a power cut emptied fails its manifest and stamp checks and is remade);
+        `picture` names the frame's pixels (`picture_key`), for the "sequencer" form's previews.
         Overlays go through `encoder` when given, else through the job's own; with `pool`, an overlay's
         groups of faces are composited on its threads (a preview's one frame; a job's frames are already
         side by side)."""
@@ -289,12 +291,13 @@ class SwapJob:
             patches = overlay_patches(frame, results, self.composite, pool)
             width, height = FACELESS_SIZE if form == "sequencer" and not patches else frame.shape[1::-1]
             # a preview's picture is made beside its overlay's encoding: the editor waits for both
-            preview = pool.submit(write_preview, path, frame, patches, mode) if form == "sequencer" and pool else None
+            preview = (pool.submit(write_preview, path, frame, patches, mode, picture)
+                       if form == "sequencer" and pool else None)
             data = encoder.encode(width, height, patches)
             if preview is not None:
                 preview.result()
             elif form == "sequencer":
-                write_preview(path, frame, patches, mode)
+                write_preview(path, frame, patches, mode, picture)
         write_atomic(path, stamp_png(data, key), mode=mode, durable=durable)
 
     def _finish_writes(self, pending: list, manifest: OutputManifest, keep: int) -> BaseException | None:
@@ -392,24 +395,38 @@ class SwapJob:
         (which fix the frame's pixels, hence its fingerprint), the swap namespace (models,
         sources, selector), the blend settings and the output form. Known from the manifest
         alone, so an up-to-date output is skipped without reading the cache or decoding."""
-        return bytes_digest(f"{media_id}|{decoder_id}|{index}|{self.store.namespace_key}|"
+        return bytes_digest(f"{self.picture_key(media_id, decoder_id, index)}|{self.store.namespace_key}|"
                             f"{self._composite_key}|{form}".encode())
 
+    @staticmethod
+    def picture_key(media_id: str, decoder_id: str, index: int) -> str:
+        """What fixes a frame's pixels: the media's content, its decoder (Blender's rules, the Deinterlace
+        option) and the frame's index."""
+        return f"{media_id}|{decoder_id}|{index}"
 
-def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int) -> None:
+
+def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int, picture: str) -> None:
     """The "sequencer" form's previews of the overlay at `overlay` (`swap.preview_frame`), one a proxy size,
-    written before the overlay, so no overlay is newer than its previews. Never fsynced: an emptied file fails
-    to load and Blender's preview falls back to the overlay. A frame without a face has none (its strip is
-    keyed out there): those left from earlier settings go."""
-    picture = preview_frame.composited(frame, patches) if patches else None
+    written before the overlay, so no overlay is newer than its previews; `picture`: `SwapJob.picture_key`.
+    Never fsynced: an emptied file fails to load and Blender's preview falls back to the overlay (and is
+    encoded whole the next time). A frame without a face has none (its strip is keyed out there): those left
+    from earlier settings go."""
+    previews = preview_frame.Preview(frame, patches, picture) if patches else None
     for size in output_layout.PREVIEW_SIZES:
         preview = Path(output_layout.preview_path(overlay, size))
-        if picture is None:
+        if previews is None:
             preview.unlink(missing_ok=True)
             continue
         if not preview.parent.is_dir():  # faces: private or the team's, as the overlays' (not write_atomic's 0755)
             make_dir(preview.parent, permissions_for(preview.parent))
-        write_atomic(preview, preview_frame.encode(preview_frame.at_size(picture, size)), mode=mode, durable=False)
+        write_atomic(preview, previews.jpeg(size, _read_or_none(preview)), mode=mode, durable=False)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:  # none yet, or unreadable: the preview is made whole (and its write says what is wrong)
+        return None
 
 
 def blank_frame(size: tuple[int, int]) -> np.ndarray:
