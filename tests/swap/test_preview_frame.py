@@ -116,3 +116,15 @@ def test_a_smaller_proxy_size_gets_the_picture_at_blenders_proxy_size_averaged()
     half = preview_frame.at_size(picture, 50)
     assert half.shape == (50, 101, 3)
     assert np.abs(half[:, 1:-1].astype(int) - 128).max() <= 2
+
+
+def test_one_preview_makes_every_size_each_row_composited_once():
+    """Both sizes from one Preview (as a job writes them), spliced or whole, are what separate ones make."""
+    frame, faces = textured(256, 192, 1), [(32, 45, face(50, 60, 3)), (100, 200, face(30, 40, 4))]
+    old_faces = [(30, 120, face(50, 60, 2))]
+    olds = {size: Preview(frame, old_faces, "movie|rules|7").jpeg(size) for size in (100, 50)}
+    for order in ((100, 50), (50, 100)):
+        for old in (olds, {100: None, 50: None}, {100: olds[100], 50: None}):
+            both = Preview(frame, faces, "movie|rules|7")
+            for size in order:
+                assert both.jpeg(size, old[size]) == Preview(frame, faces, "movie|rules|7").jpeg(size), (order, size)

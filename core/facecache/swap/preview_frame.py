@@ -15,7 +15,6 @@ encoding gives (one 1080p face: about 1.5 ms a frame where the whole picture too
 
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
 import cv2
@@ -38,15 +37,21 @@ class Preview:
         self.frame, self.patches, self.picture = frame, patches, picture
         self.face_rows = merged_spans((y, y + bgra.shape[0]) for _, y, bgra in patches)
         self.note = _NOTE + picture.encode() + b" " + b",".join(b"%d-%d" % span for span in self.face_rows)
+        self._picture = np.empty_like(frame)  # the composited rows, each made once for every size
+        self._made: list[tuple[int, int]] = []
 
     def jpeg(self, size: int, old: bytes | None = None) -> bytes:
         """The preview at proxy size `size`; `old`, the file there now: where it is this picture's, its
         bands that neither its faces nor the new ones cover are kept."""
-        return self._spliced(size, old) or jpeg_bands.encode(at_size(self._whole, size), QUALITY, self.note)
+        whole = (0, self.frame.shape[0])
+        return self._spliced(size, old) or jpeg_bands.encode(at_size(self._rows(*whole), size), QUALITY, self.note)
 
-    @functools.cached_property
-    def _whole(self) -> np.ndarray:  # made once for all the sizes that are encoded whole
-        return composited(self.frame, self.patches)
+    def _rows(self, top: int, bottom: int) -> np.ndarray:
+        """Rows [top, bottom) of the frame with the patches over it."""
+        for first, last in _uncovered(self._made, top, bottom):
+            composited(self.frame, self.patches, (first, last), out=self._picture[first:last])
+        self._made = merged_spans([*self._made, (top, bottom)])
+        return self._picture[top:bottom]
 
     def _spliced(self, size: int, old: bytes | None) -> bytes | None:
         height, width = self.frame.shape[:2]
@@ -61,7 +66,7 @@ class Preview:
         strips = []
         for first, last in merged_spans((top // rows, -(-bottom // rows)) for top, bottom in [*old_rows, *self.face_rows]):
             top, bottom = first * rows, min(last * rows, height)
-            strip = at_size(composited(self.frame, self.patches, (top, bottom)), size)
+            strip = at_size(self._rows(top, bottom), size)
             strips.append((first, jpeg_bands.encode(strip, QUALITY, b"")))
         return jpeg_bands.spliced(before, strips, self.note)
 
@@ -80,11 +85,14 @@ class Preview:
 
 
 def composited(frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]],
-               rows: tuple[int, int] | None = None) -> np.ndarray:
+               rows: tuple[int, int] | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """`frame` (BGR) with the overlay's `patches` ((x, y, straight-alpha BGRA), not overlapping) laid over it,
-    as alpha-over shows them; a new array, the frame is left as it is. `rows` (top, bottom): those alone."""
+    as alpha-over shows them; a new array (or `out`), the frame is left as it is. `rows` (top, bottom): those
+    alone."""
     top, bottom = rows or (0, frame.shape[0])
-    picture = frame[top:bottom].copy()
+    picture = frame[top:bottom].copy() if out is None else out
+    if out is not None:
+        out[...] = frame[top:bottom]
     for x, y, bgra in patches:
         first, last = max(y, top), min(y + bgra.shape[0], bottom)
         if first >= last:
@@ -96,6 +104,18 @@ def composited(frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]]
         np.rint(blended, out=blended)
         region[...] = blended  # only the patches are converted: six faces cover a tenth of a frame
     return picture
+
+
+def _uncovered(spans: Sequence[tuple[int, int]], top: int, bottom: int) -> list[tuple[int, int]]:
+    """The parts of [top, bottom) outside `spans` (sorted, merged)."""
+    parts = []
+    for first, last in spans:
+        if first > top:
+            parts.append((top, min(first, bottom)))
+        top = max(top, last)
+        if top >= bottom:
+            return parts
+    return [*parts, (top, bottom)]
 
 
 def at_size(picture: np.ndarray, size: int) -> np.ndarray:
