@@ -84,7 +84,8 @@ def test_a_preview_is_encoded_whole_where_the_file_there_is_not_this_pictures_ow
     rows_at = damaged.index(b"movie|rules|7 ") + 14
     assert damaged[rows_at:rows_at + 5] == b"45-95"
     damaged[rows_at:rows_at + 5] = b"x-y,z"  # the faces' rows unreadable
-    for old in [*others, bytes(damaged)]:
+    past_the_end = jpeg_bands.encode(old_frame, preview_frame.QUALITY, b"facecache preview 1 movie|rules|7 45-999")
+    for old in [*others, bytes(damaged), past_the_end]:
         assert Preview(frame, faces, "movie|rules|7").jpeg(100, old) == whole
     # at 50 %, sides that do not halve exactly are averaged by weights the whole picture sets: encoded whole
     odd = textured(255, 192, 1)

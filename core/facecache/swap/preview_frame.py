@@ -64,7 +64,8 @@ class Preview:
             return None
         rows = jpeg_bands.BAND_ROWS * factor  # of the frame, in a band at this size
         strips = []
-        for first, last in merged_spans((top // rows, -(-bottom // rows)) for top, bottom in [*old_rows, *self.face_rows]):
+        bands = merged_spans((top // rows, -(-bottom // rows)) for top, bottom in [*old_rows, *self.face_rows])
+        for first, last in bands:
             top, bottom = first * rows, min(last * rows, height)
             strip = at_size(self._rows(top, bottom), size)
             strips.append((first, jpeg_bands.encode(strip, QUALITY, b"")))
@@ -79,7 +80,7 @@ class Preview:
             spans = [tuple(int(row) for row in span.split(b"-")) for span in note[len(prefix):].split(b",") if span]
         except ValueError:
             return None
-        if not all(len(span) == 2 and 0 <= span[0] < span[1] for span in spans):
+        if not all(len(span) == 2 and 0 <= span[0] < span[1] <= self.frame.shape[0] for span in spans):
             return None
         return spans
 
@@ -90,9 +91,8 @@ def composited(frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]]
     as alpha-over shows them; a new array (or `out`), the frame is left as it is. `rows` (top, bottom): those
     alone."""
     top, bottom = rows or (0, frame.shape[0])
-    picture = frame[top:bottom].copy() if out is None else out
-    if out is not None:
-        out[...] = frame[top:bottom]
+    picture = np.empty_like(frame[top:bottom]) if out is None else out
+    picture[...] = frame[top:bottom]
     for x, y, bgra in patches:
         first, last = max(y, top), min(y + bgra.shape[0], bottom)
         if first >= last:
