@@ -293,7 +293,7 @@ def write_previews(clip: Path, overlays: Path, say, proxy_size: int = 100) -> tu
         for (index, frame), path in zip(reader.frames(range(len(paths))), paths):
             patches = _patches(cv2.imread(str(path), cv2.IMREAD_UNCHANGED))
             start = time.thread_time()
-            preview_frame.encode(preview_frame.at_size(preview_frame.composited(frame, patches), proxy_size))
+            preview_frame.Preview(frame, patches, f"{clip.name}|{index}").jpeg(proxy_size)  # encoded whole
             times.append((time.thread_time() - start) * 1000)
     written = [Path(output_layout.preview_path(path, proxy_size)) for path in paths]
     figures = {"encode_cpu_ms": round(statistics.median(times), 2),
