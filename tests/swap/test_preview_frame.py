@@ -27,6 +27,25 @@ def test_patches_are_laid_over_the_frame_as_alpha_over_shows_them():
     assert np.abs(picture[12:22, 40:50].astype(int) - expected.astype(int)).max() <= 1
 
 
+def test_every_colour_over_every_colour_at_every_alpha_is_rounded_as_alpha_over_computes_it():
+    """All 256 x 256 x 256 cases: region + (colour - region) x alpha / 255, rounded to the nearest (the
+    integer form of Blender's straight alpha-over, where no case is a tie). A row a value of alpha, a column a
+    pair of values, each channel a third of the regions."""
+    values = np.arange(256, dtype=np.int32)
+    region = np.arange(86, dtype=np.int32).reshape(-1, 1) + np.array([0, 86, 172], np.int32)  # (86, 3): 0-257
+    region = np.minimum(region, 255)
+    pairs_region = np.repeat(region, 256, axis=0)  # (86 x 256, 3): every region value against...
+    pairs_colour = np.tile(values, 86)  # ...every colour
+    frame = np.broadcast_to(pairs_region.astype(np.uint8), (256, *pairs_region.shape))
+    patch = np.empty((256, len(pairs_colour), 4), np.uint8)
+    patch[..., :3] = pairs_colour.reshape(1, -1, 1)
+    patch[..., 3] = values.reshape(-1, 1)
+    picture = preview_frame.composited(np.ascontiguousarray(frame), [(0, 0, patch)])
+    alpha = values.reshape(-1, 1, 1)
+    exact = (2 * (pairs_region * (255 - alpha) + pairs_colour.reshape(1, -1, 1) * alpha) + 255) // 510
+    assert np.array_equal(picture, exact)
+
+
 def test_the_preview_is_an_opaque_jpeg_close_to_the_picture():
     picture = np.zeros((64, 96, 3), np.uint8)
     picture[:, :48] = (30, 120, 220)
