@@ -10,7 +10,7 @@ preview's proxy sizes), so renders keep the exact overlays and only the preview 
 A preview is a band JPEG (`jpeg_bands`) whose comment names the frame's pixels and the rows its faces cover.
 When a frame is made again (a new source, a blend change) and the file there is of the same frame, only the
 bands its old and new faces cover are encoded; the rest are the old file's bytes, the same bytes a whole
-encoding gives (one 1080p face: about 1.5 ms a frame where the whole picture took 5.5).
+encoding gives (the bench's one 1080p face: its bands' JPEG 1.7 ms where the whole picture's took 5.5).
 """
 
 from __future__ import annotations
