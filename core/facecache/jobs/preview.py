@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from facecache.analysis.analyzer import checked_range
 from facecache import output_layout
+from facecache.jobs.preview_files import previews_read_back
 from facecache.jobs.swap_job import SwapJob, blank_frame, open_outputs, resolved_form
 from facecache.media.identity import media_identity
 from facecache.models.runtime import usable_cores
@@ -36,6 +37,7 @@ class PreviewSession:
         self.media_id = media_identity(self.target, job.analyzer.cache)
         self.folder, self.manifest = open_outputs(self.target, Path(out_dir), info.is_still, self.media_id,
                                                   job.analyzer.cache, deinterlace)
+        self._previews_read = self.form == "sequencer" and previews_read_back(self.folder)
         self._segment: int | None = None
         self._groups = None
         self._decoded: tuple[int, object] | None = None  # the last frame decoded: a slider moves on one frame
@@ -60,7 +62,8 @@ class PreviewSession:
         results = self.job.swap_frame(analysis, swaps, index, frame, self._pool)
         # No fsync: measured at a fifth of a preview's time under load; a lost preview is made again.
         self.job.write_output(self.folder / name, frame, results, self.form, key, self.manifest.perms.file_mode,
-                              self.job.picture_key(self.media_id, self.reader.decoder_id, index),
+                              self.job.picture_key(self.media_id, self.reader.decoder_id, index)
+                              if self._previews_read else None,
                               durable=False, encoder=self._encoder, pool=self._pool)
         self.manifest.record(name, key)
         self.job.report.written += 1

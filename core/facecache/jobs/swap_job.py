@@ -46,6 +46,7 @@ from facecache.files import remove_leftover_temp_files, write_atomic
 from facecache.fingerprint import bytes_digest
 from facecache.jobs.manifest import OutputManifest
 from facecache.jobs.output_stamp import stamp_png
+from facecache.jobs.preview_files import previews_read_back, write_preview
 from facecache.media.identity import media_identity
 from facecache.media.reader import MediaReader
 from facecache.permissions import Permissions, make_dir, permissions_for
@@ -53,7 +54,6 @@ from facecache.store.cache import FaceCache
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import FrameStore, RunStats, group_key
 from facecache.store.namespace import Namespace
-from facecache.swap import preview_frame
 from facecache.swap.composite import CompositeParams, overlay_patches, paste_back
 from facecache.swap.eye_records import TargetEyes
 from facecache.swap.factory import BoundSwapper
@@ -169,6 +169,7 @@ class SwapJob:
             form = resolved_form(self.output_form, still)
             media_id = media_identity(target, self.analyzer.cache)
             folder, manifest = open_outputs(target, out_dir, still, media_id, self.analyzer.cache, deinterlace)
+            previews_read = form == "sequencer" and previews_read_back(folder)
 
             def report_progress() -> None:
                 if progress is None:
@@ -180,7 +181,8 @@ class SwapJob:
 
             def attempt(item: tuple[int, list[int]]) -> bool:
                 segment, wanted = item
-                context = _Segment(reader, writer, target, folder, manifest, media_id, segment, wanted, form, still)
+                context = _Segment(reader, writer, target, folder, manifest, media_id, segment, wanted, form, still,
+                                   previews_read)
                 return self._run_segment(context, report_progress, cancel)
 
             # Segments claimed by others come last (their outputs may show up in the manifest meanwhile).
@@ -241,7 +243,8 @@ class SwapJob:
                 name = output_layout.output_name(seg.target, index, seg.still)
                 results = self.swap_frame(analysis, swaps, index, frame, seg.writer)
                 key = self.output_key(seg.media_id, seg.reader.decoder_id, index, seg.form)
-                picture = self.picture_key(seg.media_id, seg.reader.decoder_id, index)
+                picture = (self.picture_key(seg.media_id, seg.reader.decoder_id, index) if seg.previews_read
+                           else None)
                 pending.append((name, key, seg.writer.submit(self.write_output, seg.folder / name, frame, results,
                                                              seg.form, key, seg.manifest.perms.file_mode, picture)))
                 if len(pending) >= _MAX_PENDING_WRITES:
@@ -275,12 +278,12 @@ class SwapJob:
                        "in the cache: run the same command again to make the rest", fault.exit_code, fault.errno,
                        fault.path)
 
-    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int, picture: str,
-                     durable: bool = True, encoder: SparseOverlayEncoder | None = None,
+    def write_output(self, path: Path, frame: np.ndarray, results, form: str, key: str, mode: int,
+                     picture: str | None, durable: bool = True, encoder: SparseOverlayEncoder | None = None,
                      pool: Executor | None = None) -> None:
         """Encode and write one output (file mode `mode`), stamped with the key it is made from (`durable=False`:
         no fsync, for previews; an output a power cut emptied fails its manifest and stamp checks and is remade);
-        `picture` names the frame's pixels (`picture_key`), for the "sequencer" form's previews.
+        `picture` names the frame's pixels (`picture_key`), for the "sequencer" form's previews (`write_preview`).
         Overlays go through `encoder` when given, else through the job's own; with `pool`, an overlay's
         groups of faces are composited on its threads (a preview's one frame; a job's frames are already
         side by side)."""
@@ -405,30 +408,6 @@ class SwapJob:
         return f"{media_id}|{decoder_id}|{index}"
 
 
-def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int, picture: str) -> None:
-    """The "sequencer" form's previews of the overlay at `overlay` (`swap.preview_frame`), one a proxy size,
-    written before the overlay, so no overlay is newer than its previews; `picture`: `SwapJob.picture_key`.
-    Never fsynced: an emptied file fails to load and Blender's preview falls back to the overlay (and is
-    encoded whole the next time). A frame without a face has none (its strip is keyed out there): those left
-    from earlier settings go."""
-    previews = preview_frame.Preview(frame, patches, picture) if patches else None
-    for size in output_layout.PREVIEW_SIZES:
-        preview = Path(output_layout.preview_path(overlay, size))
-        if previews is None:
-            preview.unlink(missing_ok=True)
-            continue
-        if not preview.parent.is_dir():  # faces: private or the team's, as the overlays' (not write_atomic's 0755)
-            make_dir(preview.parent, permissions_for(preview.parent))
-        write_atomic(preview, previews.jpeg(size, _read_or_none(preview)), mode=mode, durable=False)
-
-
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:  # none yet, or unreadable: the preview is made whole (and its write says what is wrong)
-        return None
-
-
 def blank_frame(size: tuple[int, int]) -> np.ndarray:
     """A read-only frame of zeros of (height, width) `size`: what stands in for the frames an output is
     made of without their pixels (see `SwapJob.size_without_pixels`), one shared by many."""
@@ -451,6 +430,7 @@ class _Segment:
     wanted: list[int]
     form: str
     still: bool
+    previews_read: bool  # the old previews read back (`previews_read_back`)
 
 
 class OutputInsideCache(FaceCacheError):
