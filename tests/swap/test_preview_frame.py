@@ -112,6 +112,15 @@ def test_a_preview_is_encoded_whole_where_the_file_there_is_not_this_pictures_ow
     assert Preview(odd, faces, "movie|rules|7").jpeg(50, old) == Preview(odd, faces, "movie|rules|7").jpeg(50)
 
 
+def test_a_preview_of_no_named_picture_carries_no_note_and_is_never_spliced():
+    frame, faces = textured(256, 192, 1), [(32, 45, face(50, 60, 3))]
+    unnamed = Preview(frame, faces, None).jpeg(100)
+    assert b"facecache preview" not in unnamed and jpeg_bands.parse(unnamed).note == b""
+    same_frame = Preview(frame, [(32, 120, face(50, 60, 3))], "movie|rules|7").jpeg(100)
+    assert Preview(frame, faces, None).jpeg(100, same_frame) == unnamed
+    assert cv2.imdecode(np.frombuffer(unnamed, np.uint8), cv2.IMREAD_COLOR).shape == frame.shape
+
+
 def test_composited_rows_are_those_rows_of_the_whole_composite():
     frame, faces = textured(256, 192, 1), [(32, 45, face(50, 60, 3)), (100, 200, face(30, 40, 4))]
     whole = preview_frame.composited(frame, faces)

@@ -21,7 +21,7 @@ def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int, pi
     Never fsynced: an emptied file fails to load and Blender's preview falls back to the overlay (and is
     encoded whole the next time). A frame without a face has none (its strip is keyed out there): those left
     from earlier settings go."""
-    previews = preview_frame.Preview(frame, patches, picture or "") if patches else None
+    previews = preview_frame.Preview(frame, patches, picture) if patches else None
     for size in output_layout.PREVIEW_SIZES:
         preview = Path(output_layout.preview_path(overlay, size))
         if previews is None:

@@ -1,11 +1,11 @@
 """A picture converted in bands of whole rows, one per core: numpy and OpenCV release the GIL while they work,
 so two threads convert a 1080p frame in about half the time (the conversions of yuv_to_bgr and swscale61).
-And spans (of rows, or of a row's bytes) merged where they touch."""
+And spans (of rows, or of a row's bytes) merged where they touch, or what of one span others leave."""
 
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import Callable
+from typing import Callable, Sequence
 
 BANDS = 2  # the machines the engine runs on have 2 cores or more
 
@@ -32,3 +32,15 @@ def merged_spans(spans) -> list[tuple[int, int]]:
         else:
             merged.append((start, stop))
     return merged
+
+
+def uncovered_spans(spans: Sequence[tuple[int, int]], start: int, stop: int) -> list[tuple[int, int]]:
+    """The parts of [start, stop) outside `spans` (sorted and merged, as `merged_spans` gives them)."""
+    parts = []
+    for first, last in spans:
+        if first > start:
+            parts.append((start, min(first, stop)))
+        start = max(start, last)
+        if start >= stop:
+            return parts
+    return [*parts, (start, stop)]

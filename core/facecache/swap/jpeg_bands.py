@@ -38,7 +38,7 @@ class BandJpeg:
 
 
 def encode(picture: np.ndarray, quality: int, note: bytes) -> bytes:
-    """`picture` (BGR) as a baseline 4:2:0 band JPEG at `quality`, carrying `note`."""
+    """`picture` (BGR) as a baseline 4:2:0 band JPEG at `quality`, carrying `note` (none where it is empty)."""
     mcus_across = -(-picture.shape[1] // 16)
     ok, data = cv2.imencode(".jpg", picture, [cv2.IMWRITE_JPEG_QUALITY, quality,
                                                cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420,
@@ -122,6 +122,8 @@ def _split(entropy_coded: bytes) -> list[bytes]:
 
 
 def _comment(note: bytes) -> bytes:
+    if not note:
+        return b""
     if len(note) > 65533:
         raise ValueError("a JPEG comment holds at most 65,533 bytes")
     return bytes((0xFF, _COM)) + (len(note) + 2).to_bytes(2, "big") + note

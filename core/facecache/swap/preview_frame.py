@@ -20,7 +20,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from facecache.media.row_bands import merged_spans
+from facecache.media.row_bands import merged_spans, uncovered_spans
 from facecache.swap import jpeg_bands
 
 # JPEG quality of the preview pictures: 90 keeps a face's detail (the editor judges the swap from the preview);
@@ -31,12 +31,14 @@ _NOTE = b"facecache preview 1 "  # then the picture's name and the faces' rows: 
 
 class Preview:
     """The preview JPEGs of one frame with its overlay's `patches` ((x, y, straight-alpha BGRA)) over it;
-    `picture` names the frame's pixels (its movie, decoder and index: `SwapJob.picture_key`)."""
+    `picture` names the frame's pixels (its movie, decoder and index: `SwapJob.picture_key`), or is None
+    where no old file is to be spliced (the JPEGs then carry no note and are encoded whole)."""
 
-    def __init__(self, frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]], picture: str):
+    def __init__(self, frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]], picture: str | None):
         self.frame, self.patches, self.picture = frame, patches, picture
         self.face_rows = merged_spans((y, y + bgra.shape[0]) for _, y, bgra in patches)
-        self.note = _NOTE + picture.encode() + b" " + b",".join(b"%d-%d" % span for span in self.face_rows)
+        self.note = b"" if picture is None else (
+            _NOTE + picture.encode() + b" " + b",".join(b"%d-%d" % span for span in self.face_rows))
         self._picture = np.empty_like(frame)  # the composited rows, each made once for every size
         self._made: list[tuple[int, int]] = []
 
@@ -48,7 +50,7 @@ class Preview:
 
     def _rows(self, top: int, bottom: int) -> np.ndarray:
         """Rows [top, bottom) of the frame with the patches over it."""
-        for first, last in _uncovered(self._made, top, bottom):
+        for first, last in uncovered_spans(self._made, top, bottom):
             composited(self.frame, self.patches, (first, last), out=self._picture[first:last])
         self._made = merged_spans([*self._made, (top, bottom)])
         return self._picture[top:bottom]
@@ -56,7 +58,7 @@ class Preview:
     def _spliced(self, size: int, old: bytes | None) -> bytes | None:
         height, width = self.frame.shape[:2]
         factor = 100 // size
-        if old is None or factor * size != 100 or height % factor or width % factor:
+        if old is None or self.picture is None or factor * size != 100 or height % factor or width % factor:
             return None  # at a size that is not a whole division, a strip's averages are not the picture's
         before = jpeg_bands.parse(old)
         old_rows = None if before is None else self._face_rows_of(before.note)
@@ -106,18 +108,6 @@ def composited(frame: np.ndarray, patches: Sequence[tuple[int, int, np.ndarray]]
                         cv2.multiply(cv2.cvtColor(part, cv2.COLOR_BGRA2BGR), alpha, dtype=cv2.CV_16U))
         region[...] = cv2.convertScaleAbs(mixed, alpha=1 / 255)  # only the patches: six faces are a tenth of a frame
     return picture
-
-
-def _uncovered(spans: Sequence[tuple[int, int]], top: int, bottom: int) -> list[tuple[int, int]]:
-    """The parts of [top, bottom) outside `spans` (sorted, merged)."""
-    parts = []
-    for first, last in spans:
-        if first > top:
-            parts.append((top, min(first, bottom)))
-        top = max(top, last)
-        if top >= bottom:
-            return parts
-    return [*parts, (top, bottom)]
 
 
 def at_size(picture: np.ndarray, size: int) -> np.ndarray:
