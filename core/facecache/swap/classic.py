@@ -43,19 +43,20 @@ from facecache.swap.color import ColorTransfer
 from facecache.swap.edge_light import edge_lighting
 from facecache.swap.eye_follow import Eye, carried, follow_map, with_own_lids
 from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, skin_likeness, skin_patch,
-                                        thin_dark_lines, with_forehead)
+                                        thin_dark_lines, with_forehead, without_fringe)
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 6  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 7  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
 #                        transfer fitted from the jaw to the brows; 5: the original's lighting faded in
 #                        at the mask's top edge (``swap.edge_light``); 6: the target's thin dark lines
-#                        at the eyes' and brows' height (glasses' rims and arms) taken in with its skin
+#                        at the eyes' and brows' height (glasses' rims and arms) taken in with its skin;
+#                        7: the source's forehead without its fringe's edge (``without_fringe``)
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -183,6 +184,7 @@ class ClassicSwapper:
             # it is the target's own picture.
             beyond = face_mask(beyond_landmarks(target_outline), size, feather)
             source_skin = skin_likeness(crop, skin_patch(target_mesh[:68], size), firm=True)
+            crop = without_fringe(crop, source_skin, face_mask(target_points, size, 0.0))
             target_skin = np.maximum(_skin_under_lines(frame, matrix, size, target_points),
                                      thin_dark_lines(original, target_points))
             beyond *= source_skin * target_skin

@@ -67,6 +67,14 @@ _LINE_SPREAD = 0.02
 _LINE_SKIN = 0.95
 # The lines are found on a copy of the band at most this many pixels across.
 _LINE_SIDE = 192
+# The source's forehead without its fringe (``without_fringe``): in the crop's rows above the eyes
+# (the arcface template's eyes lie at 0.40 of its side), what the firm skin likeness calls skin from
+# the first on, wholly from the second, is kept (a fringe's dark lower edge reads 0.4-0.5 there, its
+# lit skin 0.9 and more); the rest is the skin around, averaged this share of the crop's side far.
+_FILL_ROWS = 0.40
+_SURE_SKIN = (0.5, 0.9)
+_FILL_SPREAD = 0.03
+_FILL_PRIOR = 1e-3
 
 
 def outline_from_kps5(kps5: np.ndarray) -> np.ndarray:
@@ -173,8 +181,13 @@ def skin_likeness(image: np.ndarray, skin: np.ndarray, firm: bool = False) -> np
         likeness = 1.0 - t * t * (3.0 - 2.0 * t)
     else:
         likeness = np.exp(np.float32(-0.5) * distance)
-    blurred = cv2.GaussianBlur(likeness.astype(np.float32, copy=False), (0, 0), max(1.0, image.shape[0] / 96.0))
+    blurred = cv2.GaussianBlur(likeness.astype(np.float32, copy=False), (0, 0), _likeness_blur(image.shape[0]))
     return np.clip(blurred, 0.0, 1.0, out=blurred)  # a blur of ones may round a hair above 1
+
+
+def _likeness_blur(side: int) -> float:
+    """The blur (sigma, pixels) that softens ``skin_likeness`` on a picture ``side`` pixels high."""
+    return max(1.0, side / 96.0)
 
 
 def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
@@ -217,6 +230,40 @@ def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
         band = cv2.resize(band, (size, y1 - y0), interpolation=cv2.INTER_LINEAR)
     lines[y0:y1] = band
     return lines
+
+
+def without_fringe(crop: np.ndarray, skin: np.ndarray, hull: np.ndarray) -> np.ndarray:
+    """The source's forehead in ``crop`` (BGR, square) with what is not surely skin there (a fringe's
+    lower edge, its shadow: ``skin``, the firm ``skin_likeness``, below _SURE_SKIN[1]) replaced by
+    the skin around it, smoothly; inside ``hull`` (the landmarks' hull, 0 or 1) nothing changes. A
+    new image, or ``crop`` itself when all of its forehead is skin. The mask's cut through the
+    source's skin is soft: half taken, a fringe's dark edge drew a line along the swapped forehead's
+    top (docs/quality.md)."""
+    size = crop.shape[0]
+    rows = min(size, int(np.ceil(_FILL_ROWS * size)))
+    # the likeness is blurred: a thin dark line beside skin reads half skin; a pixel is as sure as the least
+    # sure one within two of the blur's widths
+    reach = 2 * int(np.ceil(2.0 * _likeness_blur(size))) + 1
+    sure = cv2.erode(skin[:rows], cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (reach, reach)))
+    t = np.clip((sure - _SURE_SKIN[0]) / (_SURE_SKIN[1] - _SURE_SKIN[0]), 0.0, 1.0)
+    skin_for_sure = t * t * (3.0 - 2.0 * t)
+    keep = np.maximum(skin_for_sure, hull[:rows])
+    if float(keep.min()) >= 1.0:
+        return crop
+    # The skin around (a normalised blur of what is surely skin, not the brows in the hull), averaged on a
+    # copy a quarter the size: it is smooth.
+    small = (max(4, size // 4), max(1, rows // 4))
+    weights = cv2.resize(skin_for_sure, small, interpolation=cv2.INTER_AREA)
+    pixels = cv2.resize(crop[:rows], small, interpolation=cv2.INTER_AREA).astype(np.float32) * weights[..., None]
+    sigma = max(0.5, _FILL_SPREAD * small[0])
+    # where no skin is near, the forehead's mean skin: a weight of _FILL_PRIOR of it in every pixel
+    prior = pixels.reshape(-1, 3).sum(axis=0) / max(float(weights.sum()), 1e-6) * _FILL_PRIOR
+    fill = ((cv2.GaussianBlur(pixels, (0, 0), sigma) + prior)
+            / (cv2.GaussianBlur(weights, (0, 0), sigma) + _FILL_PRIOR)[..., None])
+    fill = cv2.convertScaleAbs(cv2.resize(fill, (size, rows), interpolation=cv2.INTER_LINEAR))
+    out = crop.copy()
+    out[:rows] = cv2.blendLinear(crop[:rows], fill, keep, 1.0 - keep)
+    return out
 
 
 def outline(kps5: np.ndarray, landmarks68: np.ndarray | None = None) -> np.ndarray:
