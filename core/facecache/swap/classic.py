@@ -56,7 +56,8 @@ CLASSIC_VERSION = 7  # 2: crops sized by the face, bicubic from a pyramid, colou
 #                        transfer fitted from the jaw to the brows; 5: the original's lighting faded in
 #                        at the mask's top edge (``swap.edge_light``); 6: the target's thin dark lines
 #                        at the eyes' and brows' height (glasses' rims and arms) taken in with its skin;
-#                        7: the source's forehead without its fringe's edge (``without_fringe``)
+#                        7: the source's forehead without its fringe's edge (``without_fringe``), the
+#                        edge lighting's colour transfer applied to its shrunk crop
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
