@@ -69,8 +69,8 @@ _LINE_SKIN = 0.95
 _LINE_SIDE = 192
 # The source's forehead without its fringe (``without_fringe``): in the crop's rows above the eyes
 # (the arcface template's eyes lie at 0.40 of its side), what the firm skin likeness, eroded, calls skin
-# from the first on, wholly from the second, is kept (a fringe's dark lower edge reads 0.4-0.5 there,
-# unrounded, its lit skin 0.9 and more); the rest is the skin around, averaged this share of the crop's
+# from the first on, wholly from the second, is kept (before the erosion a fringe's dark lower edge reads
+# 0.4-0.5 there, its lit skin 0.9 and more); the rest is the skin around, averaged this share of the crop's
 # side far.
 _FILL_ROWS = 0.40
 _SURE_SKIN = (0.5, 0.9)
