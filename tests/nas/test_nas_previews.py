@@ -9,8 +9,14 @@ from facecache.swap import jpeg_bands
 
 
 def test_previews_are_read_back_in_local_folders_alone(nas, tmp_path):
-    assert preview_files.previews_read_back(tmp_path)
-    assert not preview_files.previews_read_back(nas.a) and not preview_files.previews_read_back(nas.a / "clip")
+    assert preview_files.previews_read_back(tmp_path, "sequencer")
+    assert not preview_files.previews_read_back(nas.a, "sequencer")
+    assert not preview_files.previews_read_back(nas.a / "clip", "sequencer")
+
+
+def test_only_the_sequencer_form_has_previews_to_read_back(tmp_path):  # the others write none
+    assert not preview_files.previews_read_back(tmp_path, "overlay")
+    assert not preview_files.previews_read_back(tmp_path, "full")
 
 
 @pytest.mark.parametrize("read_back", [True, False])

@@ -37,7 +37,7 @@ class PreviewSession:
         self.media_id = media_identity(self.target, job.analyzer.cache)
         self.folder, self.manifest = open_outputs(self.target, Path(out_dir), info.is_still, self.media_id,
                                                   job.analyzer.cache, deinterlace)
-        self._previews_read = self.form == "sequencer" and previews_read_back(self.folder)
+        self._previews_read = previews_read_back(self.folder, self.form)
         self._segment: int | None = None
         self._groups = None
         self._decoded: tuple[int, object] | None = None  # the last frame decoded: a slider moves on one frame

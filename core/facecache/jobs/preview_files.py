@@ -33,10 +33,11 @@ def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int, pi
         write_atomic(preview, previews.jpeg(size, old), mode=mode, durable=False)
 
 
-def previews_read_back(folder: Path) -> bool:
-    """Whether a frame made again reads its old previews to keep their bands: not on a network filesystem,
-    where reading them back moved as many bytes as writing them (sshfs, measured)."""
-    return not is_network_fs(mount_type(folder))
+def previews_read_back(folder: Path, form: str) -> bool:
+    """Whether a frame made again reads its old previews to keep their bands: only the "sequencer" form has
+    previews, and not on a network filesystem, where reading them back moved as many bytes as writing them
+    (sshfs, measured)."""
+    return form == "sequencer" and not is_network_fs(mount_type(folder))
 
 
 def _read_or_none(path: Path) -> bytes | None:

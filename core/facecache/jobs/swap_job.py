@@ -169,7 +169,7 @@ class SwapJob:
             form = resolved_form(self.output_form, still)
             media_id = media_identity(target, self.analyzer.cache)
             folder, manifest = open_outputs(target, out_dir, still, media_id, self.analyzer.cache, deinterlace)
-            previews_read = form == "sequencer" and previews_read_back(folder)
+            previews_read = previews_read_back(folder, form)
 
             def report_progress() -> None:
                 if progress is None:
