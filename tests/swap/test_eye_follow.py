@@ -64,10 +64,9 @@ def test_the_source_eye_lands_on_the_target_eye_and_nothing_beyond_the_ring_move
 
 
 def test_a_lowered_or_closed_target_eye_keeps_its_own_lids_and_an_open_one_nothing():
-    right_open = laid_out_eye((100.0, 60.0))
-    assert not kept_lids([laid_out_eye((40.0, 60.0)), right_open], SIZE).any()
-    kept = kept_lids([laid_out_eye((40.0, 60.0), opening=0.03), right_open], SIZE)
-    assert kept[60, 40] == pytest.approx(1.0) and not kept[:, 71:].any()  # the open eye keeps nothing
+    assert not kept_lids([laid_out_eye((40.0, 60.0)), laid_out_eye((110.0, 60.0))], SIZE).any()
+    kept = kept_lids([laid_out_eye((40.0, 60.0), opening=0.03), laid_out_eye((110.0, 60.0), opening=0.03)], SIZE)
+    assert kept[60, 40] == pytest.approx(1.0) and kept[60, 110] == pytest.approx(1.0)
     # the closed eye's lids and the crease over them (0.3 eye widths up), not the brow (0.6 up); out past its
     # corners (0.5 eye widths along), where the iris model reads what it guesses under the lid, and no further
     assert kept[51, 40] > 0.9 and kept[42, 40] == 0.0
@@ -77,6 +76,14 @@ def test_a_lowered_or_closed_target_eye_keeps_its_own_lids_and_an_open_one_nothi
     assert 0.0 < half_open < 1.0 and lowered[60, 40] == pytest.approx(1.0)
     # a lowered eye keeps less beyond its corners than a closed one
     assert lowered[60, 40 - 21] < 0.2 and lowered[60, 40 - 24] == 0.0
+
+
+def test_both_eyes_are_kept_or_neither_by_the_faces_mean_opening():
+    # lids lower together: a face looking down whose far eye reads nearly closed and near one 0.19 keeps both
+    looking_down = kept_lids([laid_out_eye((40.0, 60.0), opening=0.19), laid_out_eye((100.0, 60.0), opening=0.09)], SIZE)
+    assert looking_down[60, 40] == pytest.approx(1.0) and looking_down[60, 100] == pytest.approx(1.0)
+    # an open face with one eye a little less open than the other keeps neither
+    assert not kept_lids([laid_out_eye((40.0, 60.0), opening=0.19), laid_out_eye((100.0, 60.0))], SIZE).any()
 
 
 def test_a_kept_eye_has_the_targets_lashes_in_the_swapped_faces_colours():

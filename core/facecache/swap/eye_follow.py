@@ -32,16 +32,17 @@ from facecache.swap.piecewise import border_points, piecewise_map
 Eye = tuple[np.ndarray, np.ndarray]  # (lids (16, 2), iris centre (2,)), crop pixels
 
 # What the swap records of `classic_eyes` are keyed by, beyond the classic swap's settings: 2, the target's
-# lowered and closed lids kept (``kept_lids``); 3, a closed eye kept out past its corners (``_CLOSED_AXES``).
+# lowered and closed lids kept (``kept_lids``); 3, both eyes kept or neither, by the face's mean opening, a
+# closed eye out past its corners (``_CLOSED_AXES``).
 EYES_FOLLOW = "follow/3"
 LID_POINTS = 16
 _RING_POINTS = 16
 # The ring's half axes along and across the eye, in eye widths (corner to corner) from the middle of its
 # corners: beyond a wide open lid (about 0.2 above the middle) and short of the brows.
 _RING = (0.9, 0.6)
-# A target eye whose lids are open this much or less (``lid_opening``, eye widths) keeps all of its own eye,
-# one open this much or more none of it (a smoothstep between): the iris model reads open eyes 0.25-0.31
-# open, eyes looking down 0.16-0.17, closed ones 0.04-0.09 (the bench's eye targets and group photo).
+# A target face whose eyes are open this much or less on average (``lid_opening``, eye widths) keeps all of
+# its own eyes, one open this much or more none of them (a smoothstep between): the iris model reads open eyes
+# 0.25-0.31 open, eyes looking down 0.16-0.17, closed ones 0.04-0.09 (the bench's eye targets and group photo).
 _KEPT_OPENING = (0.17, 0.22)
 # The target's own eye: an ellipse about its corners' middle, raised this far (eye widths) towards the upper
 # lid's crease, with these half axes along and across the eye (short of the brows), whose outer share
@@ -168,15 +169,20 @@ def carried(points: np.ndarray, source_mesh: np.ndarray, target_mesh: np.ndarray
 
 
 def kept_lids(target_eyes: list[Eye], size: int) -> np.ndarray:
-    """(size, size) float32 0..1: where the target keeps its own eye, because its lids are lowered or closed
-    (``_KEPT_OPENING``), a closed one further out (``_CLOSED_OPENING``); zeros where every eye is open."""
+    """(size, size) float32 0..1: where the target keeps its own eyes, because its lids are lowered or closed
+    (``_KEPT_OPENING``, the face's mean opening), a closed eye further out (``_CLOSED_OPENING``); zeros where
+    the face's eyes are open."""
     kept = np.zeros((size, size), np.float32)
-    for lids, _ in target_eyes:
-        lids = np.asarray(lids, np.float64).reshape(LID_POINTS, 2)
-        opening = lid_opening(lids)
-        lowered = _smoothstep((_KEPT_OPENING[1] - opening) / (_KEPT_OPENING[1] - _KEPT_OPENING[0]))
-        if lowered <= 0.0:
-            continue
+    eyes = [np.asarray(lids, np.float64).reshape(LID_POINTS, 2) for lids, _ in target_eyes]
+    if not eyes:
+        return kept
+    # Both eyes' lids lower together (a glance down, a blink), and the model reads a turned face's far eye as
+    # less open than its near one: the face's mean opening says how lowered both are.
+    openings = [lid_opening(lids) for lids in eyes]
+    lowered = _smoothstep((_KEPT_OPENING[1] - float(np.mean(openings))) / (_KEPT_OPENING[1] - _KEPT_OPENING[0]))
+    if lowered <= 0.0:
+        return kept
+    for lids, opening in zip(eyes, openings):
         closed = _smoothstep((_CLOSED_OPENING[1] - opening) / (_CLOSED_OPENING[1] - _CLOSED_OPENING[0]))
         middle, along, up, width = eye_frame(lids)
         middle = middle + _KEPT_RAISE * width * up
