@@ -80,7 +80,8 @@ def test_a_lowered_or_closed_target_eye_keeps_its_own_lids_and_an_open_one_nothi
 
 def test_both_eyes_are_kept_or_neither_by_the_faces_mean_opening():
     # lids lower together: a face looking down whose far eye reads nearly closed and near one 0.19 keeps both
-    looking_down = kept_lids([laid_out_eye((40.0, 60.0), opening=0.19), laid_out_eye((100.0, 60.0), opening=0.09)], SIZE)
+    near, far = laid_out_eye((40.0, 60.0), opening=0.19), laid_out_eye((100.0, 60.0), opening=0.09)
+    looking_down = kept_lids([near, far], SIZE)
     assert looking_down[60, 40] == pytest.approx(1.0) and looking_down[60, 100] == pytest.approx(1.0)
     # an open face with one eye a little less open than the other keeps neither
     assert not kept_lids([laid_out_eye((40.0, 60.0), opening=0.19), laid_out_eye((100.0, 60.0))], SIZE).any()
