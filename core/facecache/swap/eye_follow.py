@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from facecache.analysis.iris import lid_opening
+from facecache.swap.masks import smoothstep
 from facecache.swap.piecewise import border_points, piecewise_map
 
 Eye = tuple[np.ndarray, np.ndarray]  # (lids (16, 2), iris centre (2,)), crop pixels
@@ -179,11 +180,11 @@ def kept_lids(target_eyes: list[Eye], size: int) -> np.ndarray:
     # Both eyes' lids lower together (a glance down, a blink), and the model reads a turned face's far eye as
     # less open than its near one: the face's mean opening says how lowered both are.
     openings = [lid_opening(lids) for lids in eyes]
-    lowered = _smoothstep((_KEPT_OPENING[1] - float(np.mean(openings))) / (_KEPT_OPENING[1] - _KEPT_OPENING[0]))
+    lowered = smoothstep((_KEPT_OPENING[1] - float(np.mean(openings))) / (_KEPT_OPENING[1] - _KEPT_OPENING[0]))
     if lowered <= 0.0:
         return kept
     for lids, opening in zip(eyes, openings):
-        closed = _smoothstep((_CLOSED_OPENING[1] - opening) / (_CLOSED_OPENING[1] - _CLOSED_OPENING[0]))
+        closed = smoothstep((_CLOSED_OPENING[1] - opening) / (_CLOSED_OPENING[1] - _CLOSED_OPENING[0]))
         middle, along, up, width = eye_frame(lids)
         middle = middle + _KEPT_RAISE * width * up
         axes = [(kept_axis + closed * (closed_axis - kept_axis)) * width
@@ -195,15 +196,9 @@ def kept_lids(target_eyes: list[Eye], size: int) -> np.ndarray:
         xs, ys = np.meshgrid(np.arange(x0, x1) - middle[0], np.arange(y0, y1) - middle[1])
         u = (xs * along[0] + ys * along[1]) / axes[0]
         v = (xs * up[0] + ys * up[1]) / axes[1]
-        eye = _smoothstep((1.0 - np.sqrt(u * u + v * v)) / _KEPT_FADE) * lowered
+        eye = smoothstep((1.0 - np.sqrt(u * u + v * v)) / _KEPT_FADE) * lowered
         np.maximum(kept[y0:y1, x0:x1], eye.astype(np.float32), out=kept[y0:y1, x0:x1])
     return kept
-
-
-def _smoothstep(t):
-    """0 below 0, 1 above 1, smooth between."""
-    t = np.clip(t, 0.0, 1.0)
-    return t * t * (3.0 - 2.0 * t)
 
 
 def with_own_lids(crop: np.ndarray, original: np.ndarray, target_eyes: list[Eye]) -> np.ndarray:

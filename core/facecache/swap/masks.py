@@ -13,7 +13,8 @@ import cv2
 import numpy as np
 
 
-def _smoothstep(t: np.ndarray) -> np.ndarray:
+def smoothstep(t: np.ndarray) -> np.ndarray:
+    """0 below 0, 1 above 1, smooth between (float32)."""
     t = np.clip(t, 0.0, 1.0)
     return (t * t * (3.0 - 2.0 * t)).astype(np.float32)
 
@@ -54,7 +55,7 @@ def box_mask(size: int, blur: float = 0.3, padding: Sequence[float] = (0, 0, 0, 
     distance = np.minimum(along_y[:, None], along_x[None, :])
     if fade < 1.0:
         return (distance >= 0).astype(np.float32)
-    return _smoothstep(distance / fade)
+    return smoothstep(distance / fade)
 
 
 def combine_masks(masks: Sequence[np.ndarray | None]) -> np.ndarray:
@@ -88,4 +89,4 @@ def polygon_mask(points: np.ndarray, size: int, feather: float) -> np.ndarray:
     # one-pixel frame of "outside" around the crop bounds the hull there too.
     padded = cv2.copyMakeBorder(inside, 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=0)
     distance = cv2.distanceTransform(padded, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
-    return _smoothstep((distance - 1.0) / float(feather))
+    return smoothstep((distance - 1.0) / float(feather))
