@@ -46,6 +46,7 @@ from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, sk
                                         thin_dark_lines, with_forehead, without_fringe)
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
+from facecache.swap.masks import smoothstep
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
@@ -328,8 +329,7 @@ def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, landmark
 def _faded(inside: np.ndarray, feather: float) -> np.ndarray:
     """A mask of ``inside`` (bool, crop pixels) that rises from 0 at its edge over ``feather`` px."""
     distance = cv2.distanceTransform(inside.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-    t = np.clip(distance / max(float(feather), 1.0), 0.0, 1.0)
-    return (t * t * (3.0 - 2.0 * t)).astype(np.float32)
+    return smoothstep(distance / max(float(feather), 1.0))
 
 
 def _open_mouth(points68: np.ndarray, size: int) -> np.ndarray:

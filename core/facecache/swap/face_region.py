@@ -13,7 +13,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from facecache.swap.masks import polygon_mask
+from facecache.swap.masks import polygon_mask, smoothstep
 
 # Outline of the face in face units, clockwise from the left temple:
 # x in interocular distances from the eye midpoint (negative = image-left),
@@ -178,8 +178,7 @@ def skin_likeness(image: np.ndarray, skin: np.ndarray, firm: bool = False) -> np
     np.square(scaled, out=scaled)
     distance = scaled[..., 0] + scaled[..., 1] + scaled[..., 2]  # numpy's sum over a 3-long axis is slow
     if firm:
-        t = np.clip(np.sqrt(distance) - 1.0, 0.0, 1.0)
-        likeness = 1.0 - t * t * (3.0 - 2.0 * t)
+        likeness = 1.0 - smoothstep(np.sqrt(distance) - 1.0)
     else:
         likeness = np.exp(np.float32(-0.5) * distance)
     blurred = cv2.GaussianBlur(likeness.astype(np.float32, copy=False), (0, 0), _likeness_blur(image.shape[0]))
@@ -221,8 +220,7 @@ def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
     lightness = cv2.cvtColor(band_image, cv2.COLOR_BGR2LAB)[..., 0]
     element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width))
     darker = cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element).astype(np.float32)
-    t = np.clip((darker - _LINE_DARKER[0]) / (_LINE_DARKER[1] - _LINE_DARKER[0]), 0.0, 1.0)
-    band = t * t * (3.0 - 2.0 * t)
+    band = smoothstep((darker - _LINE_DARKER[0]) / (_LINE_DARKER[1] - _LINE_DARKER[0]))
     band[:int(round((top - y0) * scale))] = 0.0
     band[int(round((bottom - y0) * scale)):] = 0.0
     band = cv2.dilate(band, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * spread + 1, 2 * spread + 1)))
@@ -246,8 +244,7 @@ def without_fringe(crop: np.ndarray, skin: np.ndarray, hull: np.ndarray) -> np.n
     # sure one within two of the blur's widths
     reach = 2 * int(np.ceil(2.0 * _likeness_blur(size))) + 1
     sure = cv2.erode(skin[:rows], cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (reach, reach)))
-    t = np.clip((sure - _SURE_SKIN[0]) / (_SURE_SKIN[1] - _SURE_SKIN[0]), 0.0, 1.0)
-    skin_for_sure = t * t * (3.0 - 2.0 * t)
+    skin_for_sure = smoothstep((sure - _SURE_SKIN[0]) / (_SURE_SKIN[1] - _SURE_SKIN[0]))
     keep = np.maximum(skin_for_sure, hull[:rows])
     if float(keep.min()) >= 1.0:
         return crop
