@@ -7,7 +7,8 @@ the target's face is in *its* aligned crop. When both faces have 68 landmarks,
 the source is then warped piecewise onto the target's landmarks
 (``swap.piecewise``, both meshes untangled so a turned or tilted head folds no
 triangle), so the target's expression (an open mouth, a turn of the jaw)
-survives, and the mask is the target's face from the jaw to the brows (the hull
+survives (a source's mouth open wider than the target's leaves the target's own folds around it:
+``swap.mouth_folds``), and the mask is the target's face from the jaw to the brows (the hull
 of its 68 points) and, where both faces show skin, on to the forehead, the
 temples and a margin below the jaw, less an open mouth. Otherwise the mask is the region both faces share
 (a key-point outline of brows, eyes, nose, mouth, cheeks and chin). The swap
@@ -47,10 +48,11 @@ from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, sk
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.masks import smoothstep
+from facecache.swap.mouth_folds import with_own_mouth_folds
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 7  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 8  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
@@ -58,7 +60,8 @@ CLASSIC_VERSION = 7  # 2: crops sized by the face, bicubic from a pyramid, colou
 #                        at the mask's top edge (``swap.edge_light``); 6: the target's thin dark lines
 #                        at the eyes' and brows' height (glasses' rims and arms) taken in with its skin;
 #                        7: the source's forehead without its fringe's edge (``without_fringe``), the
-#                        edge lighting's colour transfer applied to its shrunk crop
+#                        edge lighting's colour transfer applied to its shrunk crop; 8: a source's
+#                        wide-open mouth onto a closed one leaves the target's own folds around it
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -210,6 +213,8 @@ class ClassicSwapper:
         if fit_weights is None:  # the composite fits the colour transfer under the mask
             return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
         transfer = ColorTransfer.fit(crop, original, fit_weights)
+        # After the fit, which reads the source's own skin: the target's folds would make it its own.
+        crop = with_own_mouth_folds(crop, original, target_points, source.landmarks68)
         if transfer is not None:  # the original's lighting at the top of the mask's edge
             crop = edge_lighting(crop, frame, matrix, mask, transfer)
         return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask,

@@ -27,7 +27,7 @@ import cv2
 import numpy as np
 
 from facecache.analysis.iris import lid_opening
-from facecache.swap.masks import smoothstep
+from facecache.swap.masks import smoothstep, wide_blur
 from facecache.swap.piecewise import border_points, piecewise_map
 
 Eye = tuple[np.ndarray, np.ndarray]  # (lids (16, 2), iris centre (2,)), crop pixels
@@ -62,7 +62,6 @@ _KEPT_FADE = 0.4
 # swapped face's (a pale target's lids in a dark source's face are no pale patches, and the source's own eye
 # leaves no shadow in them).
 _AROUND_SIGMA = 0.3
-_SMALL_SIGMA = 3.0
 
 
 def _canonical_eye() -> np.ndarray:
@@ -216,22 +215,12 @@ def with_own_lids(crop: np.ndarray, original: np.ndarray, target_eyes: list[Eye]
     region = np.s_[max(0, rows.min() - pad):rows.max() + pad + 1, max(0, columns.min() - pad):columns.max() + pad + 1]
     share = kept[region][..., None]
     around = 1.0 - share
-    # The blurs are smooth: worked out on a copy shrunk to a blur of _SMALL_SIGMA pixels (at full size a
-    # 512-pixel crop's took 100 ms).
-    shrink = max(1.0, sigma / _SMALL_SIGMA)
-    full = (share.shape[1], share.shape[0])
-    small = (max(1, round(full[0] / shrink)), max(1, round(full[1] / shrink)))
-
-    def blurred(image: np.ndarray) -> np.ndarray:
-        image = cv2.resize(image, small, interpolation=cv2.INTER_AREA) if shrink > 1.0 else image
-        image = cv2.GaussianBlur(image, (0, 0), sigma / shrink)
-        return cv2.resize(image, full, interpolation=cv2.INTER_LINEAR) if shrink > 1.0 else image
-
     # The target's eye on the swapped skin around it: target + (swapped - target) around the eye, spread into
     # it (a blur of what lies around it, over the blur of its weights).
     swapped = crop[region].astype(np.float32)
     difference = swapped - original[region]
-    between = blurred(difference * around) / np.maximum(blurred(around)[..., None], 1e-3)
+    between = (wide_blur(difference * around, sigma)
+               / np.maximum(wide_blur(around, sigma)[..., None], 1e-3))
     out = crop.copy()
     out[region] = np.clip(swapped + share * (between - difference) + 0.5, 0, 255).astype(np.uint8)
     return out

@@ -12,6 +12,8 @@ from typing import Sequence
 import cv2
 import numpy as np
 
+_SMALL_SIGMA = 3.0
+
 
 def smoothstep(t: np.ndarray) -> np.ndarray:
     """0 below 0, 1 above 1, smooth between (float32)."""
@@ -90,3 +92,15 @@ def polygon_mask(points: np.ndarray, size: int, feather: float) -> np.ndarray:
     padded = cv2.copyMakeBorder(inside, 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=0)
     distance = cv2.distanceTransform(padded, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
     return smoothstep((distance - 1.0) / float(feather))
+
+
+def wide_blur(image: np.ndarray, sigma: float) -> np.ndarray:
+    """``image`` (float32) blurred with a Gaussian of ``sigma`` pixels, worked out on a copy shrunk until the
+    blur is _SMALL_SIGMA pixels wide: a wide blur is smooth (at full size a 512-pixel crop's took 100 ms)."""
+    shrink = max(1.0, sigma / _SMALL_SIGMA)
+    if shrink <= 1.0:
+        return cv2.GaussianBlur(image, (0, 0), sigma)
+    full = (image.shape[1], image.shape[0])
+    small = (max(1, round(full[0] / shrink)), max(1, round(full[1] / shrink)))
+    image = cv2.GaussianBlur(cv2.resize(image, small, interpolation=cv2.INTER_AREA), (0, 0), sigma / shrink)
+    return cv2.resize(image, full, interpolation=cv2.INTER_LINEAR)

@@ -1,0 +1,80 @@
+"""A source's wide-open mouth onto a closed one: the target's own folds below the mouth.
+
+A source that speaks or laughs with its mouth wide open has deep folds beside it: the smile folds from the
+nose's wings past the mouth's corners, and the chin's. The warp moves its lips onto the target's closed ones,
+so those folds come along, squeezed into light and dark lines from the mouth's corners down to the jaw:
+creases a viewer stops at, on every face of a group photo, turned or not. A smoother warp does not remove
+them (a thin-plate spline only bends them): they are the open mouth's folds, not the mesh's edges.
+
+So where the source's mouth is open wider than the target's, the lower face below the mouth's corners, the
+lips left out, takes the target's own folds: the target's detail finer than ``_DETAIL`` eye distances, on the
+swapped face's colours and light (the swapped face less the target, blurred that wide, added to the target).
+The lips, the smile folds above the mouth's corners, the nose, the eyes and everything above stay the
+source's.
+
+    crop = with_own_mouth_folds(crop, original, target_points, source_points)
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from facecache.swap.masks import polygon_mask, smoothstep, wide_blur
+
+# How much wider the source's inner lips part than the target's, in eye distances: from the first figure the
+# target's own folds fade in, at the second they are whole. Open mouths read 0.2-0.4 (a speaking or laughing
+# source: Obama in the samples 0.34-0.38), closed ones under 0.06, a smile showing teeth 0.1-0.15.
+_WIDER = (0.10, 0.20)
+# The lower face below the mouth's corners (the hull of the jaw's lower two-thirds and the corners), where the
+# creases run, faded in over this many eye distances from its edge: the jaw's own edge stays the swap's, where
+# the mask meets the skin. Above the corners the source keeps its smile folds: they are much of its identity
+# (taken there too, one face more of the bench's 23 frontal ones read closer to its target).
+_LOWER_FACE = np.r_[3:14, 48, 54]
+_EDGE_FADE = 0.15
+# The lips keep the source's own: the folds are taken from this far off their outline, wholly from the second.
+_OFF_LIPS = (0.06, 0.14)
+_DETAIL = 0.12
+
+
+def opening(points68: np.ndarray) -> float:
+    """How far the inner lips part, in eye distances (68 landmarks, any frame)."""
+    points = np.asarray(points68, np.float64)
+    eyes = float(np.linalg.norm(points[42:48].mean(axis=0) - points[36:42].mean(axis=0)))
+    return float(np.linalg.norm(points[66] - points[62])) / max(eyes, 1e-6)
+
+
+def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: np.ndarray,
+                         source_points: np.ndarray) -> np.ndarray:
+    """``crop`` (the swapped face, BGR uint8) with the target's own folds around its mouth where the source's
+    mouth is open wider (``original``: the target in the same crop; ``target_points``: its 68 landmarks in the
+    crop; ``source_points``: the source's 68, in any frame). A new image, or ``crop`` itself when the source's
+    mouth is not open wider."""
+    amount = float(smoothstep(np.float32((opening(source_points) - opening(target_points) - _WIDER[0])
+                                         / (_WIDER[1] - _WIDER[0]))))
+    if amount <= 0.0:
+        return crop
+    size = crop.shape[0]
+    target_points = np.asarray(target_points, np.float64)
+    eyes = float(np.linalg.norm(target_points[42:48].mean(axis=0) - target_points[36:42].mean(axis=0)))
+    lower_face = polygon_mask(target_points[_LOWER_FACE], size, _EDGE_FADE * eyes)
+    lips = np.full((size, size), 255, np.uint8)
+    cv2.fillConvexPoly(lips, cv2.convexHull(np.round(target_points[48:60]).astype(np.int32)), 0)
+    off_lips = cv2.distanceTransform(lips, cv2.DIST_L2, cv2.DIST_MASK_PRECISE) / max(eyes, 1e-6)
+    share = lower_face * smoothstep((off_lips - _OFF_LIPS[0]) / (_OFF_LIPS[1] - _OFF_LIPS[0])) * amount
+    rows, columns = np.nonzero(share)
+    if len(rows) == 0:
+        return crop
+    sigma = max(1.0, _DETAIL * eyes)
+    pad = int(np.ceil(3 * sigma))  # the blur reads this far around what changes
+    region = np.s_[max(0, rows.min() - pad):rows.max() + pad + 1, max(0, columns.min() - pad):columns.max() + pad + 1]
+    # The swapped face's colours and light, spread from the lower face alone (what lies beyond the jaw, the
+    # source's neck or background, is no face's colour): a normalised blur over the hull.
+    inside = (lower_face[region] > 0.0).astype(np.float32)
+    swapped = crop[region].astype(np.float32)
+    difference = (swapped - original[region]) * inside[..., None]
+    between = wide_blur(difference, sigma) / np.maximum(wide_blur(inside, sigma), 1e-3)[..., None]
+    out = crop.copy()
+    weight = share[region][..., None]
+    out[region] = np.clip(swapped + weight * (between - difference) + 0.5, 0, 255).astype(np.uint8)
+    return out
