@@ -20,7 +20,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from facecache.swap.masks import polygon_mask, smoothstep, wide_blur
+from facecache.swap.masks import smoothstep, wide_blur
 
 # How much wider the source's inner lips part than the target's, in eye distances: from the first figure the
 # target's own folds fade in, at the second they are whole. Open mouths read 0.2-0.4 (a speaking or laughing
@@ -54,27 +54,41 @@ def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: 
                                          / (_WIDER[1] - _WIDER[0]))))
     if amount <= 0.0:
         return crop
-    size = crop.shape[0]
     target_points = np.asarray(target_points, np.float64)
-    eyes = float(np.linalg.norm(target_points[42:48].mean(axis=0) - target_points[36:42].mean(axis=0)))
-    lower_face = polygon_mask(target_points[_LOWER_FACE], size, _EDGE_FADE * eyes)
-    lips = np.full((size, size), 255, np.uint8)
-    cv2.fillConvexPoly(lips, cv2.convexHull(np.round(target_points[48:60]).astype(np.int32)), 0)
-    off_lips = cv2.distanceTransform(lips, cv2.DIST_L2, cv2.DIST_MASK_PRECISE) / max(eyes, 1e-6)
-    share = lower_face * smoothstep((off_lips - _OFF_LIPS[0]) / (_OFF_LIPS[1] - _OFF_LIPS[0])) * amount
+    eyes = max(float(np.linalg.norm(target_points[42:48].mean(axis=0) - target_points[36:42].mean(axis=0))), 1e-6)
+    sigma = max(1.0, _DETAIL * eyes)
+    # Everything is worked out in the lower face's box, and as far around it as the blur reads.
+    pad = int(np.ceil(3 * sigma))
+    x0, y0 = np.maximum(np.floor(target_points[_LOWER_FACE].min(axis=0)).astype(int) - pad, 0)
+    x1, y1 = np.minimum(np.ceil(target_points[_LOWER_FACE].max(axis=0)).astype(int) + pad + 1, crop.shape[:2][::-1])
+    if x1 <= x0 or y1 <= y0:
+        return crop
+    shape, corner = (y1 - y0, x1 - x0), np.array([x0, y0])
+    inside = _filled(target_points[_LOWER_FACE] - corner, shape, 1)
+    lips_out = 1 - _filled(target_points[48:60] - corner, shape, 1)
+    depth = cv2.distanceTransform(inside, cv2.DIST_L2, cv2.DIST_MASK_5) / eyes
+    off_lips = cv2.distanceTransform(lips_out, cv2.DIST_L2, cv2.DIST_MASK_5) / eyes
+    share = smoothstep(depth / _EDGE_FADE) * smoothstep((off_lips - _OFF_LIPS[0]) / (_OFF_LIPS[1] - _OFF_LIPS[0]))
+    # The swapped face's colours and light, spread from the lower face alone (what lies beyond the jaw, the
+    # source's neck or background, is no face's colour): a normalised blur over the hull.
+    weights = inside.astype(np.float32)
+    swapped = crop[y0:y1, x0:x1]
+    difference = cv2.subtract(swapped, original[y0:y1, x0:x1], dtype=cv2.CV_32F)
+    difference *= weights[..., None]
+    between = wide_blur(difference, sigma) / np.maximum(wide_blur(weights, sigma), 1e-3)[..., None]
+    # Only where the target's folds are taken (the blur's margin around them is left as it is).
     rows, columns = np.nonzero(share)
     if len(rows) == 0:
         return crop
-    sigma = max(1.0, _DETAIL * eyes)
-    pad = int(np.ceil(3 * sigma))  # the blur reads this far around what changes
-    region = np.s_[max(0, rows.min() - pad):rows.max() + pad + 1, max(0, columns.min() - pad):columns.max() + pad + 1]
-    # The swapped face's colours and light, spread from the lower face alone (what lies beyond the jaw, the
-    # source's neck or background, is no face's colour): a normalised blur over the hull.
-    inside = (lower_face[region] > 0.0).astype(np.float32)
-    swapped = crop[region].astype(np.float32)
-    difference = (swapped - original[region]) * inside[..., None]
-    between = wide_blur(difference, sigma) / np.maximum(wide_blur(inside, sigma), 1e-3)[..., None]
+    taken = np.s_[rows.min():rows.max() + 1, columns.min():columns.max() + 1]
+    changed = swapped[taken] + (share[taken] * amount)[..., None] * (between[taken] - difference[taken])
     out = crop.copy()
-    weight = share[region][..., None]
-    out[region] = np.clip(swapped + weight * (between - difference) + 0.5, 0, 255).astype(np.uint8)
+    out[y0:y1, x0:x1][taken] = np.clip(changed + 0.5, 0, 255).astype(np.uint8)
     return out
+
+
+def _filled(points: np.ndarray, shape: tuple[int, int], value: int) -> np.ndarray:
+    """A uint8 image of ``shape``, ``value`` inside the convex hull of ``points`` and 0 outside."""
+    image = np.zeros(shape, np.uint8)
+    cv2.fillConvexPoly(image, cv2.convexHull(np.round(points).astype(np.int32)), value)
+    return image
