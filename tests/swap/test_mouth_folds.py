@@ -1,4 +1,4 @@
-"""A source's wide-open mouth onto a closed one (`swap.mouth_folds`): the folds around the mouth are the
+"""A source's wide-open mouth onto a closed one (`swap.mouth_folds`): the folds below the mouth are the
 target's own, in the swapped face's colours; on laid-out faces, and on a real photograph through the classic
 swap."""
 
@@ -47,14 +47,15 @@ def test_a_wide_open_source_mouth_leaves_the_targets_own_folds_in_the_swapped_co
     assert _crease(crop, target) > 150 and _crease(out, target) < 0.1 * _crease(crop, target)
     chin = np.s_[int(target[57, 1]) + 8:int(target[8, 1]) - 8, int(target[57, 0]) - 4:int(target[57, 0]) + 4]
     assert np.abs(out[chin].astype(int) - (70, 100, 140)).max() <= 3  # the swapped face's colour, not the target's
-    lips = cv2.fillConvexPoly(np.zeros((SIZE, SIZE), np.uint8), cv2.convexHull(np.round(target[48:60]).astype(np.int32)), 1)
+    lips = cv2.fillConvexPoly(np.zeros((SIZE, SIZE), np.uint8),
+                              cv2.convexHull(np.round(target[48:60]).astype(np.int32)), 1)
     assert np.array_equal(out[lips > 0], crop[lips > 0])  # the lips stay the source's
-    above = int(target[33, 1]) - 2  # and everything above the nose's base
+    above = int(target[[3, 13, 48, 54], 1].min())  # and everything above the mouth's corners and the jaw beside them
     assert np.array_equal(out[:above], crop[:above])
 
 
-@pytest.mark.parametrize("source_open, target_open", [(0.05, 0.0), (0.35, 0.3)])
-def test_a_source_mouth_no_wider_open_than_the_targets_changes_nothing(source_open, target_open):
+@pytest.mark.parametrize("source_open, target_open", [(0.05, 0.0), (0.16, 0.02), (0.35, 0.3)])
+def test_a_smile_or_a_source_mouth_no_wider_open_than_the_targets_changes_nothing(source_open, target_open):
     crop, original, _ = _faces()
     out = with_own_mouth_folds(crop, original, layout_68(KPS5, mouth_open=target_open),
                                layout_68(KPS5, mouth_open=source_open))

@@ -24,8 +24,9 @@ from facecache.swap.masks import smoothstep, wide_blur
 
 # How much wider the source's inner lips part than the target's, in eye distances: from the first figure the
 # target's own folds fade in, at the second they are whole. Open mouths read 0.2-0.4 (a speaking or laughing
-# source: Obama in the samples 0.34-0.38), closed ones under 0.06, a smile showing teeth 0.1-0.15.
-_WIDER = (0.10, 0.20)
+# source: Obama in the samples 0.34-0.38), closed ones under 0.06, a smile showing teeth 0.1-0.18 (the astronaut:
+# its folds squeeze into no crease, and taken from 0.1 on, an old target's chin brought its wrinkles).
+_WIDER = (0.15, 0.25)
 # The lower face below the mouth's corners (the hull of the jaw's lower two-thirds and the corners), where the
 # creases run, faded in over this many eye distances from its edge: the jaw's own edge stays the swap's, where
 # the mask meets the skin. Above the corners the source keeps its smile folds: they are much of its identity
