@@ -7,7 +7,7 @@ the target's face is in *its* aligned crop. When both faces have 68 landmarks,
 the source is then warped piecewise onto the target's landmarks
 (``swap.piecewise``, both meshes untangled so a turned or tilted head folds no
 triangle), so the target's expression (an open mouth, a turn of the jaw)
-survives (a source's mouth open wider than the target's leaves the target's own folds around it:
+survives (a source's mouth open wider than the target's leaves the target's own folds below it:
 ``swap.mouth_folds``), and the mask is the target's face from the jaw to the brows (the hull
 of its 68 points) and, where both faces show skin, on to the forehead, the
 temples and a margin below the jaw, less an open mouth. Otherwise the mask is the region both faces share
@@ -61,7 +61,7 @@ CLASSIC_VERSION = 8  # 2: crops sized by the face, bicubic from a pyramid, colou
 #                        at the eyes' and brows' height (glasses' rims and arms) taken in with its skin;
 #                        7: the source's forehead without its fringe's edge (``without_fringe``), the
 #                        edge lighting's colour transfer applied to its shrunk crop; 8: a source's
-#                        wide-open mouth onto a closed one leaves the target's own folds around it
+#                        wide-open mouth onto a closed one leaves the target's own folds below it
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -213,7 +213,7 @@ class ClassicSwapper:
         if fit_weights is None:  # the composite fits the colour transfer under the mask
             return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
         transfer = ColorTransfer.fit(crop, original, fit_weights)
-        # After the fit, which reads the source's own skin: the target's folds would make it its own.
+        # After the colour fit, which is to read the source's own skin, not the target's folds.
         crop = with_own_mouth_folds(crop, original, target_points, source.landmarks68)
         if transfer is not None:  # the original's lighting at the top of the mask's edge
             crop = edge_lighting(crop, frame, matrix, mask, transfer)

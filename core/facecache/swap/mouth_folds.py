@@ -47,7 +47,7 @@ def opening(points68: np.ndarray) -> float:
 
 def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: np.ndarray,
                          source_points: np.ndarray) -> np.ndarray:
-    """``crop`` (the swapped face, BGR uint8) with the target's own folds around its mouth where the source's
+    """``crop`` (the swapped face, BGR uint8) with the target's own folds below its mouth where the source's
     mouth is open wider (``original``: the target in the same crop; ``target_points``: its 68 landmarks in the
     crop; ``source_points``: the source's 68, in any frame). A new image, or ``crop`` itself when the source's
     mouth is not open wider."""
@@ -65,11 +65,15 @@ def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: 
     if x1 <= x0 or y1 <= y0:
         return crop
     shape, corner = (y1 - y0, x1 - x0), np.array([x0, y0])
-    inside = _filled(target_points[_LOWER_FACE] - corner, shape, 1)
-    lips_out = 1 - _filled(target_points[48:60] - corner, shape, 1)
+    inside = _filled(target_points[_LOWER_FACE] - corner, shape)
+    lips_out = 1 - _filled(target_points[48:60] - corner, shape)
     depth = cv2.distanceTransform(inside, cv2.DIST_L2, cv2.DIST_MASK_5) / eyes
     off_lips = cv2.distanceTransform(lips_out, cv2.DIST_L2, cv2.DIST_MASK_5) / eyes
     share = smoothstep(depth / _EDGE_FADE) * smoothstep((off_lips - _OFF_LIPS[0]) / (_OFF_LIPS[1] - _OFF_LIPS[0]))
+    rows, columns = np.nonzero(share)
+    if len(rows) == 0:
+        return crop
+    taken = np.s_[rows.min():rows.max() + 1, columns.min():columns.max() + 1]  # the blur's margin stays as it is
     # The swapped face's colours and light, spread from the lower face alone (what lies beyond the jaw, the
     # source's neck or background, is no face's colour): a normalised blur over the hull.
     weights = inside.astype(np.float32)
@@ -77,19 +81,14 @@ def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: 
     difference = cv2.subtract(swapped, original[y0:y1, x0:x1], dtype=cv2.CV_32F)
     difference *= weights[..., None]
     between = wide_blur(difference, sigma) / np.maximum(wide_blur(weights, sigma), 1e-3)[..., None]
-    # Only where the target's folds are taken (the blur's margin around them is left as it is).
-    rows, columns = np.nonzero(share)
-    if len(rows) == 0:
-        return crop
-    taken = np.s_[rows.min():rows.max() + 1, columns.min():columns.max() + 1]
     changed = swapped[taken] + (share[taken] * amount)[..., None] * (between[taken] - difference[taken])
     out = crop.copy()
     out[y0:y1, x0:x1][taken] = np.clip(changed + 0.5, 0, 255).astype(np.uint8)
     return out
 
 
-def _filled(points: np.ndarray, shape: tuple[int, int], value: int) -> np.ndarray:
-    """A uint8 image of ``shape``, ``value`` inside the convex hull of ``points`` and 0 outside."""
+def _filled(points: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """A uint8 image of ``shape``: 1 inside the convex hull of ``points``, 0 outside."""
     image = np.zeros(shape, np.uint8)
-    cv2.fillConvexPoly(image, cv2.convexHull(np.round(points).astype(np.int32)), value)
+    cv2.fillConvexPoly(image, cv2.convexHull(np.round(points).astype(np.int32)), 1)
     return image
