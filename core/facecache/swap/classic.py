@@ -48,7 +48,7 @@ from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, sk
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.masks import smoothstep
-from facecache.swap.mouth_folds import with_own_mouth_folds
+from facecache.swap.mouth_folds import opening, with_own_mouth_folds
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
@@ -339,10 +339,8 @@ def _faded(inside: np.ndarray, feather: float) -> np.ndarray:
 
 def _open_mouth(points68: np.ndarray, size: int) -> np.ndarray:
     """A soft (size, size) mask of the inner-lip opening when the mouth is open, else zeros."""
-    opening = np.linalg.norm(points68[66] - points68[62])
-    eyes = np.linalg.norm(points68[42:48].mean(axis=0) - points68[36:42].mean(axis=0))
     mouth = np.zeros((size, size), np.float32)
-    if opening < _OPEN_MOUTH * eyes:
+    if opening(points68) < _OPEN_MOUTH:
         return mouth
     cv2.fillPoly(mouth, [np.round(inner_mouth(points68) * 4).astype(np.int32)], 1.0, lineType=cv2.LINE_AA, shift=2)
     return cv2.GaussianBlur(mouth, (0, 0), max(1.0, 0.006 * size))

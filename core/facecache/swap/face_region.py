@@ -190,6 +190,12 @@ def _likeness_blur(side: int) -> float:
     return max(1.0, side / 96.0)
 
 
+def eye_distance(points68: np.ndarray) -> float:
+    """The distance between the eyes' middles of 68 landmarks (at least 1e-6: a unit for ratios)."""
+    points = np.asarray(points68, np.float64)
+    return max(float(np.linalg.norm(points[42:48].mean(axis=0) - points[36:42].mean(axis=0))), 1e-6)
+
+
 def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
     """(size, size) float32 0..1: the thin dark lines of the square crop ``image`` (BGR;
     ``landmarks68`` in its pixels) in the band from above the brows to below the eyes, where
@@ -199,7 +205,7 @@ def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
     half blended at the mask's edge; a fringe or a lock of hair, wider, stays out."""
     size = image.shape[0]
     points = np.asarray(landmarks68, np.float64).reshape(68, 2)
-    eyes = float(np.linalg.norm(points[42:48].mean(axis=0) - points[36:42].mean(axis=0)))
+    eyes = eye_distance(points)
     top = int(np.clip(np.floor(points[17:27, 1].min() - _LINE_BAND[0] * eyes), 0, size))
     bottom = int(np.clip(np.ceil(points[36:48, 1].max() + _LINE_BAND[1] * eyes), 0, size))
     lines = np.zeros((size, size), np.float32)

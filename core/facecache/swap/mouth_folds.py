@@ -20,6 +20,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from facecache.swap.face_region import eye_distance
 from facecache.swap.masks import smoothstep, wide_blur
 
 # How much wider the source's inner lips part than the target's, in eye distances: from the first figure the
@@ -41,8 +42,7 @@ _DETAIL = 0.12
 def opening(points68: np.ndarray) -> float:
     """How far the inner lips part, in eye distances (68 landmarks, any frame)."""
     points = np.asarray(points68, np.float64)
-    eyes = float(np.linalg.norm(points[42:48].mean(axis=0) - points[36:42].mean(axis=0)))
-    return float(np.linalg.norm(points[66] - points[62])) / max(eyes, 1e-6)
+    return float(np.linalg.norm(points[66] - points[62])) / eye_distance(points)
 
 
 def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: np.ndarray,
@@ -56,7 +56,7 @@ def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: 
     if amount <= 0.0:
         return crop
     target_points = np.asarray(target_points, np.float64)
-    eyes = max(float(np.linalg.norm(target_points[42:48].mean(axis=0) - target_points[36:42].mean(axis=0))), 1e-6)
+    eyes = eye_distance(target_points)
     sigma = max(1.0, _DETAIL * eyes)
     # Everything is worked out in the lower face's box, and as far around it as the blur reads.
     pad = int(np.ceil(3 * sigma))
