@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import cv2
 import numpy as np
 import pytest
@@ -12,6 +14,11 @@ def lab_stats(image, weights):
     mean = (lab * w[:, None]).sum(0) / w.sum()
     std = np.sqrt((((lab - mean) ** 2) * w[:, None]).sum(0) / w.sum())
     return mean, std
+
+
+def lab_of(image):
+    """Float L*a*b* of a BGR uint8 image (L 0..100)."""
+    return cv2.cvtColor(image.astype(np.float32) / 255, cv2.COLOR_BGR2LAB)
 
 
 @pytest.fixture
@@ -69,7 +76,7 @@ def test_empty_mask_and_bad_arguments(images):
         match_color(image, reference[:32], mask, 1.0)
     with pytest.raises(ValueError, match="mask"):
         match_color(image, reference, mask[:32], 1.0)
-    with pytest.raises(ValueError, match="3, 3"):
+    with pytest.raises(ValueError, match="4, 3"):
         ColorTransfer.from_array(np.zeros((2, 3), np.float32))
 
 
@@ -115,8 +122,9 @@ def test_extreme_transfers_stay_off_the_limits():
 def test_lighting_moves_but_fine_detail_keeps_its_contrast():
     """A flatter-lit target lowers the lighting's spread, not the texture's (a sharp face stays sharp)."""
     source, mask = face_like((120, 140, 190))
-    flat_target = np.full_like(source, (120, 140, 190))
-    flat_target = np.clip(flat_target.astype(int) + np.random.default_rng(1).integers(-2, 3, source.shape), 0, 255)
+    # lit flat, with a skin's texture of its own (a target without any bounds the source's by its brightest)
+    texture = cv2.GaussianBlur(np.random.default_rng(1).normal(0, 6, source.shape[:2]), (0, 0), 0.8)
+    flat_target = np.clip(np.array((120, 140, 190), float) + texture[..., None], 0, 255)
     matched = match_color(source, flat_target.astype(np.uint8), mask, 1.0)
 
     def detail(image):
@@ -134,7 +142,7 @@ def test_a_transfer_survives_as_a_small_array():
     reference = rng.integers(60, 220, (32, 32, 3), dtype=np.uint8)
     transfer = ColorTransfer.fit(image, reference, np.ones((32, 32), np.float32))
     again = ColorTransfer.from_array(transfer.as_array())
-    assert transfer.as_array().shape == (3, 3)
+    assert transfer.as_array().shape == (4, 3)
     assert np.array_equal(transfer.apply(image, 0.7), again.apply(image, 0.7))
 
 
@@ -202,3 +210,41 @@ def test_the_range_check_takes_colours_strictly_inside_the_limits():
     checked = cv2.inRange(pixels, (color._LOW_IN,) * 3, (color._HIGH_IN,) * 3).ravel() > 0
     strict = (values > color._LOW) & (values < color._HIGH)
     assert np.array_equal(checked, strict) and strict.sum() == 6  # three steps inside each limit
+
+
+def test_a_highlight_the_source_brings_stays_skin_not_white_with_specks():
+    """Dark skin with a broad highlight and fine creases in it (a forehead's shine) onto paler skin:
+    the transfer lifts the highlight past anything on the original's skin, where its colour leaves
+    sRGB. Bent towards the original's brightest skin, it keeps the skin's colour; lit up to 100 as
+    before, its pixels came out white, and the creases, a little darker, kept a yellow tint."""
+    size = 128
+    yy, xx = np.mgrid[0:size, 0:size]
+    highlight = np.exp(-(((xx - 64) / 30.0) ** 2 + ((yy - 40) / 14.0) ** 2))
+    creases = ((yy % 7) == 0) & (highlight > 0.5)
+
+    def skin(bgr, seed):
+        texture = cv2.GaussianBlur(np.random.default_rng(seed).normal(0, 6, (size, size)), (0, 0), 0.8)
+        return np.array(bgr, float) + texture[..., None]
+
+    source = skin((70, 100, 150), 1) + (150 * highlight)[..., None]
+    source[creases] -= 12
+    source = np.clip(source, 0, 255).astype(np.uint8)
+    target = np.clip(skin((110, 160, 235), 2), 0, 255).astype(np.uint8)
+    mask = np.zeros((size, size), np.float32)
+    cv2.ellipse(mask, (size // 2, size // 2), (54, 60), 0, 0, 360, 1.0, -1)
+    transfer = ColorTransfer.fit(source, target, mask)
+    brightest = np.percentile(lab_of(target)[..., 0][mask > 0.5], 99)
+    assert transfer.top == pytest.approx(brightest, abs=1.0)
+
+    def chroma_in_highlight_and_elsewhere(matched):
+        lab = lab_of(matched)
+        chroma = np.hypot(lab[..., 1], lab[..., 2])
+        elsewhere = chroma[(mask > 0.5) & (highlight < 0.05)].mean()
+        return lab, chroma[highlight > 0.5], elsewhere
+
+    lab, shine, elsewhere = chroma_in_highlight_and_elsewhere(transfer.apply(source))
+    assert lab[..., 0][highlight > 0.5].max() <= transfer.top + 2.0 + 0.5
+    assert shine.mean() >= 0.8 * elsewhere and shine.min() >= 0.6 * elsewhere
+    # as before, lit up to 100: white pixels
+    _, shine, elsewhere = chroma_in_highlight_and_elsewhere(replace(transfer, top=100.0).apply(source))
+    assert shine.min() < 0.3 * elsewhere

@@ -62,8 +62,8 @@ from facecache.swap.sources import SourceSet
 from facecache.swap.sparse_png import SparseOverlayEncoder
 from facecache.swap.swap_records import SWAP_CODEC, SwapRecord, quantise_mask
 
-SWAP_FORMAT_VERSION = 3  # 2: crops of several sizes and fitted colour transfers in a pack;
-#                           3: the transfers hold the light's direction
+SWAP_FORMAT_VERSION = 4  # 2: crops of several sizes and fitted colour transfers in a pack;
+#                           3: the transfers hold the light's direction; 4: and the lightness top
 OUTPUT_FORMS = choices.names(choices.OUTPUT_FORMS)
 FACELESS_SIZE = (1, 1)  # (width, height) of a "sequencer" output without a face
 

@@ -22,7 +22,12 @@ Apply (in the composite stage, at the blend setting's strength):
   skin's statistics say nothing about: a reddish-brown pupil stays one instead of turning teal;
 - range: lightness approaches 0 and 100 along a soft knee instead of being cut, and a pixel whose
   new colour falls outside sRGB keeps less of the chroma change (down to none) until it fits, so
-  no channel is clipped at 0 or 255 that was not clipped before.
+  no channel is clipped at 0 or 255 that was not clipped before;
+- the original's brightest skin (``top``: the 99th percentile of its L* under the fit's mask):
+  lighter pixels bend towards 2 L* above it. A highlight the source's detail brings keeps its own
+  contrast over a lightness the transfer may lift by 15 L*; lighter than any of the original's
+  skin, its colour left sRGB, and it came out white, with yellow specks where a crease, a little
+  darker, still held the colour (docs/quality.md).
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ _STATS_SIDE = 64
 DARK_LIGHTNESS = 45.0
 # Soft knee: within this many L* units of 0 or 100, lightness bends towards the limit.
 _KNEE = 8.0
+# The original's brightest skin: this percentile of its L* where the fit's weights are at least half
+# their largest. Lighter pixels bend towards _TOP_MARGIN L* above it: on the quality bench's faces a
+# margin of 2 left no yellow specks, 3 and 4 faint ones (docs/quality.md).
+_TOP_PERCENTILE = 99.0
+_TOP_MARGIN = 2.0
 # Channel values (0..1) a result must stay strictly between to round to neither 0 nor 255.
 _LOW, _HIGH = 0.6 / 255.0, 254.4 / 255.0
 _LOW_IN = float(np.nextafter(np.float32(_LOW), np.float32(1.0)))
@@ -98,12 +108,14 @@ def _weighted_stats(lab: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, n
 @dataclass(frozen=True)
 class ColorTransfer:
     """Per-channel affine L*a*b* transfer: ``x' = gain * x + offset`` (L 0..100, a and b around 0),
-    and the light's direction: ``light[0] * u + light[1] * v + light[2]`` added to L* at the
-    image position (u, v) in image sides (0..1 across and down)."""
+    the light's direction: ``light[0] * u + light[1] * v + light[2]`` added to L* at the image
+    position (u, v) in image sides (0..1 across and down); lightness beyond ``top`` (the original's
+    brightest skin, L*) bends towards _TOP_MARGIN above it."""
 
     gain: np.ndarray    # (3,)
     offset: np.ndarray  # (3,)
     light: np.ndarray = field(default_factory=lambda: np.zeros(3, np.float32))  # (3,)
+    top: float = 100.0
 
     @classmethod
     def fit(cls, image: np.ndarray, reference: np.ndarray, mask: np.ndarray) -> "ColorTransfer | None":
@@ -134,7 +146,10 @@ class ColorTransfer:
         total = float(small_weights.sum())
         middle = (float(small_weights.sum(axis=0) @ u) / total, float(small_weights.sum(axis=1) @ v) / total)
         light = np.array([*slopes, -float(slopes @ middle)])  # no change on average over the mask
-        return cls(gain.astype(np.float32), (mean_ref - gain * mean_src).astype(np.float32), light.astype(np.float32))
+        skin = lab_ref[..., 0][small_weights >= 0.5 * float(small_weights.max())]
+        top = float(np.percentile(skin, _TOP_PERCENTILE))
+        return cls(gain.astype(np.float32), (mean_ref - gain * mean_src).astype(np.float32), light.astype(np.float32),
+                   top)
 
     def local_gains(self, lightness8: np.ndarray) -> np.ndarray:
         """(H, W, 3) float32: how much a smooth change of L*, a*, b* at pixels of 8-bit lightness
@@ -149,14 +164,15 @@ class ColorTransfer:
         return gains
 
     def as_array(self) -> np.ndarray:
-        return np.stack([self.gain, self.offset, self.light]).astype(np.float32)
+        """(4, 3) float32: gain, offset, light and (top, 0, 0)."""
+        return np.stack([self.gain, self.offset, self.light, [self.top, 0.0, 0.0]]).astype(np.float32)
 
     @classmethod
     def from_array(cls, array: np.ndarray) -> "ColorTransfer":
         array = np.asarray(array, dtype=np.float32)
-        if array.shape != (3, 3) or not np.all(np.isfinite(array)):
-            raise ValueError(f"a colour transfer is a finite (3, 3) array (gain, offset, light), got {array.shape}")
-        return cls(array[0].copy(), array[1].copy(), array[2].copy())
+        if array.shape != (4, 3) or not np.all(np.isfinite(array)):
+            raise ValueError(f"a colour transfer is a finite (4, 3) array (gain, offset, light, top), got {array.shape}")
+        return cls(array[0].copy(), array[1].copy(), array[2].copy(), float(array[3, 0]))
 
     def apply(self, image: np.ndarray, strength: float = 1.0,
               box: tuple[int, int, int, int] | None = None, used: np.ndarray | None = None) -> np.ndarray:
@@ -194,9 +210,9 @@ class ColorTransfer:
         offset = self.offset[0] + self._plane(*place, image.shape)  # L* units
         moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + offset * _L8)
         lightness = moved[..., 0]
-        near_limits = (lightness < _KNEE * _L8) | (lightness > (100.0 - _KNEE) * _L8)
+        near_limits = (lightness < _KNEE * _L8) | (lightness > min(self.top, 100.0 - _KNEE) * _L8)
         if near_limits.any():
-            lightness[near_limits] = _soft_range(lightness[near_limits] / _L8) * _L8
+            lightness[near_limits] = _soft_range(lightness[near_limits] / _L8, self.top) * _L8
         np.clip(moved, 0.0, 255.0, out=moved)
         bgr = cv2.cvtColor(cv2.convertScaleAbs(moved), cv2.COLOR_LAB2BGR)  # rounded, in 0..255
         # Pixels at a limit now that were not before: their colour left sRGB (OpenCV cut a channel).
@@ -231,8 +247,11 @@ def _lighting(lightness: np.ndarray) -> np.ndarray:
     return cv2.resize(cv2.GaussianBlur(small, (0, 0), sigma), (width, height), interpolation=cv2.INTER_LINEAR)
 
 
-def _soft_range(lightness: np.ndarray) -> np.ndarray:
-    """L* (0..100) bent smoothly into (0, 100) within _KNEE of either end (identity in between)."""
+def _soft_range(lightness: np.ndarray, top: float) -> np.ndarray:
+    """L* bent smoothly: beyond ``top`` towards ``top`` + _TOP_MARGIN, and into (0, 100) within _KNEE of
+    either end (identity in between)."""
+    beyond = top + _TOP_MARGIN * (1.0 - np.exp((top - np.maximum(lightness, top)) / _TOP_MARGIN))
+    lightness = np.where(lightness > top, beyond, lightness)
     low = _KNEE * np.exp((np.minimum(lightness, _KNEE) - _KNEE) / _KNEE)
     high = 100.0 - _KNEE * np.exp((100.0 - _KNEE - np.maximum(lightness, 100.0 - _KNEE)) / _KNEE)
     return np.where(lightness < _KNEE, low, np.where(lightness > 100.0 - _KNEE, high, lightness)).astype(np.float32)

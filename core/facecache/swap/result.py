@@ -34,7 +34,7 @@ class SwapResult:
     matrix: (2, 3) float32 affine taking frame pixels onto crop pixels.
     mask:   (S, S) float32 in 0..1 (1 = use the crop), or None when the swapper
             has no mask of its own (the composite's box mask then decides alone).
-    color:  (3, 3) float32 gain, offset and light's direction of the L*a*b* transfer that
+    color:  (4, 3) float32 gain, offset, light's direction and top of the L*a*b* transfer that
             gives the crop the original face's colours and lighting (``swap.color.ColorTransfer``), fitted once in
             the swap stage; the composite applies it at its ``color_match`` strength.
             None: not fitted (the composite then fits it from the frame when it needs it).
@@ -74,9 +74,9 @@ class SwapResult:
         color = None
         if self.color is not None:
             color = np.asarray(self.color)
-            if color.shape != (3, 3) or color.dtype.kind != "f" or not np.all(np.isfinite(color)):
-                raise SwapResultError(f"a swap result's colour transfer must be a finite float (3, 3) array "
-                                      f"(gain, offset, light), got {color.dtype} {color.shape}")
+            if color.shape != (4, 3) or color.dtype.kind != "f" or not np.all(np.isfinite(color)):
+                raise SwapResultError(f"a swap result's colour transfer must be a finite float (4, 3) array "
+                                      f"(gain, offset, light, top), got {color.dtype} {color.shape}")
             color = _frozen(color.astype(np.float32))
         object.__setattr__(self, "crop", _frozen(crop))
         object.__setattr__(self, "matrix", _frozen(matrix.astype(np.float32)))
