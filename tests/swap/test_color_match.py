@@ -248,3 +248,6 @@ def test_a_highlight_the_source_brings_stays_skin_not_white_with_specks():
     # as before, lit up to 100: white pixels
     _, shine, elsewhere = chroma_in_highlight_and_elsewhere(replace(transfer, top=100.0).apply(source))
     assert shine.min() < 0.3 * elsewhere
+    # the colour-match slider at a twentieth moves the shine a twentieth of the way, not to the bend at once
+    lightness = [lab_of(image)[..., 0][highlight > 0.5] for image in (source, transfer.apply(source, 0.05))]
+    assert np.abs(lightness[1] - lightness[0]).mean() < 3.0

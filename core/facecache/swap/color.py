@@ -24,7 +24,7 @@ Apply (in the composite stage, at the blend setting's strength):
   new colour falls outside sRGB keeps less of the chroma change (down to none) until it fits, so
   no channel is clipped at 0 or 255 that was not clipped before;
 - the original's brightest skin (``top``: the 99th percentile of its L* under the fit's mask):
-  lighter pixels bend towards 2 L* above it. A highlight the source's detail brings keeps its own
+  lighter pixels bend towards 2 L* above it (at part strength, part of the way). A highlight the source's detail brings keeps its own
   contrast over a lightness the transfer may lift by 15 L*; lighter than any of the original's
   skin, its colour left sRGB, and it came out white, with yellow specks where a crease, a little
   darker, still held the colour (docs/quality.md).
@@ -210,9 +210,10 @@ class ColorTransfer:
         offset = self.offset[0] + self._plane(*place, image.shape)  # L* units
         moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + offset * _L8)
         lightness = moved[..., 0]
-        near_limits = (lightness < _KNEE * _L8) | (lightness > min(self.top, 100.0 - _KNEE) * _L8)
+        top = 100.0 - s * (100.0 - self.top)  # at part strength, part of the way: no jump from 0
+        near_limits = (lightness < _KNEE * _L8) | (lightness > min(top, 100.0 - _KNEE) * _L8)
         if near_limits.any():
-            lightness[near_limits] = _soft_range(lightness[near_limits] / _L8, self.top) * _L8
+            lightness[near_limits] = _soft_range(lightness[near_limits] / _L8, top) * _L8
         np.clip(moved, 0.0, 255.0, out=moved)
         bgr = cv2.cvtColor(cv2.convertScaleAbs(moved), cv2.COLOR_LAB2BGR)  # rounded, in 0..255
         # Pixels at a limit now that were not before: their colour left sRGB (OpenCV cut a channel).
