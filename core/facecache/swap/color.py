@@ -24,10 +24,10 @@ Apply (in the composite stage, at the blend setting's strength):
   new colour falls outside sRGB keeps less of the chroma change (down to none) until it fits, so
   no channel is clipped at 0 or 255 that was not clipped before;
 - the original's brightest skin (``top``: the 99th percentile of its L* under the fit's mask):
-  lighter pixels bend towards 2 L* above it (at part strength, part of the way). A highlight the source's detail brings keeps its own
-  contrast over a lightness the transfer may lift by 15 L*; lighter than any of the original's
-  skin, its colour left sRGB, and it came out white, with yellow specks where a crease, a little
-  darker, still held the colour (docs/quality.md).
+  lighter pixels bend towards 2 L* above it (at part strength, part of the way). A highlight the
+  source's detail brings keeps its own contrast over a lightness the transfer may lift by 15 L*;
+  lighter than any of the original's skin, its colour left sRGB, and it came out white, with
+  yellow specks where a crease, a little darker, still held the colour (docs/quality.md).
 """
 
 from __future__ import annotations
