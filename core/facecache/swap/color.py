@@ -51,6 +51,8 @@ _KNEE = 8.0
 # margin of 2 left no yellow specks, 3 and 4 faint ones (docs/quality.md).
 _TOP_PERCENTILE = 99.0
 _TOP_MARGIN = 2.0
+# A transfer as stored: rows gain, offset, light, (top, 0, 0).
+TRANSFER_SHAPE = (4, 3)
 # Channel values (0..1) a result must stay strictly between to round to neither 0 nor 255.
 _LOW, _HIGH = 0.6 / 255.0, 254.4 / 255.0
 _LOW_IN = float(np.nextafter(np.float32(_LOW), np.float32(1.0)))
@@ -170,8 +172,9 @@ class ColorTransfer:
     @classmethod
     def from_array(cls, array: np.ndarray) -> "ColorTransfer":
         array = np.asarray(array, dtype=np.float32)
-        if array.shape != (4, 3) or not np.all(np.isfinite(array)):
-            raise ValueError(f"a colour transfer is a finite (4, 3) array (gain, offset, light, top), got {array.shape}")
+        if array.shape != TRANSFER_SHAPE or not np.all(np.isfinite(array)):
+            raise ValueError(f"a colour transfer is a finite {TRANSFER_SHAPE} array (gain, offset, light, top), "
+                             f"got {array.shape}")
         return cls(array[0].copy(), array[1].copy(), array[2].copy(), float(array[3, 0]))
 
     def apply(self, image: np.ndarray, strength: float = 1.0,

@@ -14,6 +14,7 @@ import numpy as np
 
 from facecache.analysis.align import linear_det
 from facecache.errors import FaceCacheError
+from facecache.swap.color import TRANSFER_SHAPE
 
 
 class SwapResultError(FaceCacheError, ValueError):
@@ -74,8 +75,8 @@ class SwapResult:
         color = None
         if self.color is not None:
             color = np.asarray(self.color)
-            if color.shape != (4, 3) or color.dtype.kind != "f" or not np.all(np.isfinite(color)):
-                raise SwapResultError(f"a swap result's colour transfer must be a finite float (4, 3) array "
+            if color.shape != TRANSFER_SHAPE or color.dtype.kind != "f" or not np.all(np.isfinite(color)):
+                raise SwapResultError(f"a swap result's colour transfer must be a finite float {TRANSFER_SHAPE} array "
                                       f"(gain, offset, light, top), got {color.dtype} {color.shape}")
             color = _frozen(color.astype(np.float32))
         object.__setattr__(self, "crop", _frozen(crop))

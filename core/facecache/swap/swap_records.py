@@ -20,6 +20,7 @@ import numpy as np
 from facecache.errors import CorruptPack
 from facecache.fingerprint import is_digest
 from facecache.store.records import GroupRecords
+from facecache.swap.color import TRANSFER_SHAPE
 from facecache.swap.result import SwapResult
 
 SWAP_RECORD_FORMAT = "swap/3"  # 3: colour transfers hold the light's direction (K, 3, 3)
@@ -89,7 +90,7 @@ class SwapCodec:
             "has_mask": np.array([r.mask is not None for r in results], dtype=np.uint8),
             "mask": _flat([np.round(r.mask * 255).astype(np.uint8) for r in results if r.mask is not None]),
             "has_color": np.array([r.color is not None for r in results], dtype=np.uint8),
-            "color": np.stack(colors).astype(np.float32) if colors else np.zeros((0, 4, 3), np.float32),
+            "color": np.stack(colors).astype(np.float32) if colors else np.zeros((0, *TRANSFER_SHAPE), np.float32),
         }
         return meta, arrays, len(order)
 
@@ -115,7 +116,8 @@ class SwapCodec:
         if (crop is None or crop.dtype != np.uint8 or crop.shape != (int(area.sum() * 3),)
                 or matrix is None or matrix.shape != (count, 2, 3) or matrix.dtype.kind != "f"
                 or mask is None or mask.dtype != np.uint8 or mask.shape != (int(area[has_mask > 0].sum()),)
-                or color is None or color.dtype.kind != "f" or color.shape != (int(np.count_nonzero(has_color)), 4, 3)):
+                or color is None or color.dtype.kind != "f"
+                or color.shape != (int(np.count_nonzero(has_color)), *TRANSFER_SHAPE)):
             raise CorruptPack("swap columns do not match their records")
         dets = matrix[:, 0, 0].astype(np.float64) * matrix[:, 1, 1] - matrix[:, 0, 1].astype(np.float64) * matrix[:, 1, 0]
         if not np.all(np.isfinite(matrix)) or np.any(np.abs(dets) < 1e-12) or not np.all(np.isfinite(color)):
