@@ -11,29 +11,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
-# Wine's CreateProcess now and then fails with ERROR_INTERNAL_ERROR (1359) on a command it runs fine a moment
-# later (seen once in CI, 2026-12-04, Wine 8.0); Windows itself has no such failure, so only it is retried.
-WINE_INTERNAL_ERROR = 1359
-SPAWN_ATTEMPTS = 3
-
-
-def spawn(command: list[str]) -> subprocess.Popen:
-    for attempt in range(1, SPAWN_ATTEMPTS):
-        try:
-            return _popen(command)
-        except OSError as exc:
-            if getattr(exc, "winerror", None) != WINE_INTERNAL_ERROR:
-                raise
-            print(f"spawn attempt {attempt}: {exc}; again", file=sys.stderr)
-            time.sleep(1.0)
-    return _popen(command)
-
-
-def _popen(command: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                            creationflags=subprocess.CREATE_NO_WINDOW)
+from wine_spawn import spawn
 
 
 def main() -> None:
@@ -43,7 +22,8 @@ def main() -> None:
     for out in config["outs"]:
         command = [sys.executable, "-m", "facecache", "swap", "--source", config["source"], "--target", config["clip"],
                    "--out", out, "--models-dir", config["models"], "--cache-dir", config["cache"], "--json"]
-        processes.append(spawn(command))
+        processes.append(spawn(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               encoding="utf-8"))
     results = []
     for process in processes:
         stdout, stderr = process.communicate(timeout=900)

@@ -29,6 +29,7 @@ from facecache.store import cache as cache_module
 from facecache.store.cache import FaceCache
 from facecache.store.claims import ClaimBook
 from facecache.store.lease import Lease
+from wine_spawn import run, spawn
 
 NS, GROUP = "0" * 32, "1" * 32
 
@@ -39,8 +40,7 @@ def say(case: str, **facts) -> None:
 
 def hold(path: str, seconds: float, mode: str = "rb") -> subprocess.Popen:
     """Another process that opens `path` and keeps it open for `seconds`."""
-    holder = subprocess.Popen([sys.executable, __file__, "hold", path, str(seconds), mode], stdout=subprocess.PIPE,
-                              text=True, creationflags=subprocess.CREATE_NO_WINDOW)
+    holder = spawn([sys.executable, __file__, "hold", path, str(seconds), mode], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     return holder
 
@@ -153,8 +153,7 @@ def case_claims(work: Path) -> None:
     live one is not taken over, and renewing while a contender reads the claim works."""
     cache = FaceCache(work / "claims")
     book = ClaimBook(cache, ttl=60)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          creationflags=subprocess.CREATE_NO_WINDOW)
+    dead = run([sys.executable, "-c", "import os; print(os.getpid())"])
     dead_pid = int(dead.stdout)
     path = book.path("2" * 32)
     path.write_bytes(msgpack.packb({"owner": f"{socket.gethostname()}:{dead_pid}:x", "expires": time.time() + 600}))
@@ -221,10 +220,8 @@ def case_watch(work: Path) -> None:
     with CacheWatcher(cache.root, changed.set, debounce_seconds=0.1) as watcher:
         started_mode = watcher.mode
         time.sleep(0.5)
-        writer = subprocess.run([sys.executable, "-c", "import sys; from windows_cases import *; "
-                                 "write_some_packs(FaceCache(sys.argv[1]), 3)", str(cache.root)],
-                                capture_output=True, text=True, cwd=os.path.dirname(__file__),
-                                creationflags=subprocess.CREATE_NO_WINDOW)
+        writer = run([sys.executable, "-c", "import sys; from windows_cases import *; "
+                      "write_some_packs(FaceCache(sys.argv[1]), 3)", str(cache.root)], cwd=os.path.dirname(__file__))
         seen = changed.wait(10)
         shutil.rmtree(cache.root)  # an editor deletes the cache (or moves the project) while it is watched
         deleted = not cache.root.exists()
