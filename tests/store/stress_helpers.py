@@ -7,7 +7,8 @@ be checked against what any writer could have written, without talking to writer
 
 from __future__ import annotations
 
-import multiprocessing
+import gc
+import multiprocessing.context
 import os
 from pathlib import Path
 
@@ -31,7 +32,21 @@ LEVELS = [
 ]
 LEVEL_OF = {int(stages): i for i, stages in enumerate(LEVELS)}
 
-FORK = multiprocessing.get_context("fork")
+class _ForkProcessAfterCollecting(multiprocessing.context.ForkProcess):
+    """A forked process whose parent first frees its garbage. Otherwise the child's first garbage collection
+    may free an object of an earlier test, say an ONNX Runtime session, whose destructor waits on the thread
+    pool it had in the parent: the child hangs in pthread_cond_destroy (seen with tests/swap run before)."""
+
+    def start(self) -> None:
+        gc.collect()
+        super().start()
+
+
+class _ForkContext(multiprocessing.context.ForkContext):
+    Process = _ForkProcessAfterCollecting
+
+
+FORK = _ForkContext()
 
 
 def group_id(i: int) -> str:

@@ -18,6 +18,7 @@ from facecache.store.lease import Lease
 from facecache.store.namespace import Namespace
 from facecache.store import tier_hits
 from facecache.store.records import Face, FrameRecord, Stage
+from stress_helpers import FORK
 
 NS = Namespace("analysis", {"detector": "1" * 32}, {"size": 640, "threshold": 0.5})
 GROUP = group_key("media", "decoder", 0)
@@ -286,8 +287,6 @@ def _open_as_unprivileged_user(root, queue):
 
 
 def test_read_only_location_is_a_clear_error(tmp_path):
-    import multiprocessing
-
     import shutil
     import tempfile
 
@@ -297,9 +296,8 @@ def test_read_only_location_is_a_clear_error(tmp_path):
         os.chmod(base, 0o755)
         (base / "ro").mkdir(mode=0o555)
         os.chmod(base / "ro", 0o555)
-        ctx = multiprocessing.get_context("fork")
-        queue = ctx.Queue()
-        child = ctx.Process(target=_open_as_unprivileged_user, args=(base / "ro" / "c", queue))
+        queue = FORK.Queue()
+        child = FORK.Process(target=_open_as_unprivileged_user, args=(base / "ro" / "c", queue))
         child.start()
         child.join(30)
         message = queue.get(timeout=5)
