@@ -5,8 +5,9 @@ say its eye is; those read a lowered lid as open and know no iris, so the source
 source looked, lands on a target that blinks or looks away. Here a second, local warp around each eye moves
 the source's lids (the iris model's 16 lid points, ``analysis.iris``) and its iris centre, where the first warp
 carried them, onto the target's own lids and iris centre. A ring of fixed points around each eye keeps
-everything beyond it where the first warp put it. The two maps are composed, so the source is still resampled
-once.
+everything beyond it where the first warp put it. Each eye's mesh joins its iris centre to every lid point (a
+fan, which folds nowhere, wherever between the lids the centre lies on either eye), and the ring to the lids'
+outline. The two maps are composed, so the source is still resampled once.
 
 A warp can only squeeze the source's open eye into a lowered or closed lid, never close it: its lashes and
 crease still read as half open. So where the target's lids are lowered or closed, the swapped face takes the
@@ -23,7 +24,6 @@ to corner, 9-15 the upper lid between the corners (9 + k over 1 + k), as the iri
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 
 from facecache.analysis.iris import lid_opening
@@ -34,8 +34,9 @@ Eye = tuple[np.ndarray, np.ndarray]  # (lids (16, 2), iris centre (2,)), crop pi
 
 # What the swap records of `classic_eyes` are keyed by, beyond the classic swap's settings: 2, the target's
 # lowered and closed lids kept (``kept_lids``); 3, both eyes kept or neither, by the face's mean opening, a
-# closed eye out past its corners (``_CLOSED_AXES``).
-EYES_FOLLOW = "follow/3"
+# closed eye out past its corners (``_CLOSED_AXES``); 4, each eye's mesh a fan from the iris centre (the mesh
+# cut once on a laid-out eye had chords from lid to lid across it: an iris moved past one folded it).
+EYES_FOLLOW = "follow/4"
 LID_POINTS = 16
 _RING_POINTS = 16
 # The ring's half axes along and across the eye, in eye widths (corner to corner) from the middle of its
@@ -64,35 +65,65 @@ _KEPT_FADE = 0.4
 _AROUND_SIGMA = 0.3
 
 
-def _canonical_eye() -> np.ndarray:
-    """An open eye in its own frame (corners at -0.5 and 0.5 along, the upper lid up, in eye widths): its
-    16 lid points, its iris centre and the ring. The mesh is cut on it, once."""
-    steps = np.arange(9) / 8.0
-    lower = np.stack([steps - 0.5, -0.12 * np.sin(np.pi * steps)], axis=1)
-    upper = np.stack([steps[1:8] - 0.5, 0.18 * np.sin(np.pi * steps[1:8])], axis=1)
+def _outer_ring() -> np.ndarray:
+    """The ring around an eye in its own frame (corners at -0.5 and 0.5 along, the upper lid up, in eye
+    widths)."""
     turn = np.linspace(0.0, 2 * np.pi, _RING_POINTS, endpoint=False)
-    ring = np.stack([_RING[0] * np.cos(turn), _RING[1] * np.sin(turn)], axis=1)
-    return np.vstack([lower, upper, [[0.0, 0.03]], ring])
+    return np.stack([_RING[0] * np.cos(turn), _RING[1] * np.sin(turn)], axis=1)
 
 
-def _delaunay(points: np.ndarray) -> np.ndarray:
-    """(T, 3) indices: a Delaunay triangulation of ``points`` (scaled into a square for Subdiv2D)."""
-    side = 512.0
-    pixels = (points - points.min(axis=0)) / np.ptp(points, axis=0).max() * (side - 3) + 1
-    subdivision = cv2.Subdiv2D((0, 0, int(side), int(side)))
-    for x, y in pixels:
-        subdivision.insert((float(x), float(y)))
+_OUTER_RING = _outer_ring()
+# An eye's mesh points (``_mesh_points``), by number: its lids (the lower from corner to corner, then the upper
+# between them), its iris centre and the ring around the eye.
+_CENTRE = LID_POINTS
+_AROUND = np.arange(_CENTRE + 1, _CENTRE + 1 + _RING_POINTS)
+_MESH_POINTS = _AROUND[-1] + 1
+_LID_LOOP = np.r_[0:9, 15:8:-1]  # the lids' outline, round the eye
+
+
+def _zipped(inner: np.ndarray, inner_angles: np.ndarray, outer: np.ndarray, outer_angles: np.ndarray) -> list:
+    """Triangles filling the band between two closed loops of point numbers, ``inner`` within ``outer``, both
+    seen from a point within (their angles about it): each point joined to its neighbours in angle on the other
+    loop, every triangle turned the same way. Both loops are walked once round, from the inner loop's first
+    point and the outer point just before it."""
+    first = inner_angles.min()
+    inner_turns = (inner_angles - first) % (2 * np.pi)
+    outer_turns = (outer_angles - first) % (2 * np.pi)
+    inner_order, outer_order = np.argsort(inner_turns), np.argsort(outer_turns)
+    outer_order = np.r_[outer_order[-1], outer_order[:-1]]  # the outer point just before the inner first
+    inner_turns = np.r_[inner_turns[inner_order], 2 * np.pi]
+    outer_turns = np.r_[outer_turns[outer_order[0]] - 2 * np.pi, outer_turns[outer_order[1:]],
+                        outer_turns[outer_order[0]]]
+    inner, outer = inner[inner_order], outer[outer_order]
+    i = j = 0
     triangles = []
-    for corners in subdivision.getTriangleList().reshape(-1, 3, 2):
-        distances = np.linalg.norm(pixels[None, :, :] - corners[:, None, :], axis=2)
-        if distances.min(axis=1).max() <= 0.5:  # else a triangle of the subdivision's outer frame
-            triangles.append(distances.argmin(axis=1))
-    return np.array(triangles, np.int32).reshape(-1, 3)
+    while i < len(inner) or j < len(outer):
+        if j == len(outer) or (i < len(inner) and inner_turns[i + 1] <= outer_turns[j + 1]):
+            triangles.append((inner[i], inner[(i + 1) % len(inner)], outer[j % len(outer)]))
+            i += 1
+        else:
+            triangles.append((inner[i % len(inner)], outer[(j + 1) % len(outer)], outer[j]))
+            j += 1
+    return triangles
 
 
-_LAYOUT = _canonical_eye()
-EYE_TRIANGLES = _delaunay(_LAYOUT)
-EYE_TRIANGLES.setflags(write=False)
+def _eye_triangles() -> np.ndarray:
+    """(T, 3) point numbers of an eye's mesh: the iris centre joined to every lid point (a fan: it folds
+    nowhere, wherever between the lids the centre lies on either eye), and the ring around the eye joined to
+    the lids' outline by their angles about the eye's middle, cut once on an open eye laid out in its own frame
+    (corners at -0.5 and 0.5 along, the upper lid up, in eye widths)."""
+    steps = np.arange(9) / 8.0
+    lids = np.vstack([np.stack([steps - 0.5, -0.12 * np.sin(np.pi * steps)], axis=1),
+                      np.stack([steps[1:8] - 0.5, 0.18 * np.sin(np.pi * steps[1:8])], axis=1)])
+    lid_angles = np.arctan2(lids[_LID_LOOP, 1], lids[_LID_LOOP, 0])
+    fan = [(_CENTRE, _LID_LOOP[k], _LID_LOOP[(k + 1) % len(_LID_LOOP)]) for k in range(len(_LID_LOOP))]
+    around = _zipped(_LID_LOOP, lid_angles, _AROUND, np.arctan2(_OUTER_RING[:, 1], _OUTER_RING[:, 0]))
+    triangles = np.array(fan + around, np.int32)
+    triangles.setflags(write=False)
+    return triangles
+
+
+EYE_TRIANGLES = _eye_triangles()
 
 
 def eye_frame(lids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -124,12 +155,11 @@ def between_lids(lids: np.ndarray, iris: np.ndarray) -> np.ndarray:
 
 
 def _mesh_points(eye: Eye, ring_around: np.ndarray) -> np.ndarray:
-    """One eye's 33 mesh points: its lids, its iris centre between them, and the ring laid around the
-    lids ``ring_around`` (both meshes of an eye share the target's ring, so beyond it nothing moves)."""
+    """One eye's mesh points: its lids, its iris centre between them, and the ring laid around the lids
+    ``ring_around`` (both meshes of an eye share the target's ring, so beyond it nothing moves)."""
     lids = np.asarray(eye[0], np.float64).reshape(LID_POINTS, 2)
     middle, along, up, width = eye_frame(ring_around)
-    ring = _LAYOUT[LID_POINTS + 1:]
-    ring = middle + width * (ring[:, :1] * along + ring[:, 1:] * up)
+    ring = middle + width * (_OUTER_RING[:, :1] * along + _OUTER_RING[:, 1:] * up)
     return np.vstack([lids, between_lids(lids, np.asarray(eye[1], np.float64).reshape(2)), ring])
 
 
@@ -140,7 +170,7 @@ def follow_map(source_eyes: list[Eye], target_eyes: list[Eye], size: int) -> tup
     sources, targets, triangles = [], [], []
     for source, target in zip(source_eyes, target_eyes):
         target_lids = np.asarray(target[0], np.float64).reshape(LID_POINTS, 2)
-        triangles.append(EYE_TRIANGLES + len(_LAYOUT) * len(targets))
+        triangles.append(EYE_TRIANGLES + _MESH_POINTS * len(targets))
         targets.append(_mesh_points(target, target_lids))
         sources.append(_mesh_points(source, target_lids))
     # (piecewise_map adds the crop's border points to both; the eyes' triangles do not use them)
