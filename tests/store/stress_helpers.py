@@ -32,18 +32,20 @@ LEVELS = [
 ]
 LEVEL_OF = {int(stages): i for i, stages in enumerate(LEVELS)}
 
-class _ForkProcessAfterCollecting(multiprocessing.context.ForkProcess):
-    """A forked process whose parent first frees its garbage. Otherwise the child's first garbage collection
-    may free an object of an earlier test, say an ONNX Runtime session, whose destructor waits on the thread
-    pool it had in the parent: the child hangs in pthread_cond_destroy (seen with tests/swap run before)."""
 
-    def start(self) -> None:
-        gc.collect()
-        super().start()
+class _ForkProcessLeavingInherited(multiprocessing.context.ForkProcess):
+    """A forked process whose garbage collector leaves alone what it inherited. Otherwise its first collection
+    may free an object of an earlier test, say an ONNX Runtime session, whose destructor waits on the thread
+    pool it had in the parent: the child hangs in pthread_cond_destroy (seen with tests/swap run before). The
+    child ends with os._exit, so nothing inherited is freed at all."""
+
+    def run(self) -> None:
+        gc.freeze()
+        super().run()
 
 
 class _ForkContext(multiprocessing.context.ForkContext):
-    Process = _ForkProcessAfterCollecting
+    Process = _ForkProcessLeavingInherited
 
 
 FORK = _ForkContext()

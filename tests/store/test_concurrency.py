@@ -274,7 +274,7 @@ def test_one_pruner_at_a_time_others_are_busy(tmp_path):
         assert not (root / "locks" / "prune.lease").exists()
 
 
-def _contending_pruner(out, name, root, holders, peak, prunes, go):
+def _contending_pruner(out, name, root, holders, peak, prunes, readers_reading):
     """Loops prune(); counts how many processes hold the prune lease at once."""
     real_acquire = Lease.acquire.__func__
     real_release = Lease.release
@@ -302,7 +302,8 @@ def _contending_pruner(out, name, root, holders, peak, prunes, go):
 
     cache_module.delete_file = slow_delete
     cache = FaceCache(root)
-    go.wait(TIMEOUT)  # readers are reading packs that are about to be deleted
+    for reading in readers_reading:  # every reader is reading packs that are about to be deleted
+        reading.wait(TIMEOUT)
     busy = done = removed = attempts = 0
     while done < prunes and attempts < 20_000:  # each pruner gets its turns, in some order
         attempts += 1
@@ -328,12 +329,14 @@ def test_concurrent_pruners_never_overlap_and_readers_never_see_half_deleted_pac
     root = tmp_path / "cache"
     _populate(root, groups=12, frames=FRAMES)
     out = FORK.Queue()
-    stop, go = FORK.Event(), FORK.Event()
+    stop = FORK.Event()
+    reading = [FORK.Event() for _ in range(2)]  # each reader's: it has read records (the pruners wait for all)
     holders, peak = FORK.Value("i", 0), FORK.Value("i", 0)
-    pruners = [FORK.Process(target=_guarded(_contending_pruner), args=(out, f"p{i}", root, holders, peak, 8, go))
+    pruners = [FORK.Process(target=_guarded(_contending_pruner), args=(out, f"p{i}", root, holders, peak, 8, reading))
                for i in range(4)]
     others = [FORK.Process(target=_guarded(_writer_loop), args=(out, f"w{i}", root, 50 + i, stop)) for i in range(2)]
-    others += [FORK.Process(target=_guarded(_reader_loop), args=(out, f"r{i}", root, stop, 12, go)) for i in range(2)]
+    others += [FORK.Process(target=_guarded(_reader_loop), args=(out, f"r{i}", root, stop, 12, reading[i]))
+               for i in range(2)]
     for p in pruners + others:
         p.start()
     try:
