@@ -55,6 +55,23 @@ def test_firm_skin_is_taken_whole_and_what_is_far_from_it_not_at_all():
     assert firm.min() >= 0.0 and firm.max() <= 1.0
 
 
+def test_skin_in_brighter_light_counts_as_skin_where_asked_and_a_white_wall_does_not():
+    # The target's forehead lit paler than its cheeks (its colour a third of the way to white) read half skin,
+    # so the mask took it half: a band at the brows (the second check's worst top edge, docs/quality.md).
+    skin = np.array([150, 145, 150])
+    checker = (np.indices((32, 96)).sum(axis=0) % 2 * 2 - 1)[..., None] * np.array([12, 4, 4])  # a spread
+    lit = np.round(skin + 0.35 * (np.array([255, 128, 128]) - skin)).astype(int)
+    wall, blonde, hair = [248, 128, 128], [215, 132, 165], skin - [90, 0, 0]
+    image = lab_rows([skin + checker, lit, wall, blonde, hair])
+    marked = np.zeros(image.shape[:2], np.float32)
+    marked[:32] = 1.0
+    plain, in_light = skin_likeness(image, marked), skin_likeness(image, marked, lit=True)
+    rows = {name: 16 + 32 * number for number, name in enumerate(["skin", "lit", "wall", "blonde", "hair"])}
+    assert plain[rows["lit"], 48] < 0.5 and in_light[rows["lit"], 48] > 0.9
+    for name in ("wall", "blonde", "hair"):
+        assert in_light[rows[name], 48] < 0.15, name
+
+
 @pytest.mark.index
 def test_a_fringe_on_the_sources_forehead_is_left_out_whole(portraits):
     """A source whose hair covers its forehead, swapped onto its own picture without the hair: where

@@ -52,7 +52,7 @@ from facecache.swap.mouth_folds import opening, with_own_mouth_folds
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 8  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 9  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
@@ -61,7 +61,8 @@ CLASSIC_VERSION = 8  # 2: crops sized by the face, bicubic from a pyramid, colou
 #                        at the eyes' and brows' height (glasses' rims and arms) taken in with its skin;
 #                        7: the source's forehead without its fringe's edge (``without_fringe``), the
 #                        edge lighting's colour transfer applied to its shrunk crop; 8: a source's
-#                        wide-open mouth onto a closed one leaves the target's own folds below it
+#                        wide-open mouth onto a closed one leaves the target's own folds below it;
+#                        9: the target's skin lit paler than its cheeks counts as skin (``skin_likeness``)
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -325,7 +326,7 @@ def _skin_under_lines(frame: np.ndarray, matrix: np.ndarray, size: int, landmark
     stay what they are. Worked out on a quarter-size crop (it is smooth anyway)."""
     small = max(16, size // 4)
     image = warp(frame, np.asarray(matrix, np.float64) * (small / size), small)  # the same crop, smaller
-    likeness = skin_likeness(image, skin_patch(landmarks68 * (small / size), small))
+    likeness = skin_likeness(image, skin_patch(landmarks68 * (small / size), small), lit=True)
     width = max(3, int(round(_LINE_WIDTH * small)) | 1)
     closed = cv2.morphologyEx(likeness, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width)))
     return cv2.resize(closed, (size, size), interpolation=cv2.INTER_LINEAR)

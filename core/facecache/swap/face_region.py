@@ -43,6 +43,13 @@ FOREHEAD_LIFT = 0.8
 JAW_MARGIN = 0.2
 # How many of the skin's own spreads (L*, a*, b*) a pixel may be from its mean and still count as skin.
 _SKIN_SPREADS = np.array([3.0, 2.5, 2.5], np.float32)
+# Light on skin (a lit forehead, a shine) mixes the skin's colour with the light's white: lighter and paler,
+# along the line from the skin's mean towards white. With ``lit``, a pixel lighter than the mean is measured
+# from that line, up to this share of the way to white (further, it is lighter than any lit skin: a white wall,
+# pale blonde hair). Without it, a forehead lit paler than the cheeks read half skin, the mask took it half,
+# and the swapped forehead ended in a band at the brows (docs/quality.md).
+_LIT_SKIN = 0.4
+_WHITE = np.array([255.0, 128.0, 128.0], np.float32)  # 8-bit L*a*b*
 # The skin patch (``skin_patch``): each cheek from the jaw's top to the mouth's corner, the nostril
 # and the eye's lower lid; the nose from its bridge to its tip (iBUG 68 numbers). The eyes are cut
 # out grown by this factor about their middle.
@@ -160,13 +167,13 @@ def skin_patch(landmarks68: np.ndarray, size: int) -> np.ndarray:
     return patch.astype(np.float32)
 
 
-def skin_likeness(image: np.ndarray, skin: np.ndarray, firm: bool = False) -> np.ndarray:
+def skin_likeness(image: np.ndarray, skin: np.ndarray, firm: bool = False, lit: bool = False) -> np.ndarray:
     """(H, W) float32 0..1: how much each pixel of ``image`` (BGR) looks like the skin that
     ``skin`` (float mask, e.g. ``skin_patch``) marks: its chroma and lightness within a few
     spreads of the skin's (hair, a cap or the background beside a forehead fall to 0), softened by
     a blur. Soft, it fades with the distance (a bell curve); ``firm``, a pixel within one such
     distance is skin and one beyond twice it is not (a smoothstep between): what is half like the
-    skin is not taken half."""
+    skin is not taken half. ``lit``: skin in brighter light counts as skin (``_LIT_SKIN``)."""
     lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
     inside = skin > 0.5
     if int(inside.sum()) < 16:
@@ -174,7 +181,11 @@ def skin_likeness(image: np.ndarray, skin: np.ndarray, firm: bool = False) -> np
     samples = lab[inside]
     mean = samples.mean(axis=0)
     spread = np.maximum(samples.std(axis=0), 1.0) * _SKIN_SPREADS
-    scaled = (lab - mean) / spread
+    if lit:  # the skin's colour where each pixel's light would put it
+        towards_white = np.clip((lab[..., 0] - mean[0]) / max(255.0 - float(mean[0]), 1.0), 0.0, _LIT_SKIN)
+        scaled = (lab - mean - towards_white[..., None] * (_WHITE - mean)) / spread
+    else:
+        scaled = (lab - mean) / spread
     np.square(scaled, out=scaled)
     distance = scaled[..., 0] + scaled[..., 1] + scaled[..., 2]  # numpy's sum over a 3-long axis is slow
     if firm:
