@@ -23,7 +23,8 @@ from facecache.store.records import GroupRecords
 from facecache.swap.color import TRANSFER_SHAPE
 from facecache.swap.result import SwapResult
 
-SWAP_RECORD_FORMAT = "swap/3"  # 3: colour transfers hold the light's direction (K, 3, 3)
+SWAP_RECORD_FORMAT = "swap/3"  # 3: colour transfers hold the light's direction; each is TRANSFER_SHAPE
+# (its fourth row, the original's brightest skin, came with the swaps' key, SWAP_FORMAT_VERSION 4, in jobs.swap_job)
 MAX_CROP_SIDE = 4096
 
 
