@@ -149,3 +149,32 @@ def test_the_colour_transfer_is_fitted_from_the_jaw_to_the_brows(portraits):
     painted[int(eye_line - 1.2 * eyes):int(eye_line - 0.5 * eyes), 150:300] = (20, 30, 60)
     plain, hair = (color_transfer(swapper.swap(frame, face, source), frame).as_array() for frame in (target, painted))
     assert np.abs(plain - hair).max() < 0.5
+
+
+def test_the_sources_dark_brows_are_taken_whole_under_a_bare_forehead(portraits):
+    """The brows belong to the swapped face whatever their colour: a source's dark brows, which its skin
+    likeness calls not skin, are taken whole under the target's brow points, not half (the target's brows
+    showed through them, and the mask's top edge lay on them). Here both faces' foreheads are bare skin
+    (painted in the cheek's colour: the sample's cap comes down close to her brows); under a fringe, the
+    brows are hair (the test above)."""
+    target, face = portraits["grace_hopper"], with_68("grace_hopper")
+    eyes = float(np.linalg.norm(face.kps5[1] - face.kps5[0]))
+    cheek = face.kps5[0] + (0.0, 0.5 * eyes)
+    skin = np.median(target[int(cheek[1]) - 5:int(cheek[1]) + 5, int(cheek[0]) - 5:int(cheek[0]) + 5], axis=(0, 1))
+    forehead, brows = (np.zeros(target.shape[:2], np.uint8) for _ in range(2))
+    for brow in (face.landmarks68[17:22], face.landmarks68[22:27]):
+        for mask, (top, bottom) in ((forehead, (-0.6, 0.0)), (brows, (0.03, 0.15))):
+            band = np.vstack([brow + (0, top * eyes), (brow + (0, bottom * eyes))[::-1]])
+            cv2.fillPoly(mask, [np.round(band).astype(np.int32)], 1)
+    target = target.copy()
+    target[forehead > 0] = skin
+    source = target.copy()
+    source[brows > 0] = (25, 25, 30)
+    swapper = ClassicSwapper()
+    result = swapper.swap(target, face, swapper.prepare_source(source, face))
+    under = cv2.warpAffine(brows, result.matrix.astype(np.float64), (result.size, result.size)) > 0
+    under = cv2.erode(under.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+    assert under.sum() > 100
+    # three quarters of them taken at 0.9 or more (before: half of them at 0.27 or less); the rest lie at the
+    # outer ends, in the fade of the mask's outline
+    assert np.percentile(result.mask[under], 25) > 0.9

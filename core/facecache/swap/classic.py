@@ -43,8 +43,8 @@ from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
 from facecache.swap.edge_light import edge_lighting
 from facecache.swap.eye_follow import Eye, carried, follow_map, with_own_lids
-from facecache.swap.face_region import (beyond_landmarks, face_mask, outline, skin_likeness, skin_patch,
-                                        thin_dark_lines, with_forehead, without_fringe)
+from facecache.swap.face_region import (beyond_landmarks, brow_band, brows_under_skin, face_mask, outline, skin_likeness,
+                                        skin_patch, thin_dark_lines, with_forehead, without_fringe)
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.masks import smoothstep
@@ -52,7 +52,7 @@ from facecache.swap.mouth_folds import opening, with_own_mouth_folds
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 9  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 10  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
@@ -62,7 +62,8 @@ CLASSIC_VERSION = 9  # 2: crops sized by the face, bicubic from a pyramid, colou
 #                        7: the source's forehead without its fringe's edge (``without_fringe``), the
 #                        edge lighting's colour transfer applied to its shrunk crop; 8: a source's
 #                        wide-open mouth onto a closed one leaves the target's own folds below it;
-#                        9: the target's skin lit paler than its cheeks counts as skin (``skin_likeness``)
+#                        9: the target's skin lit paler than its cheeks counts as skin (``skin_likeness``);
+#                        10: the brows taken whole (``brow_band``)
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -188,11 +189,16 @@ class ClassicSwapper:
             # and arms: left half blended at the mask's edge, they show). The source's hair is cut
             # firmly: half taken, a fringe over a bare forehead is a grey band. The target's fades:
             # it is the target's own picture.
+            # The brows are the face's whatever their colour: the source's, warped onto the target's, are taken
+            # whole, not half.
             beyond = face_mask(beyond_landmarks(target_outline), size, feather)
+            brows = brow_band(target_points, size)
             source_skin = skin_likeness(crop, skin_patch(target_mesh[:68], size), firm=True)
+            source_skin = np.maximum(source_skin, brows_under_skin(brows, source_skin, target_points))
             crop = without_fringe(crop, source_skin, face_mask(target_points, size, 0.0))
             target_skin = np.maximum(_skin_under_lines(frame, matrix, size, target_points),
                                      thin_dark_lines(original, target_points))
+            target_skin = np.maximum(target_skin, brows_under_skin(brows, target_skin, target_points))
             beyond *= source_skin * target_skin
             closed_mouth = 1.0 - _open_mouth(target_points, size)
             mask = np.maximum(jaw_to_brows, beyond) * closed_mouth
