@@ -245,10 +245,17 @@ def brows_under_skin(band: np.ndarray, skin: np.ndarray, landmarks68: np.ndarray
     distance = eye_distance(points)
     across = (points[42:48].mean(axis=0) - points[36:42].mean(axis=0)) / distance
     up = _ABOVE_BROWS * distance * np.array([across[1], -across[0]])
-    shift = np.array([[1.0, 0.0, up[0]], [0.0, 1.0, up[1]]])  # each pixel reads the skin ``up`` from it
-    above = cv2.warpAffine(skin, shift, (skin.shape[1], skin.shape[0]), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+    out = np.zeros_like(band)
+    rows, columns = np.nonzero(band.any(axis=1))[0], np.nonzero(band.any(axis=0))[0]
+    if len(rows) == 0:
+        return out
+    # Only the band's box is read: each of its pixels reads the skin ``up`` from it.
+    y0, y1, x0, x1 = rows[0], rows[-1] + 1, columns[0], columns[-1] + 1
+    shift = np.array([[1.0, 0.0, x0 + up[0]], [0.0, 1.0, y0 + up[1]]])
+    above = cv2.warpAffine(skin, shift, (int(x1 - x0), int(y1 - y0)), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
                            borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
-    return band * smoothstep((above - _SKIN_ABOVE[0]) / (_SKIN_ABOVE[1] - _SKIN_ABOVE[0]))
+    out[y0:y1, x0:x1] = band[y0:y1, x0:x1] * smoothstep((above - _SKIN_ABOVE[0]) / (_SKIN_ABOVE[1] - _SKIN_ABOVE[0]))
+    return out
 
 
 def eye_distance(points68: np.ndarray) -> float:
