@@ -189,8 +189,8 @@ class ClassicSwapper:
             # and arms: left half blended at the mask's edge, they show). The source's hair is cut
             # firmly: half taken, a fringe over a bare forehead is a grey band. The target's fades:
             # it is the target's own picture.
-            # The brows are the face's whatever their colour: the source's, warped onto the target's, are taken
-            # whole, not half.
+            # The brows are the face's whatever their colour: where a bare forehead lies above them, the
+            # source's, warped onto the target's, are taken whole, not half.
             beyond = face_mask(beyond_landmarks(target_outline), size, feather)
             brows = brow_band(target_points, size)
             source_skin = skin_likeness(crop, skin_patch(target_mesh[:68], size), firm=True)

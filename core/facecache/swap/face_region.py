@@ -149,10 +149,7 @@ def beyond_landmarks(outline78: np.ndarray) -> np.ndarray:
     landmarks stop short of the face: a temple corner on each side (the jaw's top point raised to
     its brow's height) and the jaw line JAW_MARGIN eye distances further out."""
     points = np.asarray(outline78, dtype=np.float64).reshape(78, 2)
-    left_eye, right_eye = points[36:42].mean(axis=0), points[42:48].mean(axis=0)
-    distance = max(float(np.linalg.norm(right_eye - left_eye)), 1e-6)
-    x_axis = (right_eye - left_eye) / distance
-    down = np.array([-x_axis[1], x_axis[0]])
+    distance, down = _eye_line(points)
     temples = [points[jaw] + float(np.dot(points[brow] - points[jaw], down)) * down
                for jaw, brow in ((0, 17), (16, 26))]
     centre = points[27:36].mean(axis=0)  # the nose: the jaw grows away from it
@@ -211,14 +208,20 @@ def _likeness_blur(side: int) -> float:
     return max(1.0, side / 96.0)
 
 
+def _eye_line(points68: np.ndarray) -> tuple[float, np.ndarray]:
+    """(the eye distance, the unit vector from the eye line towards the mouth) of 68 landmarks: the face's own
+    frame, which turns with a rolled head."""
+    distance = eye_distance(points68)
+    across = (points68[42:48].mean(axis=0) - points68[36:42].mean(axis=0)) / distance
+    return distance, np.array([-across[1], across[0]])
+
+
 def brow_band(landmarks68: np.ndarray, size: int) -> np.ndarray:
     """(size, size) float32 0..1: the brows of the face whose 68 landmarks (crop pixels) are given, from
     _BROW_BAND[0] eye distances above the brow points to _BROW_BAND[1] below them (in the face's own frame,
     so a rolled head's band turns with it), softened."""
     points = np.asarray(landmarks68, np.float64).reshape(68, 2)
-    distance = eye_distance(points)
-    across = (points[42:48].mean(axis=0) - points[36:42].mean(axis=0)) / distance
-    down = np.array([-across[1], across[0]])
+    distance, down = _eye_line(points)
     above, below, softness = (part * distance for part in _BROW_BAND)
     polygons = [np.vstack([brow - above * down, (brow + below * down)[::-1]])
                 for brow in (points[17:22], points[22:27])]
@@ -241,10 +244,8 @@ def brow_band(landmarks68: np.ndarray, size: int) -> np.ndarray:
 def brows_under_skin(band: np.ndarray, skin: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
     """``band`` (``brow_band``) where ``skin`` (a skin likeness of the same crop) holds _ABOVE_BROWS eye
     distances above each pixel, in the face's own frame: a fringe down over the brows stays hair."""
-    points = np.asarray(landmarks68, np.float64).reshape(68, 2)
-    distance = eye_distance(points)
-    across = (points[42:48].mean(axis=0) - points[36:42].mean(axis=0)) / distance
-    up = _ABOVE_BROWS * distance * np.array([across[1], -across[0]])
+    distance, down = _eye_line(np.asarray(landmarks68, np.float64).reshape(68, 2))
+    up = -_ABOVE_BROWS * distance * down
     out = np.zeros_like(band)
     rows, columns = np.nonzero(band.any(axis=1))[0], np.nonzero(band.any(axis=0))[0]
     if len(rows) == 0:
