@@ -43,8 +43,8 @@ from facecache.analysis.frames import check_bgr_frame
 from facecache.swap.color import ColorTransfer
 from facecache.swap.edge_light import edge_lighting
 from facecache.swap.eye_follow import Eye, carried, follow_map, with_own_lids
-from facecache.swap.face_region import (beyond_landmarks, brow_band, brows_under_skin, face_mask, outline, skin_likeness,
-                                        skin_patch, thin_dark_lines, with_forehead, without_fringe)
+from facecache.swap.face_region import (beyond_landmarks, brow_band, brows_under_skin, face_mask, outline,
+                                        skin_likeness, skin_patch, thin_dark_lines, with_forehead, without_fringe)
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
 from facecache.swap.masks import smoothstep

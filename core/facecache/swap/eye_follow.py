@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from facecache.analysis.iris import lid_opening
-from facecache.swap.masks import smoothstep, wide_blur
+from facecache.swap.masks import smoothstep, smoothstep_between, wide_blur
 from facecache.swap.piecewise import border_points, piecewise_map
 
 Eye = tuple[np.ndarray, np.ndarray]  # (lids (16, 2), iris centre (2,)), crop pixels
@@ -209,11 +209,11 @@ def kept_lids(target_eyes: list[Eye], size: int) -> np.ndarray:
     # Both eyes' lids lower together (a glance down, a blink), and the model reads a turned face's far eye as
     # less open than its near one: the face's mean opening says how lowered both are.
     openings = [lid_opening(lids) for lids in eyes]
-    lowered = smoothstep((_KEPT_OPENING[1] - float(np.mean(openings))) / (_KEPT_OPENING[1] - _KEPT_OPENING[0]))
+    lowered = smoothstep_between(float(np.mean(openings)), _KEPT_OPENING[::-1])
     if lowered <= 0.0:
         return kept
     for lids, opening in zip(eyes, openings):
-        closed = smoothstep((_CLOSED_OPENING[1] - opening) / (_CLOSED_OPENING[1] - _CLOSED_OPENING[0]))
+        closed = smoothstep_between(opening, _CLOSED_OPENING[::-1])
         middle, along, up, width = eye_frame(lids)
         middle = middle + _KEPT_RAISE * width * up
         axes = [(kept_axis + closed * (closed_axis - kept_axis)) * width

@@ -13,7 +13,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from facecache.swap.masks import polygon_mask, smoothstep
+from facecache.swap.masks import polygon_mask, smoothstep, smoothstep_between
 
 # Outline of the face in face units, clockwise from the left temple:
 # x in interocular distances from the eye midpoint (negative = image-left),
@@ -255,7 +255,7 @@ def brows_under_skin(band: np.ndarray, skin: np.ndarray, landmarks68: np.ndarray
     shift = np.array([[1.0, 0.0, x0 + up[0]], [0.0, 1.0, y0 + up[1]]])
     above = cv2.warpAffine(skin, shift, (int(x1 - x0), int(y1 - y0)), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
                            borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
-    out[y0:y1, x0:x1] = band[y0:y1, x0:x1] * smoothstep((above - _SKIN_ABOVE[0]) / (_SKIN_ABOVE[1] - _SKIN_ABOVE[0]))
+    out[y0:y1, x0:x1] = band[y0:y1, x0:x1] * smoothstep_between(above, _SKIN_ABOVE)
     return out
 
 
@@ -295,7 +295,7 @@ def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
     lightness = cv2.cvtColor(band_image, cv2.COLOR_BGR2LAB)[..., 0]
     element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width))
     darker = cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element).astype(np.float32)
-    band = smoothstep((darker - _LINE_DARKER[0]) / (_LINE_DARKER[1] - _LINE_DARKER[0]))
+    band = smoothstep_between(darker, _LINE_DARKER)
     band[:int(round((top - y0) * scale))] = 0.0
     band[int(round((bottom - y0) * scale)):] = 0.0
     band = cv2.dilate(band, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * spread + 1, 2 * spread + 1)))
@@ -319,7 +319,7 @@ def without_fringe(crop: np.ndarray, skin: np.ndarray, hull: np.ndarray) -> np.n
     # sure one within two of the blur's widths
     reach = 2 * int(np.ceil(2.0 * _likeness_blur(size))) + 1
     sure = cv2.erode(skin[:rows], cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (reach, reach)))
-    skin_for_sure = smoothstep((sure - _SURE_SKIN[0]) / (_SURE_SKIN[1] - _SURE_SKIN[0]))
+    skin_for_sure = smoothstep_between(sure, _SURE_SKIN)
     keep = np.maximum(skin_for_sure, hull[:rows])
     if float(keep.min()) >= 1.0:
         return crop

@@ -21,6 +21,12 @@ def smoothstep(t: np.ndarray) -> np.ndarray:
     return (t * t * (3.0 - 2.0 * t)).astype(np.float32)
 
 
+def smoothstep_between(values, edges: tuple[float, float]) -> np.ndarray:
+    """``smoothstep`` from 0 at ``edges[0]`` to 1 at ``edges[1]`` (falling where the second edge is the lower)."""
+    low, high = edges
+    return smoothstep((values - low) / (high - low))
+
+
 def check_padding(padding: Sequence[float]) -> tuple[float, float, float, float]:
     """Validate (top, right, bottom, left) padding in percent of the crop size."""
     values = tuple(float(v) for v in padding)

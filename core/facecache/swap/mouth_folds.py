@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 
 from facecache.swap.face_region import eye_distance
-from facecache.swap.masks import smoothstep, wide_blur
+from facecache.swap.masks import smoothstep, smoothstep_between, wide_blur
 
 # How much wider the source's inner lips part than the target's, in eye distances: from the first figure the
 # target's own folds fade in, at the second they are whole. Open mouths read 0.2-0.4 (a speaking or laughing
@@ -69,7 +69,7 @@ def with_own_mouth_folds(crop: np.ndarray, original: np.ndarray, target_points: 
     lips_out = 1 - _filled(target_points[48:60] - corner, shape)
     depth = cv2.distanceTransform(inside, cv2.DIST_L2, cv2.DIST_MASK_5) / eyes
     off_lips = cv2.distanceTransform(lips_out, cv2.DIST_L2, cv2.DIST_MASK_5) / eyes
-    share = smoothstep(depth / _EDGE_FADE) * smoothstep((off_lips - _OFF_LIPS[0]) / (_OFF_LIPS[1] - _OFF_LIPS[0]))
+    share = smoothstep(depth / _EDGE_FADE) * smoothstep_between(off_lips, _OFF_LIPS)
     rows, columns = np.nonzero(share)
     if len(rows) == 0:
         return crop
