@@ -66,14 +66,13 @@ _L8 = np.float32(255.0 / 100.0)  # 8-bit L* units per L* unit
 _DARK_FADE = np.clip(np.arange(256, dtype=np.float32) / _L8 / np.float32(DARK_LIGHTNESS), 0.0, 1.0)
 _DARK_FADE = (_DARK_FADE * _DARK_FADE * (3.0 - 2.0 * _DARK_FADE)).astype(np.float32)
 _DARK_FADE.setflags(write=False)
+# OpenCV's 8-bit L*a*b* to float L*a*b* (L 0..100, a and b around 0), for cv2.transform.
+_FROM_LAB8 = np.array([[100.0 / 255.0, 0, 0, 0], [0, 1, 0, -128.0], [0, 0, 1, -128.0]], np.float32)
 
 
 def _lab(image_bgr: np.ndarray) -> np.ndarray:
     """Float L*a*b* (L 0..100, a and b around 0) through OpenCV's fast 8-bit conversion."""
-    lab = cv2.cvtColor(image_bgr, cv2.COLOR_BGR2LAB).astype(np.float32)
-    lab[..., 0] *= np.float32(100.0 / 255.0)
-    lab[..., 1:] -= np.float32(128.0)
-    return lab
+    return cv2.transform(cv2.cvtColor(image_bgr, cv2.COLOR_BGR2LAB).astype(np.float32), _FROM_LAB8)
 
 
 def _shrink(image: np.ndarray) -> np.ndarray:
@@ -85,26 +84,28 @@ def _shrink(image: np.ndarray) -> np.ndarray:
                       interpolation=cv2.INTER_AREA)
 
 
-def _slopes(weights: np.ndarray, *lightnesses: np.ndarray) -> list[np.ndarray]:
-    """For each of ``lightnesses``: (across, down), the slopes of the least-squares plane through it
-    (weighted), per side of the image; zero where the weights span no area. The weights' own sums are
-    worked out once for all of them."""
+def _weighted_moments(weights: np.ndarray, *images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(means, covariance), weighted by ``weights`` (H, W), of the columns: the image position (u, v)
+    in image sides, then every channel of each of ``images`` (H, W, C). One product gives every
+    moment the fit needs: on 64-pixel copies, separate numpy passes were mostly call overhead."""
     height, width = weights.shape
     u, v = np.meshgrid((np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height)
-    total = float(weights.sum())
-    centred = [axis - float((weights * axis).sum()) / total for axis in (u, v)]
-    spread = np.array([[(weights * a * b).sum() for b in centred] for a in centred])
-    if abs(np.linalg.det(spread)) < 1e-9 * total * total:
-        return [np.zeros(2) for _ in lightnesses]
-    return [np.linalg.solve(spread, np.array([(weights * a * lightness).sum() for a in centred]))
-            for lightness in lightnesses]
+    columns = np.concatenate([u[..., None], v[..., None], *images], axis=2).reshape(height * width, -1)
+    share = weights.reshape(-1, 1).astype(np.float64) / float(weights.sum())
+    # Sums and einsum, not matrix products: OpenBLAS would wake its threads for these, and they spin on
+    # for a while after each one, taking the core another face's swap was running on.
+    means = (columns * share).sum(axis=0)
+    centred = columns - means
+    return means, np.einsum("ni,nj->ij", centred * share, centred)
 
 
-def _weighted_stats(lab: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    total = float(weights.sum())
-    mean = np.einsum("hw,hwc->c", weights, lab, dtype=np.float64) / total
-    var = np.einsum("hw,hwc->c", weights, (lab - mean) ** 2, dtype=np.float64) / total
-    return mean, np.sqrt(np.maximum(var, 0.0))
+def _slopes(covariance: np.ndarray, *channels: int) -> list[np.ndarray]:
+    """The least-squares plane's slopes (across, down) of each column in ``channels``, from the
+    weighted covariance of ``_weighted_moments``; zero where the weights span no area."""
+    spread = covariance[:2, :2]
+    if abs(np.linalg.det(spread)) < 1e-9:
+        return [np.zeros(2) for _ in channels]
+    return [np.linalg.solve(spread, covariance[:2, channel]) for channel in channels]
 
 
 @dataclass(frozen=True)
@@ -136,18 +137,15 @@ class ColorTransfer:
         else:
             small_image, small_reference = _shrink(image), _shrink(reference)
         lab_src, lab_ref = _lab(small_image), _lab(small_reference)
-        mean_src, std_src = _weighted_stats(lab_src, small_weights)
-        mean_ref, std_ref = _weighted_stats(lab_ref, small_weights)
+        means, covariance = _weighted_moments(small_weights, lab_src, lab_ref)  # u, v, source L a b, reference L a b
+        spreads = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+        mean_src, mean_ref, std_src, std_ref = means[2:5], means[5:8], spreads[2:5], spreads[5:8]
         gain = np.where(std_src > 1e-6, std_ref / np.maximum(std_src, 1e-6), 1.0)
         gain = np.clip(gain, 1.0 / MAX_GAIN, MAX_GAIN)
         # The gain scales the crop's lighting, its slopes too: what remains to reach the target's.
-        ref_slopes, src_slopes = _slopes(small_weights, lab_ref[..., 0], lab_src[..., 0])
+        ref_slopes, src_slopes = _slopes(covariance, 5, 2)
         slopes = ref_slopes - gain[0] * src_slopes
-        height, width = small_weights.shape
-        u, v = (np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height
-        total = float(small_weights.sum())
-        middle = (float(small_weights.sum(axis=0) @ u) / total, float(small_weights.sum(axis=1) @ v) / total)
-        light = np.array([*slopes, -float(slopes @ middle)])  # no change on average over the mask
+        light = np.array([*slopes, -float(slopes @ means[:2])])  # no change on average over the mask
         skin = lab_ref[..., 0][small_weights >= 0.5 * float(small_weights.max())]
         top = float(np.percentile(skin, _TOP_PERCENTILE))
         return cls(gain.astype(np.float32), (mean_ref - gain * mean_src).astype(np.float32), light.astype(np.float32),

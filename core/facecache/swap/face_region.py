@@ -181,18 +181,17 @@ def skin_likeness(image: np.ndarray, skin: np.ndarray, firm: bool = False, lit: 
     a blur. Soft, it fades with the distance (a bell curve); ``firm``, a pixel within one such
     distance is skin and one beyond twice it is not (a smoothstep between): what is half like the
     skin is not taken half. ``lit``: skin in brighter light counts as skin (``_LIT_SKIN``)."""
-    lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
-    inside = skin > 0.5
-    if int(inside.sum()) < 16:
+    lab8 = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)
+    inside = (skin > 0.5).astype(np.uint8)
+    if cv2.countNonZero(inside) < 16:
         return np.ones(image.shape[:2], np.float32)
-    samples = lab[inside]
-    mean = samples.mean(axis=0)
-    spread = np.maximum(samples.std(axis=0), 1.0) * _SKIN_SPREADS
+    mean, std = (values.ravel().astype(np.float32) for values in cv2.meanStdDev(lab8, mask=inside))
+    spread = np.maximum(std, 1.0) * _SKIN_SPREADS
+    # (lab - mean) / spread in one pass of OpenCV's: numpy's broadcast made three full-size temporaries.
+    scaled = cv2.transform(lab8.astype(np.float32), np.hstack([np.diag(1.0 / spread), (-mean / spread)[:, None]]))
     if lit:  # the skin's colour where each pixel's light would put it
-        towards_white = np.clip((lab[..., 0] - mean[0]) / max(255.0 - float(mean[0]), 1.0), 0.0, _LIT_SKIN)
-        scaled = (lab - mean - towards_white[..., None] * (_WHITE - mean)) / spread
-    else:
-        scaled = (lab - mean) / spread
+        towards_white = np.clip((lab8[..., 0] - mean[0]) / max(255.0 - float(mean[0]), 1.0), 0.0, _LIT_SKIN)
+        scaled -= towards_white[..., None] * ((_WHITE - mean) / spread)
     np.square(scaled, out=scaled)
     distance = scaled[..., 0] + scaled[..., 1] + scaled[..., 2]  # numpy's sum over a 3-long axis is slow
     if firm:
