@@ -102,10 +102,13 @@ def _weighted_moments(weights: np.ndarray, *images: np.ndarray) -> tuple[np.ndar
 def _slopes(covariance: np.ndarray, *channels: int) -> list[np.ndarray]:
     """The least-squares plane's slopes (across, down) of each column in ``channels``, from the
     weighted covariance of ``_weighted_moments``; zero where the weights span no area."""
-    spread = covariance[:2, :2]
-    if abs(np.linalg.det(spread)) < 1e-9:
+    # The 2x2 system written out: numpy's LAPACK calls wait on the BLAS threads (docs/benchmarks.md).
+    (uu, uv), (_, vv) = covariance[:2, :2]
+    det = uu * vv - uv * uv
+    if abs(det) < 1e-9:
         return [np.zeros(2) for _ in channels]
-    return [np.linalg.solve(spread, covariance[:2, channel]) for channel in channels]
+    return [np.array([vv * covariance[0, channel] - uv * covariance[1, channel],
+                      uu * covariance[1, channel] - uv * covariance[0, channel]]) / det for channel in channels]
 
 
 @dataclass(frozen=True)
