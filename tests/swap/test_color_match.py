@@ -187,6 +187,40 @@ def test_the_face_takes_the_targets_light_direction_and_keeps_its_shading_detail
     assert np.array_equal(boxed[:20], source[:20])
 
 
+def test_the_fit_is_the_weighted_statistics_and_least_squares_plane_written_plainly():
+    """The fit's figures, worked out from one weighted moment matrix and a written-out 2x2 solve, are
+    the textbook ones: each channel's weighted mean and spread, and each face's lightness plane by
+    weighted least squares (on the 64-pixel copies the fit measures)."""
+    rng = np.random.default_rng(7)
+    size = 64
+    yy, xx = np.mgrid[:size, :size] / size
+    source = np.clip(rng.normal(0, 12, (size, size, 3)) + [110, 130, 170] + 40 * xx[..., None], 0, 255)
+    target = np.clip(rng.normal(0, 8, (size, size, 3)) + [100, 120, 150] + 30 * yy[..., None], 0, 255)
+    source, target = source.astype(np.uint8), target.astype(np.uint8)
+    weights = np.clip(1.3 - np.hypot(xx - 0.5, yy - 0.5) * 3, 0, 1).astype(np.float32)
+
+    def lab(image):  # the fit's own reading: OpenCV's 8-bit L*a*b*, L scaled to 0..100
+        values = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(float)
+        return np.dstack([values[..., 0] * 100 / 255, values[..., 1] - 128, values[..., 2] - 128])
+
+    def plane_slopes(lightness):
+        root = np.sqrt(weights.reshape(-1))
+        design = np.stack([np.ones(size * size), (xx + 0.5 / size).reshape(-1), (yy + 0.5 / size).reshape(-1)], 1)
+        return np.linalg.lstsq(design * root[:, None], lightness.reshape(-1) * root, rcond=None)[0][1:]
+
+    transfer = ColorTransfer.fit(source, target, weights)
+    (mean_src, std_src), (mean_ref, std_ref) = (
+        (np.average(lab(image).reshape(-1, 3), axis=0, weights=weights.reshape(-1)),
+         np.sqrt(np.cov(lab(image).reshape(-1, 3).T, aweights=weights.reshape(-1), bias=True).diagonal()))
+        for image in (source, target))
+    gain = np.clip(std_ref / std_src, 1 / color.MAX_GAIN, color.MAX_GAIN)
+    assert np.allclose(transfer.gain, gain, rtol=1e-4)
+    assert np.allclose(transfer.offset, mean_ref - gain * mean_src, atol=1e-3)
+    slopes = plane_slopes(lab(target)[..., 0]) - gain[0] * plane_slopes(lab(source)[..., 0])
+    assert np.allclose(transfer.light[:2], slopes, atol=1e-3)
+    assert abs(slopes[0]) > 5 and abs(slopes[1]) > 5  # both slopes are there to be found
+
+
 def test_local_gains_are_the_lightness_gain_and_the_chroma_gains_faded_on_dark_pixels():
     transfer = ColorTransfer(np.array([0.8, 1.4, 0.6], np.float32), np.zeros(3, np.float32))
     gains = transfer.local_gains(np.array([[0, 60, 255]], np.uint8))  # black, dark, bright (8-bit L*)
