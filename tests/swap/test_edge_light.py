@@ -45,6 +45,17 @@ def test_a_washed_out_forehead_is_taken_in_at_the_top_edge_and_nothing_below_the
     assert np.array_equal(out[64:], crop[64:])  # the face below the eyes keeps its pixels exactly
 
 
+def test_lightness_moves_further_than_chroma():
+    """A forehead lit far lighter than the swapped face: at the top edge the lightness takes up to 12 levels of
+    8-bit L* (at 8, a band stayed on a lit forehead of the quality sets), the chroma at most 8 (more cost the
+    swapped face its likeness)."""
+    crop, original = pictures((215, 222, 228))  # 67 levels lighter, 14 and 19 less a* and b*
+    out = edge_lighting(crop, original, FRAME_TO_CROP, face_mask(), IDENTITY)
+    change = lab(out, slice(22, 30)) - lab(crop, slice(22, 30))
+    assert 11.0 <= change[0] <= 12.5
+    assert np.all(np.abs(change[1:]) <= 8.5) and np.all(np.abs(change[1:]) >= 7.0)
+
+
 def test_dark_hair_over_the_edge_is_not_read_as_lighting():
     crop, original = pictures((30, 45, 70))  # dark brown hair down to the brows
     out = edge_lighting(crop, original, FRAME_TO_CROP, face_mask(), IDENTITY)
