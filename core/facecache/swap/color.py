@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from facecache.analysis.align import linear_det
+
 # A channel's spread is never scaled by more than this factor either way.
 MAX_GAIN = 1.5
 _MIN_WEIGHT = 1e-3
@@ -104,7 +106,7 @@ def _slopes(covariance: np.ndarray, *channels: int) -> list[np.ndarray]:
     weighted covariance of ``_weighted_moments``; zero where the weights span no area."""
     # The 2x2 system written out: numpy's LAPACK calls wait on the BLAS threads (docs/benchmarks.md).
     (uu, uv), (_, vv) = covariance[:2, :2]
-    det = uu * vv - uv * uv
+    det = linear_det(covariance)
     if abs(det) < 1e-9:
         return [np.zeros(2) for _ in channels]
     return [np.array([vv * covariance[0, channel] - uv * covariance[1, channel],

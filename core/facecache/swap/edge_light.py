@@ -47,6 +47,7 @@ _FLOOR = 0.05
 # forehead lit otherwise needs: at 8, one face of the quality sets' 62 kept a band (1.61 against 1.6). Beyond
 # these, the seams fall further but the swapped forehead loses the source's likeness (docs/quality.md).
 _MAX_CHANGE = np.array([12.0, 8.0, 8.0], np.float32)
+_MAX_CHANGE.setflags(write=False)
 # The edge is read above this row of the aligned crop (fraction of its side), fading out until the
 # second: in the arcface template's crop the eyes lie at 0.40 of the side, the brows at about 0.3.
 _TOP_ROWS = (0.30, 0.40)
