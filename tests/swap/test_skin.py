@@ -116,6 +116,23 @@ def test_what_is_not_surely_skin_above_the_eyes_is_the_skin_around_it():
     assert without_fringe(crop, np.ones_like(likeness), hull) is crop  # all skin: nothing to do
 
 
+def test_a_sideburn_beside_the_eyes_is_the_skin_around_it_down_to_the_nose():
+    skin_bgr, hair_bgr = (120, 150, 200), (90, 95, 100)
+    crop = np.full((128, 128, 3), skin_bgr, np.uint8)
+    crop[56:84, 112:120] = hair_bgr  # a grey sideburn beside the eye (0.44-0.66 of the side) and below it
+    crop[100:110, 112:120] = hair_bgr  # something dark below the nose's tip, beside the jaw
+    likeness = np.ones((128, 128), np.float32)
+    likeness[56:84, 112:120] = 0.45  # (the blurred likeness reads a narrow sideburn as half skin)
+    likeness[100:110, 112:120] = 0.0
+    hull = np.zeros((128, 128), np.float32)
+    hull[36:, 20:100] = 1.0
+    out = without_fringe(crop, likeness, hull)
+    # stopped at the eyes' row (0.40), the fill left the sideburn below it whole: a block with a straight top
+    assert np.abs(out[:84].astype(int) - skin_bgr).max() <= 2
+    assert np.array_equal(out[96:], crop[96:])  # below the nose's tip the source stays as it is
+    assert np.array_equal(out[:, 20:100], crop[:, 20:100])  # the hull too
+
+
 @pytest.mark.index
 def test_a_fringes_edge_under_the_masks_soft_cut_shows_skin_not_hair(portraits):
     """The mask's cut through the source's skin is soft: where it half takes the source's forehead at

@@ -84,12 +84,13 @@ _LINE_SPREAD = 0.02
 _LINE_SKIN = 0.95
 # The lines are found on a copy of the band at most this many pixels across.
 _LINE_SIDE = 192
-# The source's forehead without its fringe (``without_fringe``): in the crop's rows above the eyes
-# (the arcface template's eyes lie at 0.40 of its side), what the firm skin likeness, eroded, calls skin
-# from the first on, wholly from the second, is kept (before the erosion a fringe's dark lower edge reads
-# 0.4-0.5 there, its lit skin 0.9 and more); the rest is the skin around, averaged this share of the crop's
-# side far.
-_FILL_ROWS = 0.40
+# The source beyond its landmarks without its hair's edge (``without_fringe``): in the crop's rows down to
+# the nose's tip (the arcface template's eyes lie at 0.40 of its side, its nose tip at 0.64), what the firm
+# skin likeness, eroded, calls skin from the first on, wholly from the second, is kept (before the erosion a
+# fringe's dark lower edge reads 0.4-0.5 there, its lit skin 0.9 and more); the rest is the skin around,
+# averaged this share of the crop's side far. Below the eyes it takes the sideburns: stopped at the eyes, a
+# turned target half took the source's grey sideburn below them, a block with a straight top (classic 12).
+_FILL_ROWS = 0.65
 _SURE_SKIN = (0.5, 0.9)
 _FILL_SPREAD = 0.03
 _FILL_PRIOR = 1e-3
@@ -306,12 +307,12 @@ def thin_dark_lines(image: np.ndarray, landmarks68: np.ndarray) -> np.ndarray:
 
 
 def without_fringe(crop: np.ndarray, skin: np.ndarray, hull: np.ndarray) -> np.ndarray:
-    """The source's forehead in ``crop`` (BGR, square) with what is not surely skin there (a fringe's
-    lower edge, its shadow: ``skin``, the firm ``skin_likeness``, below _SURE_SKIN[1]) replaced by
-    the skin around it, smoothly; inside ``hull`` (the landmarks' hull, 0 or 1) nothing changes. A
-    new image, or ``crop`` itself when all of its forehead is skin. The mask's cut through the
-    source's skin is soft: half taken, a fringe's dark edge drew a line along the swapped forehead's
-    top (docs/quality.md)."""
+    """The source's forehead and temples in ``crop`` (BGR, square; its rows down to _FILL_ROWS) with what
+    is not surely skin there (a fringe's lower edge, its shadow, a sideburn: ``skin``, the firm
+    ``skin_likeness``, below _SURE_SKIN[1]) replaced by the skin around it, smoothly; inside ``hull`` (the
+    landmarks' hull, 0 or 1) nothing changes. A new image, or ``crop`` itself when all of it is skin. The
+    mask's cut through the source's skin is soft: half taken, a fringe's dark edge drew a line along the
+    swapped forehead's top, a sideburn a grey block beside the eye (docs/quality.md)."""
     size = crop.shape[0]
     rows = min(size, int(np.ceil(_FILL_ROWS * size)))
     # the likeness is blurred: a thin dark line beside skin reads half skin; a pixel is as sure as the least
