@@ -92,6 +92,9 @@ _LINE_SIDE = 192
 # turned target half took the source's grey sideburn below them, a block with a straight top (classic 12).
 _FILL_ROWS = 0.65
 _SURE_SKIN = (0.5, 0.9)
+# The likeness is eroded in 8-bit steps (a third of float32's time) and read through this table.
+_SURE_SKIN_TABLE = smoothstep_between(np.arange(256, dtype=np.float32) / 255.0, _SURE_SKIN).astype(np.float32)
+_SURE_SKIN_TABLE.setflags(write=False)
 _FILL_SPREAD = 0.03
 _FILL_PRIOR = 1e-3
 
@@ -318,8 +321,9 @@ def without_fringe(crop: np.ndarray, skin: np.ndarray, hull: np.ndarray) -> np.n
     # the likeness is blurred: a thin dark line beside skin reads half skin; a pixel is as sure as the least
     # sure one within two of the blur's widths
     reach = 2 * int(np.ceil(2.0 * _likeness_blur(size))) + 1
-    sure = cv2.erode(skin[:rows], cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (reach, reach)))
-    skin_for_sure = smoothstep_between(sure, _SURE_SKIN)
+    sure = cv2.erode(cv2.convertScaleAbs(skin[:rows], alpha=255.0),
+                     cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (reach, reach)))
+    skin_for_sure = cv2.LUT(sure, _SURE_SKIN_TABLE)
     keep = np.maximum(skin_for_sure, hull[:rows])
     if float(keep.min()) >= 1.0:
         return crop
