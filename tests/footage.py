@@ -61,7 +61,8 @@ def write_clip(path: Path, **options) -> Path:
     if options.get("codec") not in WRITTEN_APART:
         return write_here(path, **options)
     script = "import json, sys; import footage; footage.write_here(sys.argv[1], **json.loads(sys.argv[2]))"
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *filter(None, sys.path)])}
+    search_path = os.pathsep.join([str(Path(__file__).parent), *filter(None, sys.path)])  # Blender's site folder too
+    environment = {**os.environ, "PYTHONPATH": search_path}
     done = subprocess.run([sys.executable, "-c", script, str(path), json.dumps(options)], env=environment,
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
