@@ -19,6 +19,12 @@ BUCKET = "facecache-test"
 ACCESS_KEY = "facecache-test-key"
 SECRET_KEY = "facecache-test-secret-0123456789"
 READY_SECONDS = 120.0  # a busy 2-core machine starts the master, volume, filer and S3 gateway slowly
+# Small volumes, a fixed number of them, and a small floor of free disk: with its defaults (30 GiB volumes, as
+# many as the free disk holds, read-only under 1 % free) SeaweedFS refuses every write on a machine whose
+# shared disk is nearly full ("no free volumes left", "assign volume: context deadline exceeded"), and each
+# refused write waits out a deadline. The tests store a few megabytes.
+_SMALL_VOLUMES = ("-master.volumeSizeLimitMB=64", "-volume.max=32", "-volume.minFreeSpace=1MiB")
+_PROBE = "ready-probe"  # the object `start` writes and deletes: the server stores objects
 _PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
                "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "metricsPort")
 
@@ -68,7 +74,7 @@ class SeaweedS3:
             data = self.folder / f"data-{attempt}"
             data.mkdir()
             args = [binary, "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
-                    f"-s3.port={self.port}", f"-s3.config={config}", "-volume.max=0"]
+                    f"-s3.port={self.port}", f"-s3.config={config}", *_SMALL_VOLUMES]
             # every port of its own (the defaults would clash with another test's server)
             args += [f"-{flag}={free_port()}" for flag in _PORT_FLAGS]
             with open(self.folder / "weed.log", "wb") as log:
@@ -81,8 +87,10 @@ class SeaweedS3:
         raise RuntimeError(f"weed did not start in {attempts} attempts: {self.log_tail()}")
 
     def _ready_with(self, bucket: str) -> bool:
-        """Whether the gateway answers and the bucket could be created (the filer may answer later than
-        the gateway on a busy machine); False as soon as the server exits."""
+        """Whether the gateway answers, the bucket could be created and an object stored in it (the filer
+        may answer later than the gateway on a busy machine, and the first write grows the volumes); False
+        as soon as the server exits (a port taken: `start` tries new ones). A server that runs and still
+        cannot store is not started again: that would only repeat the wait."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         deadline = time.monotonic() + READY_SECONDS
@@ -90,15 +98,24 @@ class SeaweedS3:
             if self.process.poll() is not None:
                 return False
             try:
-                client(self).create_bucket(Bucket=bucket)
+                self._create_bucket(bucket)
+                client(self).put_object(Bucket=bucket, Key=_PROBE, Body=b"ready")
+                client(self).delete_object(Bucket=bucket, Key=_PROBE)
                 return True
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") in ("BucketAlreadyExists", "BucketAlreadyOwnedByYou"):
-                    return True
-            except BotoCoreError:
+            except (BotoCoreError, ClientError):
                 pass
             time.sleep(0.5)
-        return False
+        self.stop()
+        raise RuntimeError(f"weed runs but stored nothing in {READY_SECONDS:.0f} s: {self.log_tail()}")
+
+    def _create_bucket(self, bucket: str) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            client(self).create_bucket(Bucket=bucket)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("BucketAlreadyExists", "BucketAlreadyOwnedByYou"):
+                raise
 
     def log_tail(self) -> str:
         try:
