@@ -27,6 +27,9 @@ PROGRESS_SECONDS = 0.05
 GPU_JOBS = ("gpu_install", "gpu_uninstall")
 REMOTE_SUPPORT_JOBS = ("remote_support_install", "remote_support_uninstall")
 RUNTIME_JOBS = GPU_JOBS + REMOTE_SUPPORT_JOBS
+# Jobs that follow up the one before them (the shot's movie for the preview after a Swap or an Update): when one
+# ends, the status line and the scene's last report stay those of the job it follows; only a failure is said.
+FOLLOW_UPS = ("preview_movie",)
 
 MODELS_HINT = ("face models are not installed: open Edit > Preferences > Add-ons > VSE Face Swap and click "
                "Install Default Models (or import a FaceFusion models folder)")
@@ -75,6 +78,7 @@ def start(scene, kind: str, items: list[dict], on_done=None, extra: dict | None 
     if running():
         raise RuntimeError("a face swap job is already running: wait for it or press Cancel")
     status = runtime.STATE.job
+    runtime.JOB.line_before = status.text if kind in FOLLOW_UPS else None
     status.running, status.kind, status.progress, status.text = True, kind, 0.0, f"{kind}: starting"
     status.done, status.total = 0, 0
     status.media = frozenset(item[protocol.MEDIA] for item in items if protocol.MEDIA in item)
@@ -118,12 +122,14 @@ def _tick():
 def _finish(job) -> Ended:
     """Apply the answer of the job that ended and hand its report on (to `on_done`, then the scene's display)."""
     scene = _scene()
-    on_done, items = runtime.JOB.on_done, runtime.JOB.items
+    on_done, items, line_before = runtime.JOB.on_done, runtime.JOB.items, runtime.JOB.line_before
     runtime.JOB.ended()
     status = runtime.STATE.job
     status.running, status.progress = False, 1.0 if job.result is not None else 0.0
     ended = Ended(job, None if job.result is None else _take_coverage(job.result, items))
-    if ended.report is not None:
+    if ended.report is not None and line_before is not None:
+        status.text = line_before
+    elif ended.report is not None:
         cancelled = "cancelled; finished frames kept: " if ended.report.get(protocol.CANCELLED) else ""
         status.text = cancelled + describe(ended.report)
     elif job.error_kind == protocol.CANCELLED_KIND:
@@ -132,7 +138,7 @@ def _finish(job) -> Ended:
         status.text = f"error: {friendly(job.error or '', job.error_kind)}"
     if scene is not None and on_done is not None:
         on_done(scene, ended)
-    if scene is not None and ended.report is not None:
+    if scene is not None and ended.report is not None and line_before is None:
         show_report(scene, ended.report)
     redraw.redraw()
     return ended
@@ -159,10 +165,15 @@ def show_report(scene, report: dict) -> None:
 
 
 def describe(summary: dict) -> str:
-    """The engine's own sentence for the job (the CLI's words), and its warning if it has one."""
+    """The engine's own sentence for the job (the CLI's words), and its warnings if it has any."""
     said = summary.get(protocol.MESSAGE) or f"{summary.get(protocol.FRAMES, 0)} frames"
     text = f"{summary.get(protocol.KIND, 'job')}: {said}"
-    return f"{text}. Warning: {summary[protocol.WARNING]}" if summary.get(protocol.WARNING) else text
+    return "".join([text] + [f". Warning: {warning}" for warning in warnings(summary)])
+
+
+def warnings(summary: dict) -> list[str]:
+    """What went wrong without stopping the job: no face swapped, the remote cache dropped."""
+    return [summary[key] for key in (protocol.WARNING, protocol.CACHE_WARNING) if summary.get(key)]
 
 
 def cancel() -> bool:

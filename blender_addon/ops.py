@@ -8,7 +8,7 @@ import os
 import bpy
 from bpy.props import IntProperty, StringProperty
 
-from . import frame_mapping, jobs, paths, preview, redraw, runtime, shot_group, timeline
+from . import frame_mapping, jobs, paths, preview, preview_form, redraw, runtime, shot_group, timeline
 from .compat import sequencer_scene
 from .engine_client import engine_module
 
@@ -98,7 +98,7 @@ class _JobOperator:
         if summary.get(protocol.CANCELLED):  # only a signal stops a synchronous job: a farm must not count it as done
             self.report({"ERROR"}, f"{kind} was stopped before the end; frames finished are kept: run it again")
             return {"CANCELLED"}
-        self.report({"WARNING"} if summary.get(protocol.WARNING) else {"INFO"}, jobs.describe(summary))
+        self.report({"WARNING"} if jobs.warnings(summary) else {"INFO"}, jobs.describe(summary))
         return {"FINISHED"}
 
 
@@ -141,8 +141,9 @@ class _FrameRange:
 
 
 def _after_swap(keyed_uids, synced: dict):
-    """When the job is done: reload the swapped strips' frames; when it succeeded, stamp them with the settings
-    and add what the re-sync did to the job's report (strips re-placed, edits not followed)."""
+    """When the job is done: reload the swapped strips' frames; when it succeeded, stamp them with the settings,
+    add what the re-sync did to the job's report (strips re-placed, edits not followed) and, in the window,
+    start the shots' movies for the preview."""
     def done(scene, ended: jobs.Ended):
         refresh_images(scene)  # the frames it finished are on disk, also when it failed
         if ended.report is None:
@@ -152,7 +153,29 @@ def _after_swap(keyed_uids, synced: dict):
         for strip in timeline.swapped_strips(scene):
             if strip.faceswap.link in keyed_uids:
                 strip.faceswap.settings_key = key
+        if not bpy.app.background and not ended.report.get(protocol.CANCELLED):
+            start_preview_movies(scene)
     return done
+
+
+def start_preview_movies(scene) -> bool:
+    """Start the job that writes each shot's movie for the preview (`preview_form.follow_movie`), for the shots
+    whose preview shows the engine's pictures. A Swap or an Update in Blender's window starts it when it ends; a
+    render farm's `blender -b` does not (renders read no proxy). Returns whether it started."""
+    shots = []
+    for original in timeline.originals(scene):
+        swapped = timeline.overlay_of(original)
+        try:
+            folder = timeline.outputs_folder(scene, original)
+        except frame_mapping.UnsupportedStrip:
+            continue
+        if swapped is not None and preview_form.movie_wanted(original, swapped, folder):
+            shots.append(original)
+    items = timeline.work_items(scene, shots)
+    if not items or jobs.running():
+        return False
+    jobs.start(scene, "preview_movie", items, on_done=lambda scene, _ended: refresh_images(scene))
+    return True
 
 
 def sync_summary(synced: dict | None) -> dict:

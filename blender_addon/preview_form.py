@@ -24,7 +24,14 @@ size, and Blender shows the overlay.
 
 from __future__ import annotations
 
+import os
+
+import bpy
+
 from . import paths, shot_group
+from .engine_client import engine_module
+
+movie_files = engine_module("preview_movie_files")  # standard library only: the movie's and the pictures' files
 
 # The proxy sizes the engine writes pictures for, and the others (Blender's sizes: 25, 50, 75, 100 %).
 PICTURE_SIZES = tuple(f"build_{size}" for size in paths.layout.PREVIEW_SIZES)
@@ -53,3 +60,44 @@ def follow(scene, original, swapped) -> None:
     for name, value in settings.items():
         if getattr(proxy, name) != value:
             setattr(proxy, name, value)
+
+
+def movie_wanted(original, swapped, folder: str) -> bool:
+    """Whether the shot's preview may be its movie (in the clip's output `folder`): its pictures show, and the
+    original shows its file's first stream and has no proxy of the editor's."""
+    return (swapped.use_proxy and original.stream_index == 0
+            and (not original.use_proxy or movie_is_proxy(original, folder)))
+
+
+def follow_movie(original, swapped, folder: str, shown: list[int]) -> None:
+    """Make the shot's movie (in the clip's output `folder`) the original's 100 % proxy where it is wanted
+    (`movie_wanted`) and holds every media frame the shot shows (`shown`); else turn ours off and put the
+    pictures back."""
+    held = movie_files.current(folder, paths.media_path(original))
+    ours = movie_is_proxy(original, folder)
+    if movie_wanted(original, swapped, folder) and held is not None and shown and max(shown) < held[1]:
+        if not original.use_proxy:
+            original.use_proxy = True
+        settings = ({size: False for size in ("build_25", "build_50", "build_75")}
+                    | {"build_100": True, "use_proxy_custom_file": False, "use_proxy_custom_directory": True})
+        if "timecode" in original.proxy.bl_rna.properties:  # gone in 5.2, whose proxies have no timecode index
+            settings["timecode"] = "NONE"
+        for name, value in settings.items():
+            if getattr(original.proxy, name) != value:
+                setattr(original.proxy, name, value)
+        directory = movie_files.proxy_folder(folder, held[0])
+        if os.path.normpath(bpy.path.abspath(original.proxy.directory)) != os.path.normpath(directory):
+            original.proxy.directory = paths.stored_path(directory)  # `//…` beside the .blend, as the overlays
+        return
+    if ours:
+        original.use_proxy = False
+    if movie_files.stood_in(folder):  # not on every refresh: only where there is something to put back
+        movie_files.restore(folder)
+
+
+def movie_is_proxy(original, folder: str) -> bool:
+    """Whether the original's proxy is one of the shot's movies (ours, not the editor's)."""
+    proxy = original.proxy if original.use_proxy else None
+    return (proxy is not None and proxy.use_proxy_custom_directory and proxy.build_100
+            and os.path.dirname(os.path.normpath(bpy.path.abspath(proxy.directory)))
+            == os.path.normpath(movie_files.movies_folder(folder)))

@@ -94,10 +94,11 @@ class JobInFlight:
     scene: str = ""
     on_done: Callable | None = None
     items: list[dict] = field(default_factory=list)
+    line_before: str | None = None  # a follow-up job's (`jobs.FOLLOW_UPS`): the status line it shows again
 
     def ended(self) -> None:
         """The job ended (its scene stays: the answer is applied to it)."""
-        self.job, self.on_done, self.items = None, None, []
+        self.job, self.on_done, self.items, self.line_before = None, None, [], None
 
 
 @dataclass

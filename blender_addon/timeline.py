@@ -127,6 +127,16 @@ def placement(scene, original, checked: bool = True) -> dict:
             "channel": original.channel + 1}
 
 
+def outputs_folder(scene, original) -> str:
+    """The folder of the original's swapped frames (raises UnsupportedStrip for unreadable timing)."""
+    return _folder_and_shown(placement(scene, original))[0]
+
+
+def _folder_and_shown(place) -> tuple[str, list[int]]:
+    """(the outputs' folder, the media frames shown) of a placement."""
+    return place["folder"], place["layout"].media
+
+
 frame_name = paths.layout.frame_name
 
 
@@ -174,6 +184,7 @@ def point_elements(scene) -> int:
             changed += 1
         key_faceless(scene, original, swapped, place)
         preview_form.follow(scene, original, swapped)
+        preview_form.follow_movie(original, swapped, *_folder_and_shown(place))
     return changed
 
 
@@ -224,6 +235,7 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
         existing.faceswap.link = original.faceswap.uid
         kept = key_faceless(scene, original, existing, place)
         preview_form.follow(scene, original, existing)
+        preview_form.follow_movie(original, existing, *_folder_and_shown(place))
         return existing, problems + mirror_geometry(scene, original, existing), [kept] if kept else []
     settings_key = existing.faceswap.settings_key if existing is not None else ""
     if existing is not None:
@@ -252,6 +264,7 @@ def sync_swapped(scene, original, existing, group, problems: list) -> tuple:
         strip.channel = place["channel"]  # Blender put it above while the old strip was there
     kept = key_faceless(scene, original, strip, place, unknown=[])  # no keys of ours a strip of that name left
     preview_form.follow(scene, original, strip)
+    preview_form.follow_movie(original, strip, *_folder_and_shown(place))
     return strip, problems + mirror_geometry(scene, original, strip), [kept] if kept else []
 
 

@@ -3,7 +3,7 @@
 cost where the editor feels it, and what they cost to write.
 
     ./dev bench-playback [--frames 24] [--faces 6] [--size 1920x1080] [--rounds 5] [--proxy-size 100|50]
-                         [--one-core] [--json]
+                         [--clip-codec mpeg4|h264] [--one-core] [--json]
 
 Set-up (not timed): a clip with `faces` real faces in every frame (`facecache.media.sample_clip`),
 swapped by the engine's swap job (every face, the classic swapper) into one overlay a frame, in the
@@ -18,13 +18,17 @@ timed per frame, the render pipeline's own cost included) three ways:
   first_pass  the swapped strip on, the cache emptied: every overlay is read from disk
   cached      the same frames again, the overlays now in Blender's raw cache
 
-The preview's form (issue 35): beside each overlay with faces the engine writes the composited, opaque
-frame as the strip's 100 % proxy, which the preview reads and renders never do (`preview_jpeg`). An
+The preview's forms (issue 35): beside each overlay with faces the engine writes the composited, opaque
+frame as the strip's 100 % and 50 % proxies, which the preview reads and renders never do (`preview_jpeg`). An
 opaque top strip hides the movie below it, so Blender does not decode the movie. `render.render` reads no
 proxy, so the bench plays those pictures as the strip's own images: the same JPEG reader (imbuf's), the
-same occlusion test (an alpha-over strip at full opacity whose image has no alpha). The figure
-`swapped_ratio_first_pass` = the movie alone's median first-pass frame time / the preview form's (goal
->= 0.95); `overlay_ratio_first_pass` the same for the overlays (what a render plays, and the preview before).
+same occlusion test (an alpha-over strip at full opacity whose image has no alpha). At 100 %, after a job
+in the window, the engine also writes the shot's movie, the original strip's proxy, and the pictures it
+holds become one transparent pixel (`preview_movie`, `swap.preview_movie`): played as a movie strip above the
+clip (the same FFmpeg reader) under a strip of those stand-ins. The figure `swapped_ratio_first_pass` = the
+movie alone's median first-pass frame time / the preview form's (`preview_form`: the movie at 100 %, the
+pictures at 50 %; goal >= 0.95); `pictures_ratio_first_pass` the same for the pictures, and
+`overlay_ratio_first_pass` for the overlays (what a render plays, and the preview before).
 `--proxy-size 50` plays everything as a preview at 50 % does: rendered at half the size, the pictures those the
 engine writes for that proxy size (half the sides), the movie and the overlays scaled down by Blender.
 Where a picture's time goes (a perf profile, docs/benchmarks.md "Where the picture's frame goes"): at 1080p
@@ -98,7 +102,8 @@ FACELESS_GOAL_MS = 1.0  # frames without a face: at most this added a frame
 HELD_THRESHOLDS = {-3: 32 << 20, -1: 1 << 30}  # glibc's mallopt: M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
 SWAPPED_RATIO_GOAL = 0.95  # the preview form's first pass: at least this share of the movie alone's frame rate
 FACES_COMPARED = ("sparse_png", "transparent_png")  # played again, thresholds held, for the faces goal
-PREVIEW = "preview_jpeg"  # the engine's composited pictures, which the preview reads as the strip's proxy
+PICTURES = "preview_jpeg"  # the engine's composited pictures, which the preview reads as the strip's proxy
+MOVIE = "preview_movie"  # the shot's movie as the original's proxy, under the pictures' stand-ins (at 100 %)
 KEYED_OUT = "faceless_keyed_out"  # the faceless pixels' strip with its opacity keyed out, as the extension shows it
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,6 +129,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="passes of each kind (default 5)")
     parser.add_argument("--proxy-size", type=int, choices=(100, 50), default=100,
                         help="the preview's proxy size to play at, percent (default 100)")
+    parser.add_argument("--clip-codec", choices=("mpeg4", "h264"), default="mpeg4",
+                        help="the clip's codec: OpenCV's MPEG-4 part 2 (default), or H.264 High as cameras write it")
     parser.add_argument("--one-core", action="store_true",
                         help="run on one core (CPU figures then count work, little disturbed by other processes)")
     parser.add_argument("--json", action="store_true")
@@ -135,7 +142,8 @@ def main(argv=None) -> int:
         work = (args.workdir or Path(temp)).absolute()
         os.environ.setdefault("BLENDER_USER_RESOURCES", str(work / "blender_user"))  # before bpy is imported
         result = run(work, args.frames, args.faces, (width, height), args.rounds,
-                     say=lambda m: print(f"bench: {m}", file=sys.stderr), proxy_size=args.proxy_size)
+                     say=lambda m: print(f"bench: {m}", file=sys.stderr), proxy_size=args.proxy_size,
+                     clip_codec=args.clip_codec)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -149,7 +157,8 @@ def main(argv=None) -> int:
               f"(transparent full frame + {FACES_MARGIN_MS}): {'met' if result['faces_goal_met'] else 'MISSED'}")
         print(f"the swapped shot as the preview plays it: {result['swapped_ratio_first_pass']} of the movie alone's "
               f"frame rate, goal >= {SWAPPED_RATIO_GOAL}: {'met' if result['swapped_ratio_goal_met'] else 'MISSED'} "
-              f"(the overlays: {result['overlay_ratio_first_pass']})")
+              f"({result['preview_form']}; the pictures: {result['pictures_ratio_first_pass']}, the overlays: "
+              f"{result['overlay_ratio_first_pass']})")
         print(f"frames without a face: {result['faceless_added_ms']} ms added, goal <= {FACELESS_GOAL_MS}: "
               f"{'met' if result['faceless_goal_met'] else 'MISSED'}")
         comparison = result["faces_comparison"]
@@ -180,14 +189,20 @@ def hold_allocator_thresholds() -> bool:
     return all(libc.mallopt(option, value) == 1 for option, value in HELD_THRESHOLDS.items())
 
 
-def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int, say, proxy_size: int = 100) -> dict:
-    overlays = make_overlays(work, frames, faces, size, say)
+def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int, say, proxy_size: int = 100,
+        clip_codec: str = "mpeg4") -> dict:
+    overlays = make_overlays(work, frames, faces, size, say, clip_codec)
     encodings = write_encodings(work, overlays, say)
-    encodings[PREVIEW] = write_previews(work / "clip.mp4", overlays, say, proxy_size)
+    encodings[PICTURES] = write_previews(work / "clip.mp4", overlays, say, proxy_size)
+    movies = {}
+    if proxy_size == 100:  # the movie is the original's 100 % proxy alone
+        movie, stand_ins, figures = write_preview_movie(work, overlays, say)
+        encodings[MOVIE], movies[MOVIE] = (stand_ins, figures), movie
+    preview = MOVIE if movies else PICTURES  # what the preview plays at this size once the movie is written
     encodings[KEYED_OUT] = encodings["faceless_pixel"]  # the same files, the strip keyed out
     say(f"playback: {rounds} rounds of muted / first pass / cached over {len(encodings)} encodings")
     played = measure_playback(work / "clip.mp4", {name: folder for name, (folder, _) in encodings.items()},
-                              frames, size, rounds, proxy_size)
+                              frames, size, rounds, proxy_size, movies)
     results = {name: {**write, **added(played[name], played["muted"])} for name, (_, write) in encodings.items()}
     say(f"faces goal: {rounds} rounds of {' and '.join(FACES_COMPARED)} again, glibc's allocator thresholds held")
     held = hold_allocator_thresholds()
@@ -198,9 +213,10 @@ def run(work: Path, frames: int, faces: int, size: tuple[int, int], rounds: int,
     faces_added = comparison["sparse_png"]["added_first_pass_ms"]
     faces_goal = round(comparison["transparent_png"]["added_first_pass_ms"] + FACES_MARGIN_MS, 2)
     faceless_added = results[KEYED_OUT]["added_first_pass_ms"]
-    swapped_ratio = round(played["muted"]["muted_ms"] / results[PREVIEW]["first_pass_ms"], 3)
+    swapped_ratio = round(played["muted"]["muted_ms"] / results[preview]["first_pass_ms"], 3)
     return {"frames": frames, "faces": faces, "size": f"{size[0]}x{size[1]}", "rounds": rounds,
-            "proxy_size": proxy_size,
+            "proxy_size": proxy_size, "clip_codec": clip_codec, "preview_form": preview,
+            "pictures_ratio_first_pass": round(played["muted"]["muted_ms"] / results[PICTURES]["first_pass_ms"], 3),
             **played["muted"], "encodings": results, "faces_comparison": comparison,
             "swapped_ratio_first_pass": swapped_ratio, "swapped_ratio_goal": SWAPPED_RATIO_GOAL,
             "swapped_ratio_goal_met": swapped_ratio >= SWAPPED_RATIO_GOAL,
@@ -219,8 +235,9 @@ def added(figures: dict, muted: dict) -> dict:
     return figures
 
 
-def make_overlays(work: Path, frames: int, faces: int, size: tuple[int, int], say) -> Path:
-    """The engine's own overlays of the clip (a swap job, every face, the extension's output form)."""
+def make_overlays(work: Path, frames: int, faces: int, size: tuple[int, int], say, clip_codec: str = "mpeg4") -> Path:
+    """The engine's own overlays of the clip (a swap job, every face, the extension's output form). The clip:
+    OpenCV's MPEG-4 part 2 (`mpeg4`, cheap to decode), or H.264 High as cameras and phones write it (`h264`)."""
     from facecache.media.sample_clip import write_group_clip
     from facecache.models.store import ModelStore
     from facecache.pipeline import Settings, build_pipeline
@@ -230,6 +247,8 @@ def make_overlays(work: Path, frames: int, faces: int, size: tuple[int, int], sa
     portraits = [sample_image("grace_hopper"), sample_image("astronaut")]
     clip = write_group_clip(portraits[:1] if faces == 1 else portraits, work / "clip.mp4", faces, frames, size,
                             empty_every=0)  # faces in every frame: frames without one are the faceless strip's
+    if clip_codec == "h264":
+        as_camera_writes(clip)
     say(f"swapping {frames} frames with {faces} faces (not timed)")
     settings = Settings(cache_dir=str(work / "cache"), providers="cpu", sources=(str(portraits[1]),), selector="many",
                         output_form="sequencer")
@@ -237,6 +256,24 @@ def make_overlays(work: Path, frames: int, faces: int, size: tuple[int, int], sa
     if report.written != frames:
         raise SystemExit(f"the swap job wrote {report.written} of {frames} overlays")
     return work / "out" / clip.stem
+
+
+def as_camera_writes(clip: Path) -> None:
+    """Re-encode `clip` in place as H.264 High (CABAC, B-frames: x264's `medium`, CRF 18), as cameras write it."""
+    import av
+
+    encoded = clip.with_name(f"h264_{clip.name}")
+    with av.open(str(clip)) as source, av.open(str(encoded), "w") as out:
+        stream = out.add_stream("libx264", rate=source.streams.video[0].average_rate)
+        stream.width, stream.height, stream.pix_fmt = source.streams.video[0].width, source.streams.video[0].height, \
+            "yuv420p"
+        stream.options = {"crf": "18", "preset": "medium", "profile": "high"}
+        for frame in source.decode(video=0):
+            for packet in stream.encode(frame.reformat(format="yuv420p")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    os.replace(encoded, clip)
 
 
 def write_encodings(work: Path, overlays: Path, say) -> dict[str, tuple[Path, dict]]:
@@ -298,16 +335,50 @@ def write_previews(clip: Path, overlays: Path, say, proxy_size: int = 100) -> tu
     written = [Path(output_layout.preview_path(path, proxy_size)) for path in paths]
     figures = {"encode_cpu_ms": round(statistics.median(times), 2),
                "bytes_per_frame": int(statistics.mean(p.stat().st_size for p in written))}
-    say(f"{PREVIEW}: composite and encode {figures['encode_cpu_ms']} ms CPU, {figures['bytes_per_frame']} bytes "
+    say(f"{PICTURES}: composite and encode {figures['encode_cpu_ms']} ms CPU, {figures['bytes_per_frame']} bytes "
         "a frame")
     return written[0].parent, figures
 
 
+def write_preview_movie(work: Path, overlays: Path, say) -> tuple[Path, Path, dict]:
+    """(the shot's movie, the folder of the stand-ins for its pictures, write-side figures): `preview_movie.write`
+    over a copy of the overlays' 100 % pictures, as the engine's `preview_movie` job writes it after a swap."""
+    import shutil
+    from fractions import Fraction
+
+    from facecache import output_layout
+    from facecache import preview_movie_files as movie_files
+    from facecache.media.reader import MediaReader
+    from facecache.swap import preview_movie
+
+    folder = work / "movie_form" / overlays.name
+    paths = sorted(overlays.glob("*.png"))
+    for path in paths:
+        place = Path(output_layout.preview_path(folder / path.name))
+        place.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(output_layout.preview_path(path), place)
+    clip = work / "clip.mp4"
+    with MediaReader(clip) as reader:
+        start, cpu = time.perf_counter(), time.process_time()
+        size = preview_movie.write(folder, clip, list(range(len(paths))), reader.frames,
+                                   Fraction(reader.info.fps).limit_denominator(1001),
+                                   (reader.info.width, reader.info.height))
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    figures = {"encode_ms": round(1000 * wall / len(paths), 2), "encode_cpu_ms": round(1000 * cpu / len(paths), 2),
+               "bytes_per_frame": size // len(paths)}
+    say(f"{MOVIE}: the pictures read and encoded {figures['encode_ms']} ms a frame ({figures['encode_cpu_ms']} CPU, "
+        f"every thread), {figures['bytes_per_frame']} bytes a frame")
+    movie = Path(movie_files.movie_path(folder, clip, movie_files.current(folder, clip)[0]))
+    return movie, Path(output_layout.preview_path(folder / paths[0].name)).parent, figures
+
+
 def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tuple[int, int],
-                     rounds: int, proxy_size: int = 100) -> dict:
+                     rounds: int, proxy_size: int = 100, movies: dict[str, Path] | None = None) -> dict:
     """Per encoding: wall ms a frame (median over rounds of each pass's median) and CPU ms a frame
     (all threads; the least over rounds, the figure least disturbed by other processes) of the
-    first and the cached pass; and the same for the movie alone ("muted")."""
+    first and the cached pass; and the same for the movie alone ("muted"). An encoding in `movies` plays that
+    movie as a movie strip under its folder's images: the clip's proxy, as Blender's preview reads it (the same
+    FFmpeg reader; an opaque strip hides the clip below it, as the proxy replaces it)."""
     import bpy
 
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -319,9 +390,13 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
     top_strips = addon_module("compat").top_strips(editor)
     faceless_keys = addon_module("faceless_keys")
     top_strips.new_movie("clip", str(clip), 1, 1)
-    strips = {}
-    for channel, (name, folder) in enumerate(folders.items(), start=2):
-        files = sorted(folder.glob("*.png") if name != PREVIEW else folder.glob("*.jpg"))[:frames]
+    strips, movie_strips, channel = {}, {}, 1
+    for name, folder in folders.items():
+        channel += 1
+        if name in (movies or {}):
+            movie_strips[name] = top_strips.new_movie(f"clip.{name}.movie", str(movies[name]), channel, 1)
+            channel += 1
+        files = sorted(folder.glob("*.png") if name not in (PICTURES, MOVIE) else folder.glob("*.jpg"))[:frames]
         strip = top_strips.new_image(f"clip.{name}", str(files[0]), channel, 1)
         for path in files[1:]:
             strip.elements.append(path.name)
@@ -349,6 +424,8 @@ def measure_playback(clip: Path, folders: dict[str, Path], frames: int, size: tu
 
     def show(only: str | None) -> None:
         for name, strip in strips.items():
+            strip.mute = name != only
+        for name, strip in movie_strips.items():
             strip.mute = name != only
 
     show(None)

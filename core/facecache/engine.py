@@ -1,9 +1,9 @@
 """The engine's job API: one job in, progress out, one summary back (`run_job`), whoever asks: the add-on's
 engine session (`facecache.serve`), one job on a pipe (`facecache.worker`), tests in-process.
 
-A job: {"kind": "analyze" | "swap" | "update" | "preview" | "coverage" | "install_models" | "import_models"
-                | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install" | "gpu_uninstall"
-                | "remote_support_install" | "remote_support_uninstall",
+A job: {"kind": "analyze" | "swap" | "update" | "preview" | "preview_movie" | "coverage" | "install_models"
+                | "import_models" | "cache_stats" | "cache_prune" | "cache_clear" | "gpu_status" | "gpu_install"
+                | "gpu_uninstall" | "remote_support_install" | "remote_support_uninstall",
         "settings": {...},   facecache.pipeline.Settings as a JSON object (unknown names are an error)
         "items": [{"media": path, "start": A, "stop": B, "out": dir}],   (media frames A..B-1; "deinterlace":
                      true asks for the picture of a strip with Blender's Deinterlace option: media/deinterlace.py)
@@ -23,7 +23,9 @@ Each kind is one line of `JOB_KINDS`: its handler, its items' fields, whether th
 it ahead of a running job ("quick"), and whether it runs models. A new kind is a handler and that line.
 
 `update` is `swap` over the items the caller gathered from its timeline; `preview` makes the items'
-frames one by one through preview sessions (a blend change recomposites from the cached swap).
+frames one by one through preview sessions (a blend change recomposites from the cached swap);
+`preview_movie` writes each shot's movie for the preview at 100 % over the frames its items name (the shot's,
+`swap.preview_movie`; its summary: frames and "movie_bytes").
 Summaries carry the CLI's `--json` keys: frames, written, skipped, inferences by stage (detect,
 landmark, embed, swap), seconds; swaps and coverage also say which frames are analysed and which
 outputs exist ("analysed", "swapped": {picture: [frames]}, by `protocol.picture`) and which of those hold no face ("faceless": the
@@ -37,6 +39,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
@@ -232,6 +235,40 @@ def _preview(job: Job) -> dict:
             protocol.INFERENCES: runs, protocol.OUTPUTS: outputs, protocol.FACELESS: _faceless(job.items)}
 
 
+def _preview_movie(job: Job) -> dict:
+    """Each shot's movie for the preview (`swap.preview_movie`): the items name the media frames its strips show;
+    a still, an odd-sized movie and a cancelled job get none."""
+    from facecache import output_layout
+    from facecache.media.picture_rules import picture_rules
+    from facecache.media.reader import MediaReader
+    from facecache.swap import preview_movie
+
+    shots: dict[tuple, set] = {}
+    for item in job.items:
+        key = (item[protocol.MEDIA], protocol.deinterlaced(item), item[protocol.OUT])
+        shots.setdefault(key, set()).update(protocol.frame_range(item))
+    total, done, movie_bytes = sum(map(len, shots.values())), 0, 0
+    for (media, deinterlace, out), frames in shots.items():
+        if job.cancel.is_set():
+            break
+        report = _progress(job.emit, Path(media).name, done, total)
+
+        def progress(count: int, report=report) -> None:
+            report(count)
+            if job.cancel.is_set():
+                raise Cancelled("cancelled; the preview keeps its pictures")
+
+        with MediaReader(media, picture_rules(job.settings.picture_rules), deinterlace) as reader:
+            info = reader.info
+            if not info.is_still and preview_movie.can_hold(info.width, info.height):
+                folder = Path(output_layout.output_folder(out, media, still=False))
+                movie_bytes += preview_movie.write(folder, Path(media), sorted(frames), reader.frames,
+                                                   Fraction(info.fps).limit_denominator(1001),
+                                                   (info.width, info.height), progress)
+        done += len(frames)
+    return {protocol.FRAMES: total, protocol.MOVIE_BYTES: movie_bytes}
+
+
 def _by_picture(items: list[dict], frames_of: Callable[[dict], object]) -> dict:
     """{picture: sorted frames} gathered over the items by `frames_of(item)`: by media path, a file's picture
     through the Deinterlace option apart (`protocol.picture`)."""
@@ -361,6 +398,7 @@ JOB_KINDS: dict[str, JobKind] = {
     "update": JobKind(_swap, OUTPUT_RANGE, runs_models=True),
     "preview": JobKind(_preview, OUTPUT_RANGE, quick=True, runs_models=True),
     "coverage": JobKind(_coverage, MEDIA_RANGE, quick=True),
+    "preview_movie": JobKind(_preview_movie, OUTPUT_RANGE),
     "install_models": JobKind(_install_models),
     "import_models": JobKind(_import_models),
     "cache_stats": JobKind(_cache_stats, quick=True),

@@ -307,11 +307,20 @@ def open_cache(settings: Settings, create: bool = True) -> FaceCache:
                      remote=remote_from(settings.remote_cache, settings.remote_read_only))
 
 
+_WARNINGS_SAID = 3  # a status line's worth: files that cannot be read are said one by one
+
+
 def end_of_job(cache: FaceCache) -> dict:
-    """At a job's end: the hits each tier served are kept in the cache (`cache stats`), and what the remote
-    tier did in this run is returned for the summary (nothing without a remote tier)."""
+    """At a job's end: the hits each tier served are kept in the cache (`cache stats`); what the remote tier
+    did in this run, and what the cache could not do (its warnings, the first few), are returned for the
+    summary."""
     cache.keep_hits()
-    return {protocol.REMOTE: cache.remote.counters.as_dict()} if cache.remote is not None else {}
+    said = {} if cache.remote is None else {protocol.REMOTE: cache.remote.counters.as_dict()}
+    warnings = cache.warnings + ([] if cache.remote is None else cache.remote.warnings)
+    if warnings:
+        more = len(warnings) - _WARNINGS_SAID
+        said[protocol.CACHE_WARNING] = "; ".join(warnings[:_WARNINGS_SAID]) + (f"; and {more} more" if more > 0 else "")
+    return said
 
 
 def build_analyzer(settings: Settings, parts: Parts | None = None):

@@ -73,6 +73,7 @@ FACES_TURNED_AWAY = "faces_turned_away"  # left as they were: turned past the sw
 ANALYSIS_CACHE = "analysis_cache"  # the analyses' cache figures (hits, ...)
 SWAP_CACHE = "swap_cache"
 REMOTE = "remote"  # what the remote cache tier did: groups listed, packs fetched and uploaded, bytes
+CACHE_WARNING = "cache_warning"  # what the cache could not do: store, read a file, reach the remote tier
 CANCELLED = "cancelled"
 WARNING = "warning"
 ANALYSED = "analysed"  # {picture: [frames]} in the cache (picture: `picture_key`, the media path for most)
@@ -81,6 +82,7 @@ FACELESS = "faceless"  # {picture: [frames]} of those written without a face (on
 TURNED_AWAY = "turned_away"  # {picture: [frames]} with a face left as it was (the yaw limit)
 TURNED_AWAY_FRAMES = "turned_away_frames"  # the CLI's list; the engine says it by picture in TURNED_AWAY
 OUTPUTS = "outputs"  # a preview's output files
+MOVIE_BYTES = "movie_bytes"  # preview_movie: the bytes of the movies written
 CACHE_BYTES = "cache_bytes"
 PROVIDERS = "providers"  # {model file: the provider its session runs on}; also a setting
 GPU_WARNING = "gpu_warning"
@@ -139,10 +141,12 @@ Progress = TypedDict("Progress", {ID: "int | str", TYPE: str, DONE: int, TOTAL: 
 Summary = TypedDict("Summary", {
     KIND: str, MESSAGE: str, SECONDS: float, FRAMES: int, WRITTEN: int, SKIPPED: int,
     INFERENCES: "dict[str, int]", FACES: int, FACES_FOUND: int, FACES_SWAPPED: int, FACES_TURNED_AWAY: int,
-    ANALYSIS_CACHE: "dict[str, int]", SWAP_CACHE: "dict[str, int]", REMOTE: "dict[str, int]", CANCELLED: bool,
+    ANALYSIS_CACHE: "dict[str, int]", SWAP_CACHE: "dict[str, int]", REMOTE: "dict[str, int]", CACHE_WARNING: str,
+    CANCELLED: bool,
     WARNING: str, ANALYSED: "dict[str, list[int]]", SWAPPED: "dict[str, list[int]]", FACELESS: "dict[str, list[int]]",
-    TURNED_AWAY: "dict[str, list[int]]", TURNED_AWAY_FRAMES: "list[int]", OUTPUTS: "list[str]", CACHE_BYTES: int,
-    PROVIDERS: "dict[str, str]", GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]", MODELS_DIR: str,
+    TURNED_AWAY: "dict[str, list[int]]", TURNED_AWAY_FRAMES: "list[int]", OUTPUTS: "list[str]", MOVIE_BYTES: int,
+    CACHE_BYTES: int, PROVIDERS: "dict[str, str]", GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]",
+    MODELS_DIR: str,
     INSTALLED: "list[str]", IMPORT: "dict[str, Any]", GPU: "dict[str, Any]", GPU_INSTALL: "dict[str, Any]",
     GPU_UNINSTALL: "dict[str, Any]", REMOTE_SUPPORT_INSTALL: "dict[str, Any]",
     REMOTE_SUPPORT_UNINSTALL: "dict[str, Any]",

@@ -27,18 +27,24 @@ def test_every_encoding_is_played_and_measured(default_models_dir, portrait_path
     env = {**os.environ, "FACECACHE_MODELS": str(default_models_dir),
            "FACECACHE_DATA": str(portrait_paths["astronaut"].parent)}
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_playback.py"), "--frames", "3", "--faces", "2",
-                          "--size", "480x270", "--rounds", "1", "--proxy-size", str(proxy_size),
+                          "--size", "480x270", "--rounds", "1", "--proxy-size", str(proxy_size), "--clip-codec", "h264",
                           "--workdir", str(tmp_path), "--json"],
                          capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout[run.stdout.index("{"):])
-    assert (result["frames"], result["faces"], result["size"], result["proxy_size"]) == (3, 2, "480x270", proxy_size)
+    assert (result["frames"], result["faces"], result["size"], result["proxy_size"], result["clip_codec"]) == \
+        (3, 2, "480x270", proxy_size, "h264")
     assert {"muted_ms", "muted_cpu_ms", "muted_page_faults"} <= set(result)
+    # the swapped shot as the preview plays it, against the movie alone: at 100 % the shot's movie (the original's
+    # proxy) under the pictures' stand-ins, at 50 % the engine's composited pictures
+    preview = "preview_movie" if proxy_size == 100 else "preview_jpeg"
     assert set(result["encodings"]) == {"sparse_png", "opencv_png", "transparent_png", "faceless_pixel",
-                                        "faceless_keyed_out", "preview_jpeg"}
-    # the swapped shot as the preview plays it (the engine's composited pictures), against the movie alone
-    preview = result["encodings"]["preview_jpeg"]
-    assert result["swapped_ratio_first_pass"] == round(result["muted_ms"] / preview["first_pass_ms"], 3)
+                                        "faceless_keyed_out", "preview_jpeg"} | {preview}
+    assert result["preview_form"] == preview
+    figures = result["encodings"][preview]
+    assert result["swapped_ratio_first_pass"] == round(result["muted_ms"] / figures["first_pass_ms"], 3)
+    assert result["pictures_ratio_first_pass"] == round(result["muted_ms"]
+                                                        / result["encodings"]["preview_jpeg"]["first_pass_ms"], 3)
     assert result["overlay_ratio_first_pass"] == round(result["muted_ms"]
                                                        / result["encodings"]["sparse_png"]["first_pass_ms"], 3)
     assert result["swapped_ratio_goal_met"] == (result["swapped_ratio_first_pass"] >= result["swapped_ratio_goal"])
@@ -59,3 +65,10 @@ def test_every_encoding_is_played_and_measured(default_models_dir, portrait_path
     pictures = sorted((tmp_path / "out" / "clip" / "BL_proxy" / "images" / str(proxy_size)).glob("*.jpg"))
     assert len(pictures) == 3  # and the pictures of that proxy size
     assert cv2.imread(str(pictures[0])).shape == (270 * proxy_size // 100, 480 * proxy_size // 100, 3)
+    if proxy_size == 100:  # the movie form: the movie, and the pictures' places holding the stand-in
+        from facecache import preview_movie_files
+
+        folder = tmp_path / "movie_form" / "clip"
+        assert preview_movie_files.current(folder, tmp_path / "clip.mp4")[1] == 3
+        assert all(p.read_bytes() == preview_movie_files.STAND_IN
+                   for p in (folder / "BL_proxy" / "images" / "100").glob("*.jpg"))

@@ -102,7 +102,8 @@ def test_the_remote_preference_serves_a_project_with_an_empty_cache(bpy, addon, 
 
     first = swap_clip(bpy, project, clip)
     assert first["written"] == 8 and first["inferences"]["detect"] > 0
-    assert first["remote"]["packs_uploaded"] >= 1 and first["remote"]["packs_set_aside"] == 0
+    assert first["remote"]["packs_uploaded"] >= 1 and first["remote"]["packs_set_aside"] == 0, (
+        first.get("cache_warning"), seaweed.log_tail())
     listing = client(seaweed).list_objects_v2(Bucket=BUCKET, Prefix="studio/faces/ns/")
     assert len(listing.get("Contents", [])) == first["remote"]["packs_uploaded"]
 
@@ -111,6 +112,14 @@ def test_the_remote_preference_serves_a_project_with_an_empty_cache(bpy, addon, 
     again = swap_clip(bpy, second, clip)
     assert again["written"] == 8 and again["inferences"] == NO_MODEL
     assert again["remote"]["packs_fetched"] >= 1 and again["remote"]["packs_uploaded"] == 0
+
+    seaweed.stop()  # the server gone: the swap goes on with the local cache, and the editor is told
+    third = new_project(bpy, addon, tmp_path / "offline" / "edit.blend", portrait_paths["astronaut"])
+    offline = swap_clip(bpy, third, clip)
+    assert offline["written"] == 8 and offline["remote"]["packs_fetched"] == 0
+    assert "cannot be reached" in offline["cache_warning"]
+    status = addon.runtime.STATE.job.text
+    assert f"Warning: the remote cache {URL} cannot be reached" in status, status
 
 
 def test_no_remote_cache_sends_none_and_the_panel_says_nothing(addon, project, monkeypatch):

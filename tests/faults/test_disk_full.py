@@ -32,6 +32,7 @@ def test_a_full_cache_serves_its_hits_and_computes_the_rest(small_disk, models_d
     assert summary["frames"] == 8 and summary["hits"] == 4 and summary["inferences"]["detect"] == 4
     assert full.err.count("no space left on the device") == 1  # one warning, not one per write
     assert "new ones are computed but not stored" in full.err and "Traceback" not in full.err
+    assert "new ones are computed but not stored" in summary["cache_warning"]  # what Blender's status line says
     assert leftovers(cache) == []  # no temp files, no claims
 
     filler.unlink()

@@ -131,10 +131,16 @@ def play_once(ctx, stamps: list, with_swap: bool):
 
 
 def playback(ctx):
-    """The shot played with the UI's play operator, with its swapped strips and as the movie alone, in turns."""
+    """The shot played with the UI's play operator, with its swapped strips and as the movie alone, in turns;
+    first the shot's movie is written, as after a Swap in the window (the project was made in background mode)."""
     stamps = watch_preview(ctx)
     yield from open_project(ctx)
     sc = scene()
+    ctx.result["movie_job_started"] = ctx.addon.ops.start_preview_movies(sc)
+    yield from wait_until(lambda: not ctx.addon.jobs.running(), "the preview movie's job")
+    yield from settle(ctx)
+    original = ctx.addon.timeline.originals(sc)[0]
+    ctx.result["movie_is_proxy"] = original.use_proxy and original.proxy.build_100
     sc.sync_mode = "NONE"  # Play Every Frame: the rate is what Blender manages, no frame is skipped
     ctx.window.area("PREVIEW").spaces.active.proxy_render_size = ctx.job.get("proxy_size", "PROXY_100")
     ctx.result["scene_fps"] = sc.render.fps / sc.render.fps_base
@@ -142,6 +148,7 @@ def playback(ctx):
     runs = {"with_swap": [], "movie_alone": []}
     for _ in range(PLAY_ROUNDS):
         for name, with_swap in (("with_swap", True), ("movie_alone", False)):
+            original.use_proxy = with_swap  # the movie alone: the clip itself, as before the swap
             runs[name].append((yield from play_once(ctx, stamps, with_swap)))
     ctx.result["runs"] = runs
     win = ctx.window

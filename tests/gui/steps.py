@@ -21,7 +21,7 @@ TIMEOUT = 240.0  # seconds a scenario waits for anything (a hang guard: a broken
 
 def addon_modules():
     """The installed extension's modules the scenarios read (its runtime state, its geometry)."""
-    names = ("compat", "coverage_overlay", "engine_client", "frame_mapping", "jobs", "preview", "runtime",
+    names = ("compat", "coverage_overlay", "engine_client", "frame_mapping", "jobs", "ops", "preview", "runtime",
              "timeline", "paths")
     return types.SimpleNamespace(**{name: importlib.import_module(f"{MODULE}.{name}") for name in names})
 

@@ -69,6 +69,7 @@ def test_the_preview_at_50_percent_shows_the_engines_half_size_picture(window, s
 @pytest.mark.parametrize("proxy_size", ["PROXY_100", "PROXY_50"])
 def test_playback_with_and_without_the_swapped_strips(window, six_face_project, gui_figures, proxy_size):
     result = window("view.playback", six_face_project, proxy_size=proxy_size)
+    assert result["movie_job_started"] and result["movie_is_proxy"]  # the shot's movie is the original's proxy
     for name in ("with_swap", "movie_alone"):
         for run in result["runs"][name]:
             assert run["frames_drawn"] == result["frames"] - 1 == 47, run  # every frame played, none skipped

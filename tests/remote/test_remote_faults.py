@@ -29,19 +29,28 @@ def test_without_botocore_the_tier_is_off_with_one_line(monkeypatch, caplog):
     assert len(warnings_of(caplog)) == 1 and "pip install 'facecache[remote]'" in warnings_of(caplog)[0]
 
 
-def test_a_closed_port_turns_the_tier_off_with_one_warning(monkeypatch, caplog):
+def test_a_closed_port_turns_the_tier_off_with_one_warning_the_summary_says(monkeypatch, caplog, tmp_path):
+    """The warning goes to the log (the command line's stderr) and into the job's summary, the only words of
+    the engine an editor in Blender sees."""
     pytest.importorskip("botocore")
+    from facecache import protocol
+    from facecache.pipeline import Settings, end_of_job, open_cache
+
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
     for name, value in (("AWS_ACCESS_KEY_ID", "key"), ("AWS_SECRET_ACCESS_KEY", "secret"),
                         ("AWS_REGION", "us-east-1"), ("AWS_CONFIG_FILE", "/dev/null"),
                         ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")):
         monkeypatch.setenv(name, value)
-    tier = RemoteTier(RemoteURL.parse("s3://studio-cache/faces"))
+    cache = open_cache(Settings(cache_dir=str(tmp_path / "cache"), remote_cache="s3://studio-cache/faces"))
+    tier = cache.remote
     assert tier.list_group(NAMESPACE, GROUP) == []
     assert tier.fetch(NAMESPACE, GROUP, "2" * 32) is None
     tier.upload(NAMESPACE, GROUP, "2" * 32, b"pack")
     assert not tier.usable
     assert len(warnings_of(caplog)) == 1 and "cannot be reached" in warnings_of(caplog)[0]
+    summary = end_of_job(cache)
+    assert summary[protocol.CACHE_WARNING] == warnings_of(caplog)[0]
+    assert summary[protocol.REMOTE]["packs_uploaded"] == 0
 
 
 def test_seaweedfs_gives_a_conditional_put_to_one_of_four_racing_writers(seaweed):

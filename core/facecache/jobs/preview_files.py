@@ -10,6 +10,7 @@ import numpy as np
 from facecache import output_layout
 from facecache.files import write_atomic
 from facecache.permissions import make_dir, permissions_for
+from facecache.preview_movie_files import STAND_IN, forget_movies, is_stand_in, shelf_path
 from facecache.swap import preview_frame
 from facecache.watch import is_network_fs, mount_type
 
@@ -20,8 +21,12 @@ def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int, pi
     None where the files there are not read back (`previews_read_back`): they are encoded whole.
     Never fsynced: an emptied file fails to load and Blender's preview falls back to the overlay (and is
     encoded whole the next time). A frame without a face has none (its strip is keyed out there): those left
-    from earlier settings go."""
+    from earlier settings go. A picture written where the shot's movie stood in for it (`swap.preview_movie`)
+    covers the movie; a frame the movie holds that lost its faces has the movie forgotten (nothing can cover it).
+    """
     previews = preview_frame.Preview(frame, patches, picture) if patches else None
+    if previews is None and is_stand_in(output_layout.preview_path(overlay)):
+        forget_movies(overlay.parent)  # the shot's movie holds this frame's old faces
     for size in output_layout.PREVIEW_SIZES:
         preview = Path(output_layout.preview_path(overlay, size))
         if previews is None:
@@ -30,6 +35,8 @@ def write_preview(overlay: Path, frame: np.ndarray, patches: list, mode: int, pi
         if not preview.parent.is_dir():  # faces: private or the team's, as the overlays' (not write_atomic's 0755)
             make_dir(preview.parent, permissions_for(preview.parent))
         old = None if picture is None else _read_or_none(preview)
+        if old == STAND_IN:  # the shot's movie holds the frame: its picture, on the shelf, is the one to splice
+            old = _read_or_none(Path(shelf_path(overlay)))
         write_atomic(preview, previews.jpeg(size, old), mode=mode, durable=False)
 
 

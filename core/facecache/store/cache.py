@@ -16,7 +16,6 @@ being stored. Nothing already stored is removed while storing is off.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from dataclasses import dataclass
@@ -36,7 +35,6 @@ from facecache.store.layout import MAX_RECORD_BYTES, NAMESPACE_FILE, PACK_NAME, 
 from facecache.store.namespace import Namespace
 from facecache.store.remote import RemoteTier
 
-log = logging.getLogger("facecache.cache")
 
 DEFAULT_MAX_BYTES = 10 * 1000**3
 _TOUCH_AFTER_SECONDS = 600.0
@@ -96,8 +94,8 @@ class FaceCache(CacheFolder):
             return
         self.storing = False
         fault = os_fault(exc, "store new results in the cache", self.root, hint=CHOOSE_CACHE)
-        log.warning("%s. Results already in the cache are still used; new ones are computed but not stored "
-                    "in this run", fault)
+        self.warn(f"{fault}. Results already in the cache are still used; new ones are computed but not stored "
+                  "in this run")
 
     def _storing(self, write: Callable[[], T]) -> T | None:
         """Run a write while storing is on; None when it is off or turns off now."""

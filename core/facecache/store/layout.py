@@ -73,6 +73,7 @@ class CacheFolder:
         self.io = IOCounters()
         self.storing = storing
         self._reported: set[str] = set()
+        self.warnings: list[str] = []  # said once each in the log, and in the job's summary (`cache_warning`)
         self.perms: Permissions = permissions_for(self.root)
 
     # -- places ---------------------------------------------------------------------------------
@@ -233,7 +234,13 @@ class CacheFolder:
     def report_once(self, path: Path, message: str) -> None:
         if str(path) not in self._reported:
             self._reported.add(str(path))
-            log.warning(message)
+            self.warn(message)
+
+    def warn(self, message: str) -> None:
+        """Said in the log (the command line's stderr) and kept for the job's summary, which is all an editor
+        in Blender sees of the engine."""
+        log.warning(message)
+        self.warnings.append(message)
 
 
 def scan(folder: Path) -> list[os.DirEntry]:

@@ -115,6 +115,7 @@ class RemoteTier:
     read_only: bool = False
     counters: RemoteCounters = field(default_factory=RemoteCounters)
     usable: bool = True
+    warnings: list[str] = field(default_factory=list)  # said once each in the log, and in the job's summary
     _client: Any = field(default=None, init=False, repr=False)
     _bad: set[str] = field(default_factory=set, init=False, repr=False)  # corrupt objects' keys: never fetched again
 
@@ -175,7 +176,7 @@ class RemoteTier:
         key = self._pack_key(namespace_key, group, name)
         self._bad.add(key)
         self.counters.packs_set_aside += 1
-        log.warning("set aside the remote pack %s/%s: %s; its frames are computed again", self.url.bucket, key, reason)
+        self._warn(f"set aside the remote pack {self.url.bucket}/{key}: {reason}; its frames are computed again")
         self.delete(key)
 
     def inventory(self) -> "RemoteInventory":
@@ -279,9 +280,9 @@ class RemoteTier:
         elif code in _DENIED and doing == "write":
             if not self.read_only:
                 self.read_only = True
-                log.warning("no permission to write to the remote cache %s (%s): grant s3:PutObject and "
-                            "s3:DeleteObject on it, or run read-only (--remote-read-only); its packs are "
-                            "still read", self.url, code)
+                self._warn(f"no permission to write to the remote cache {self.url} ({code}): grant s3:PutObject "
+                           "and s3:DeleteObject on it, or run read-only (--remote-read-only); its packs are "
+                           "still read")
         elif code in _DENIED:
             self._turn_off(f"no permission to read the remote cache {self.url} ({code}): grant s3:ListBucket "
                            "and s3:GetObject on it; going on with the local cache only")
@@ -292,4 +293,10 @@ class RemoteTier:
     def _turn_off(self, message: str) -> None:
         if self.usable:
             self.usable = False
-            log.warning(message)
+            self._warn(message)
+
+    def _warn(self, message: str) -> None:
+        """Said in the log (the command line's stderr) and kept for the job's summary, which is all an editor
+        in Blender sees of the engine."""
+        log.warning(message)
+        self.warnings.append(message)
