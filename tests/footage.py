@@ -193,4 +193,8 @@ CORPUS = {
     "DNxHR SQ": ("dnxhr.mov", {"codec": "dnxhd", "pix_fmt": "yuv422p", "size": (256, 144),
                                "codec_options": {"profile": "dnxhr_sq"}}),
     "AV1": ("av1.mkv", {"codec": "libsvtav1", "container_format": "matroska"}),
+    # odd sizes (a recorded window; 4:2:0 takes swscale's uneven filter steps)
+    "VP9, odd height": ("odd.webm", {"codec": "libvpx-vp9", "size": (98, 95)}),
+    "FFV1, odd height": ("odd.mkv", {"codec": "ffv1", "size": (97, 95)}),
+    "FFV1 10-bit, odd width and height": ("odd10.mkv", {"codec": "ffv1", "pix_fmt": "yuv420p10le", "size": (95, 97)}),
 }

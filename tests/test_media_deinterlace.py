@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from facecache.media.deinterlace import field_filtered, filters_fields, rows_filtered
+from facecache.media.movie import stream_tags
 from facecache.media.picture_rules import RULES
 from facecache.media.reader import STILL_DECODER_ID, VIDEO_DECODER, MediaReader, decoder_id_for
 from facecache.media.yuv_to_bgr import to_bgr
@@ -123,12 +124,12 @@ def test_a_deinterlaced_picture_is_keyed_apart_and_a_woven_one_as_before(tmp_pat
     with MediaReader(clip, rules) as woven, MediaReader(clip, rules, deinterlace=True) as shown:
         assert woven.decoder_id == f"{VIDEO_DECODER}|blender-5"
         assert shown.decoder_id != woven.decoder_id
-        assert shown.decoder_id == decoder_id_for(clip, rules, lambda: (2, 2), deinterlace=True)
+        assert shown.decoder_id == decoder_id_for(clip, rules, lambda: stream_tags(clip), deinterlace=True)
     still = tmp_path / "still.png"
     cv2.imwrite(str(still), np.zeros((8, 8, 3), np.uint8))
     with MediaReader(still) as woven, MediaReader(still, deinterlace=True) as shown:
         assert woven.decoder_id == STILL_DECODER_ID and shown.decoder_id != woven.decoder_id
-        assert shown.decoder_id == decoder_id_for(still, rules, lambda: (2, 2), deinterlace=True)
+        assert shown.decoder_id == decoder_id_for(still, rules, lambda: None, deinterlace=True)
 
 
 @pytest.mark.parametrize("alpha", [False, True])

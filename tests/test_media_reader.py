@@ -88,9 +88,8 @@ def test_videos_are_keyed_by_the_rules_whose_picture_they_are_and_stills_by_open
             assert reader.decoder_id == keys(clip)["blender-5.2"]
 
     def unasked():
-        raise AssertionError("the stream's tags matter to 5.2's and 4.2 on Windows' rules alone")
+        raise AssertionError("a still's key needs no stream's tags")
 
-    assert decoder_id_for(gamma22, RULES["blender-5"], unasked) == "ffmpeg-picture-1|blender-5"
     cv2.imwrite(str(tmp_path / "still.png"), np.zeros((4, 4, 3), np.uint8))
     assert decoder_id_for(tmp_path / "still.png", RULES["blender-5.2"], unasked) == STILL_DECODER_ID == decoder_id_for(
         tmp_path, RULES["blender-5.2"], unasked)
@@ -115,13 +114,32 @@ def test_a_videos_stream_tags_are_read_once_per_file_version(tmp_path, monkeypat
 
     cache = FaceCache(tmp_path / "cache")
     clip = write_clip(tmp_path / "g22.mp4", frames=1, colorspace=1, transfer=4, pix_fmt="yuv422p")
-    assert identity.stream_tags(clip, cache) == StreamTags(1, 4, "yuv422p", 96)
+    assert identity.stream_tags(clip, cache) == StreamTags(1, 4, "yuv422p", 96, False)
 
     def opened(path):
         raise AssertionError(f"{path} opened again")
 
     monkeypatch.setattr(movie, "stream_tags", opened)
     assert identity.stream_tags(clip, cache) == StreamTags(1, 4, "yuv422p", 96)
+
+
+@pytest.mark.parametrize("codec, pix_fmt, size, uneven", [
+    ("ffv1", "yuv420p", (97, 96), True), ("ffv1", "yuv420p", (96, 95), True), ("ffv1", "yuv422p", (97, 96), True),
+    ("ffv1", "yuv422p", (96, 95), False), ("ffv1", "yuv444p", (97, 95), False), ("libx264", "yuv420p", (96, 96), False),
+])
+def test_a_video_whose_chroma_steps_unevenly_is_keyed_apart(tmp_path, codec, pix_fmt, size, uneven):
+    """Since the engine follows swscale's uneven chroma steps (a subsampled side of odd size), those videos'
+    frames are keyed apart from the pictures it made before, and their header says so; the rest keep their key."""
+    from facecache.media import identity
+    from facecache.media.reader import UNEVEN_CHROMA, VIDEO_DECODER, earlier_decoder_ids
+    from facecache.store.cache import FaceCache
+
+    clip = write_clip(tmp_path / f"clip.{'mkv' if codec == 'ffv1' else 'mp4'}", frames=1, codec=codec,
+                      pix_fmt=pix_fmt, size=size)
+    assert identity.stream_tags(clip, FaceCache(tmp_path / "cache")).uneven_chroma is uneven
+    with MediaReader(clip, RULES["blender-5"]) as reader:
+        assert reader.decoder_id == f"{VIDEO_DECODER}|blender-5" + (UNEVEN_CHROMA if uneven else "")
+        assert (f"{VIDEO_DECODER}|blender-5" in earlier_decoder_ids(reader.decoder_id)) is uneven
 
 
 def test_opencv_written_mp4_is_read(tmp_path):

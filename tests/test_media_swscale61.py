@@ -37,30 +37,34 @@ def reference(y, u, v, bits, tag, full_range):
     v2r, v2g, u2g, u2b = rnd(crv * 8192), rnd(cgv * 8192), rnd(cgu * 8192), rnd(cbu * 8192)
     height, width = y.shape
     chroma_height, chroma_width = u.shape
-    step_x = width // chroma_width
+    step_x = 1 if chroma_width == width else 2
 
-    def taps(position, size):  # the bilinear filter's two taps and their 14-bit weights, borders folded in
-        first = int(np.floor(position))
-        weight = round((position - first) * 16384)
-        pair = [[first, 16384 - weight], [first + 1, weight]]
-        for tap in pair:
-            tap[0] = min(max(tap[0], 0), size - 1)
-        return pair
+    def taps(index, source, output, unit):
+        """Output sample `index`'s bilinear taps from `source` samples up to `output`: its centre at
+        ((2 index + 1) x step - 2^16) / 2^17 source samples, step = (source << 16) / output rounded; the two
+        nearest samples weighed by distance in 1/`unit` (a tie to the first); a first tap under 0.2 % dropped."""
+        step = ((source << 16) + output // 2) // output
+        centre = step * (2 * index + 1) - (1 << 16)
+        first, past = centre >> 17, centre & ((1 << 17) - 1)
+        second = unit - (unit * ((1 << 17) - past) + (1 << 16)) // (1 << 17)
+        if (1 << 17) - past <= 262:
+            first, second = first + 1, 0
+        return first, second
 
-    def horizontal(plane):  # hScale to 15 bits: (sum of sample x 14-bit weight) >> (bits - 1)
+    def horizontal(plane):  # hScale to 15 bits: (sum of sample x 14-bit weight) >> shift, taps folded inside
         out = np.zeros((plane.shape[0], width), np.int64)
         for x in range(width):
-            filt = taps((x + 0.5) / step_x - 0.5, chroma_width) if step_x == 2 else [[x, 16384]]
-            out[:, x] = sum(plane[:, col].astype(np.int64) * w for col, w in filt) >> (bits - 1)
+            first, second = taps(x, chroma_width, width, 16384) if step_x == 2 else (x, 0)
+            near, far = (min(max(column, 0), chroma_width - 1) for column in (first, first + 1))
+            total = plane[:, near].astype(np.int64) * (16384 - second) + plane[:, far].astype(np.int64) * second
+            out[:, x] = np.minimum(total >> (7 if bits == 8 else bits - 1), (1 << 15) - 1)
         return out
 
     cu, cv = horizontal(u), horizontal(v)
     rgb = np.zeros((height, width, 3), np.int64)
     for row in range(height):
-        position = (row + 0.5) / 2 - 0.5
-        first = int(np.floor(position))
-        alpha = round((position - first) * 4096)  # the second tap's 12-bit vertical weight
-        if first < 0:  # the first row: its filter is row 0 alone
+        first, alpha = taps(row, chroma_height, height, 4096)  # the second tap's 12-bit vertical weight
+        if first < 0:  # the first rows: their filter is row 0 alone
             first, alpha = 0, 0
         if first + 1 > chroma_height - 1:  # the last: swscale moves the filter up a row, its weight to tap 2
             first, alpha = chroma_height - 2, 4096
@@ -69,7 +73,7 @@ def reference(y, u, v, bits, tag, full_range):
         else:  # the two rows' plain average, whatever the weight
             U = (cu[first] + cu[first + 1] - (128 << 8)) * 2
             V = (cv[first] + cv[first + 1] - (128 << 8)) * 2
-        Y = ((y[row].astype(np.int64) << 14) >> (bits - 1)) * 4
+        Y = (y[row].astype(np.int64) << (15 - bits)) * 4
         Y = (Y - y_offset) * y_coeff + (1 << 21)
         for channel, value in enumerate((Y + V * v2r, Y + V * v2g + U * u2g, Y + U * u2b)):
             value = ((value + (1 << 31)) % (1 << 32)) - (1 << 31)  # C's 32-bit unsigned sum, read as int
@@ -82,8 +86,9 @@ def planes(height, width, bits, step_x, seed):
     rng = np.random.default_rng(seed)
     top = (1 << bits) - 1
     y = rng.integers(0, top + 1, (height, width)).astype(np.uint16)
-    u = rng.integers(0, top + 1, (height // 2, width // step_x)).astype(np.uint16)
-    v = rng.integers(0, top + 1, (height // 2, width // step_x)).astype(np.uint16)
+    chroma_size = (-(-height // 2), -(-width // step_x))
+    u = rng.integers(0, top + 1, chroma_size).astype(np.uint16)
+    v = rng.integers(0, top + 1, chroma_size).astype(np.uint16)
     y[0, :4], u[0, :2], v[0, :2] = top, top, top
     y[1, :4], u[1, :2], v[1, :2] = 0, 0, top
     return (y.astype(np.uint8), u.astype(np.uint8), v.astype(np.uint8)) if bits == 8 else (y, u, v)
@@ -93,6 +98,9 @@ def planes(height, width, bits, step_x, seed):
     (10, 2, 9, False, (12, 10)), (10, 2, 1, True, (8, 14)), (10, 2, 5, False, (70, 18)),
     (12, 2, 9, False, (8, 8)), (12, 2, 5, True, (10, 8)), (8, 1, 5, False, (12, 10)), (8, 1, 1, True, (8, 2)),
     (10, 1, 9, False, (16, 6)),
+    # odd sizes: uneven filter steps (8-bit 4:2:0 at an odd height takes this path too)
+    (10, 2, 9, False, (97, 95)), (10, 2, 1, True, (7, 21)), (12, 2, 5, False, (42, 9)), (8, 2, 5, False, (95, 96)),
+    (8, 2, 1, True, (21, 41)), (8, 1, 5, False, (13, 10)), (10, 2, 9, False, (9, 7)),
 ])
 def test_the_picture_is_ffmpeg_6_1_s_scaled_path_to_the_bit(bits, step_x, tag, full_range, size):
     height, width = size
@@ -101,6 +109,16 @@ def test_the_picture_is_ffmpeg_6_1_s_scaled_path_to_the_bit(bits, step_x, tag, f
     assert np.array_equal(swscale61.to_bgr(y, u, v, bits, step_x, tag, full_range)[..., ::-1], expected)
     with ThreadPoolExecutor(2) as pool:  # in bands of rows, and blocks within them
         assert np.array_equal(swscale61.to_bgr(y, u, v, bits, step_x, tag, full_range, pool)[..., ::-1], expected)
+
+
+@pytest.mark.parametrize("bits, step_x, size", [(10, 2, (1080, 1920)), (12, 2, (96, 96)), (8, 1, (64, 38))])
+def test_uneven_steps_give_the_even_steps_picture_at_even_sizes(bits, step_x, size):
+    """The two forms of the filters (fixed 1/4 and 3/4 at even sizes, the taps of each pixel at any size),
+    written apart, agree to the bit where both apply."""
+    height, width = size
+    y, u, v = planes(height, width, bits, step_x, seed=7)
+    assert np.array_equal(swscale61._in_uneven_steps(y, u, v, bits, 9, False, None),
+                          swscale61.to_bgr(y, u, v, bits, step_x, 9, False))
 
 
 def test_the_coefficients_are_ffmpeg_s():
@@ -117,14 +135,17 @@ def test_the_coefficients_are_ffmpeg_s():
     (12, (2, 2), (96, 96), True),
     (8, (1, 2), (96, 96), True),        # 8-bit 4:4:0: no unscaled converter for it
     (8, (2, 2), (1920, 1080), False),   # 8-bit 4:2:0 at an even height: the unscaled converter (PyAV's swscale)
+    (8, (2, 2), (95, 96), False),       # at any width
+    (8, (2, 2), (96, 95), True),        # at an odd height: the scaled path
     (8, (2, 1), (96, 96), False),       # 4:2:2 and 4:4:4: no vertical filter (PyAV's swscale gives 6.1's picture)
+    (8, (2, 1), (96, 95), False),
     (10, (2, 1), (96, 96), False),
     (10, (1, 1), (96, 96), False),
-    (10, (2, 2), (95, 96), False),      # odd sizes: uneven filter steps, not modelled
-    (10, (2, 2), (96, 95), False),
-    (8, (2, 2), (96, 95), False),
+    (10, (2, 2), (95, 96), True),       # odd sizes: uneven filter steps
+    (10, (2, 2), (96, 95), True),
     (16, (2, 2), (96, 96), False),      # beyond 12 bits: the 15-bit intermediate drops bits; not modelled
     (10, (2, 2), (8, 8), True),         # the smallest: 4 chroma samples each way
+    (10, (2, 2), (7, 7), True),
     (10, (2, 2), (6, 8), False),        # fewer: swscale's filters have fewer taps; not modelled
     (10, (2, 2), (8, 6), False),
     (8, (1, 2), (2, 8), True),          # 4:4:0 is not filtered horizontally: any width

@@ -1,5 +1,6 @@
-"""Planar YUV to Blender 5's picture (media.yuv_to_bgr): each pixel takes the chroma sample it lies in and the
-stream's matrix, converted a block of rows at a time; the blocks' edges change no pixel."""
+"""Planar YUV to Blender 5's picture (media.yuv_to_bgr): each pixel takes the chroma sample swscale's point
+filter gives it (the one it lies in, at even sizes) and the stream's matrix, converted a block of rows at a time;
+the blocks' edges change no pixel."""
 
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,16 +26,24 @@ def random_frame(pix_fmt: str, bits: int, width: int, height: int, seed: int) ->
     return frame
 
 
+def point_sample(pixel: int, samples: int, size: int) -> int:
+    """The chroma sample of `pixel` by swscale's point filter: ((step >> 1) + pixel x step) >> 16, where the
+    16.16 step is (samples << 16) / size rounded (32768 at an even size: pixel // 2)."""
+    step = ((samples << 16) + size // 2) // size
+    return ((step >> 1) + pixel * step) >> 16
+
+
 def reference(frame: av.VideoFrame, bits: int, step_x: int, step_y: int) -> np.ndarray:
-    """BGR in double precision: each chroma sample repeated over its pixels, then the BT.709 matrix."""
+    """BGR in double precision: each pixel's chroma sample looked up, then the BT.709 matrix."""
     dtype = np.uint8 if bits == 8 else np.uint16
     width, height = frame.width, frame.height
+    chroma_width, chroma_height = -(-width // step_x), -(-height // step_y)
+    rows = [point_sample(row, chroma_height, height) for row in range(height)]
+    columns = [point_sample(column, chroma_width, width) for column in range(width)]
     planes = []
     for number, plane in enumerate(frame.planes[:3]):
         samples = np.frombuffer(plane, dtype).reshape(-1, plane.line_size // dtype().itemsize)
-        if number:
-            samples = samples.repeat(step_y, axis=0).repeat(step_x, axis=1)
-        planes.append(samples[:height, :width].astype(np.float64))
+        planes.append((samples[rows][:, columns] if number else samples[:height, :width]).astype(np.float64))
     scale = 1 << (bits - 8)
     y, cb, cr = (planes[0] / scale - 16) / 219, (planes[1] / scale - 128) / 224, (planes[2] / scale - 128) / 224
     red, blue = y + 2 * (1 - 0.2126) * cr, y + 2 * (1 - 0.0722) * cb

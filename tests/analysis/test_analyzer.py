@@ -226,6 +226,44 @@ def test_reference_selection_without_a_recognizer_says_what_to_install(tmp_path,
     assert Selector("one").select(record.faces, record.width, record.height) == record.faces
 
 
+def test_a_cache_made_before_uneven_chroma_steps_were_followed_is_served_where_the_picture_is_the_same(
+        tmp_path, models_dir, portraits):
+    """A video whose chroma steps unevenly (here 4:2:0, 97 pixels wide) is keyed apart since the engine follows
+    swscale's uneven steps; the records made under its key before are found by fingerprint only. Blender 4.2
+    shows this even height as before (the unscaled converter): nothing is analysed again; under 5.x's rules
+    the pictures are others (Blender 5 takes the next chroma sample early from the middle on): all six are."""
+    import av
+
+    from facecache.media.identity import media_identity
+    from facecache.media.picture_rules import RULES
+    from facecache.media.reader import UNEVEN_CHROMA, MediaReader
+
+    clip = tmp_path / "clip.mkv"
+    with av.open(str(clip), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 97, 96, "yuv420p"
+        face = cv2.resize(portraits["grace_hopper"], (97, 96))
+        for index in range(6):
+            frame = av.VideoFrame.from_ndarray(np.roll(face, index, axis=1)[..., ::-1].copy(), format="rgb24")
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    for rules, detections in ((RULES["blender-4.2"], 0), (RULES["blender-5"], 6)):
+        old = analyzer(tmp_path / rules.name, models_dir)
+        old.picture_rules = rules
+        with old.open_reader(clip) as reader:
+            assert reader.decoder_id.endswith(UNEVEN_CHROMA)
+            before_id = reader.decoder_id.replace(UNEVEN_CHROMA, "")
+        group = old.open_segment(media_identity(clip, old.cache), before_id, 0)
+        with MediaReader(clip, RULES["blender-4.2"]) as before:  # the pictures the key held before, 4.2's here
+            for index, frame in before.frames(range(6)):
+                old.ensure(group, index, frame, old.stages())
+        group.flush()
+        new = analyzer(tmp_path / rules.name, models_dir)
+        new.picture_rules = rules
+        frames = new.analyze_media(clip)
+        assert len(frames) == 6 and new.inferences.detect == detections, rules.name
+
+
 def test_a_cache_made_by_the_opencv_decoder_is_served_where_the_picture_is_the_same(tmp_path, models_dir,
                                                                                      portrait_paths):
     """Records of the engine's earlier decoder (OpenCV) are found by fingerprint only: under the rules of

@@ -27,7 +27,7 @@ from facecache.analysis.tracking import TrackState, found_rows
 from facecache.fingerprint import frame_fingerprint
 from facecache.media.identity import media_identity
 from facecache.media.picture_rules import NEWEST, PictureRules
-from facecache.media.reader import LEGACY_VIDEO_DECODER_ID, STILL_DECODER_ID, MediaError, MediaReader, RowsRead
+from facecache.media.reader import MediaError, MediaReader, RowsRead, earlier_decoder_ids
 from facecache.store.cache import FaceCache
 from facecache.store.claims import DEFAULT_CLAIM_TTL, DEFAULT_POLL_SECONDS, ClaimBook, work_through
 from facecache.store.frame_store import SEGMENT_FRAMES, FrameGroup, FrameStore, RunStats, group_key
@@ -227,13 +227,14 @@ class FaceAnalyzer:
                      legacy: bool = False) -> FrameGroup:
         """The analysis records of one 64-frame segment of a media file as `decoder_id` decodes it (`fresh`:
         see FrameStore.open_group). With `legacy`, a video segment this decoder has no records of also
-        offers those the engine's earlier decoder (OpenCV) made, by fingerprint only: one is served where a
-        frame's picture is the same to the bit, which its fingerprint proves; their frame index is not
-        taken, since it maps frames to that decoder's pictures."""
+        offers those the engine's earlier decoders made (`earlier_decoder_ids`), by fingerprint only: one is
+        served where a frame's picture is the same to the bit, which its fingerprint proves; their frame
+        index is not taken, since it maps frames to that decoder's pictures."""
         group = self.store.open_group(group_key(media_id, decoder_id, segment), fresh)
-        if legacy and decoder_id != STILL_DECODER_ID and not group.content.records:
-            old = self.store.open_group(group_key(media_id, LEGACY_VIDEO_DECODER_ID, segment))
-            group.content.records.update(old.content.records)
+        if legacy and not group.content.records:
+            for earlier in earlier_decoder_ids(decoder_id):
+                old = self.store.open_group(group_key(media_id, earlier, segment))
+                group.content.records.update(old.content.records)
         return group
 
     @property

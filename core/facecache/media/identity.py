@@ -42,17 +42,20 @@ def media_identity(path: str | os.PathLike, cache: FaceCache) -> str:
 
 
 def stream_tags(path: str | os.PathLike, cache: FaceCache) -> StreamTags:
-    """A video's colour tags, pixel format and height, read from its stream's header once per file version: opening a
-    movie can take a tenth of a second (FFmpeg probes its first frames), too much for each coverage question."""
+    """A video's colour tags, pixel format, height and chroma steps, read from its stream's header once per file
+    version: opening a movie can take a tenth of a second (FFmpeg probes its first frames), too much for each
+    coverage question."""
     version, _ = _file_version(Path(path).absolute())
     memo_key = bytes_digest(f"{version}|stream tags".encode())  # beside the identity's memo, not over it
     memo = cache.recall("media", memo_key)
     tags = memo.get("tags") if memo is not None else None
-    if (isinstance(tags, list) and len(tags) == 4 and isinstance(tags[2], str)
+    # (a memo of four, from before the chroma's steps were kept, is read again)
+    if (isinstance(tags, list) and len(tags) == 5 and isinstance(tags[2], str) and isinstance(tags[4], bool)
             and all(isinstance(tags[i], int) for i in (0, 1, 3))):
         return StreamTags(*tags)
     read = movie.stream_tags(Path(path))
-    cache.remember("media", memo_key, {"tags": [read.primaries, read.transfer, read.pixel_format, read.height]})
+    cache.remember("media", memo_key, {"tags": [read.primaries, read.transfer, read.pixel_format, read.height,
+                                                read.uneven_chroma]})
     return read
 
 

@@ -142,7 +142,7 @@ class Movie:
 
     @property
     def stream_tags(self) -> StreamTags:
-        """The stream's colour tags, pixel format and height, as its header gives them."""
+        """The stream's colour tags, pixel format, height and chroma steps, as its header gives them."""
         return _stream_tags(self._stream)
 
     @property
@@ -242,7 +242,8 @@ UNREADABLE = StreamTags(2, 2, "", 0)  # unspecified tags, no pixel format or siz
 
 
 def stream_tags(path: Path) -> StreamTags:
-    """The colour tags, pixel format and height of the movie's video stream, from its header (nothing decoded);
+    """The colour tags, pixel format, height and chroma steps of the movie's video stream, from its header (nothing
+    decoded);
     UNREADABLE when FFmpeg cannot read it (nothing of it can be analysed then, and its decoding says why)."""
     av = import_av()
     try:
@@ -256,7 +257,17 @@ def stream_tags(path: Path) -> StreamTags:
 def _stream_tags(stream) -> StreamTags:
     context = stream.codec_context
     pixel_format = context.format.name if context.format is not None else ""
-    return StreamTags(int(context.color_primaries), int(context.color_trc), pixel_format, int(context.height))
+    return StreamTags(int(context.color_primaries), int(context.color_trc), pixel_format, int(context.height),
+                      context.format is not None and _uneven_chroma(context.format))
+
+
+def _uneven_chroma(video_format) -> bool:
+    """Whether a plane of the format (sized as the stream) does not cover its picture in whole samples: an
+    odd width or height where chroma is subsampled."""
+    width, height = video_format.width, video_format.height
+    return any(component.width * -(-width // component.width) != width
+               or component.height * -(-height // component.height) != height
+               for component in video_format.components if component.width and component.height)
 
 
 def _pts(frame: av.VideoFrame) -> int | None:

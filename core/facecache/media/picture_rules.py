@@ -49,11 +49,14 @@ def converted_in_row_pairs(pixel_format: str, height: int) -> bool:
 
 @dataclass(frozen=True)
 class StreamTags:
-    """What of a video stream's header picks the rules' key for it: its colour tags, pixel format and height."""
+    """What of a video stream's header picks the rules' key for it: its colour tags, pixel format and height,
+    and whether its chroma steps unevenly (`uneven_chroma`)."""
     primaries: int  # AVColorPrimaries
     transfer: int  # AVColorTransferCharacteristic
     pixel_format: str  # FFmpeg's name, as the decoder will give the frames ("yuv422p")
     height: int  # coded, as the decoder will give the frames
+    # a chroma-subsampled side of an odd size (4:2:0 at 97x95): swscale's filters step unevenly across it
+    uneven_chroma: bool = False
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,9 @@ STILL_DECODER_ID = f"opencv-{cv2.__version__}"
 # zips ship PyAV 18 (FFmpeg 8) but 15.1 (FFmpeg 7.1) on Apple silicon (PyAV 16+ need macOS 14), and one NAS
 # cache serves them all.
 VIDEO_DECODER = "ffmpeg-picture-1"
+# Ends the decoder id of a video whose chroma steps unevenly (StreamTags.uneven_chroma): since 2026-12-07 the
+# engine follows swscale's uneven steps there, so those frames are keyed apart from the pictures before.
+UNEVEN_CHROMA = "|uneven-chroma"
 # What decoded videos before the engine read them by Blender's rules: records made from its pictures are
 # still served where a frame's picture is the same to the bit (FaceAnalyzer.open_segment).
 LEGACY_VIDEO_DECODER_ID = STILL_DECODER_ID
@@ -53,15 +56,28 @@ RowsRead = Callable[[int], "list[tuple[int, int]] | None"]
 def decoder_id_for(path: Path, rules: PictureRules, stream_tags: Callable[[], StreamTags],
                    deinterlace: bool = False) -> str:
     """What decodes the media at `path` under `rules` (a part of its frames' cache keys): OpenCV for stills
-    and image sequences, FFmpeg by the rules whose picture it is for videos (`PictureRules.key_name`; a
-    video's `stream_tags` are asked for only where they matter); with `deinterlace`, filtered as a strip
+    and image sequences, FFmpeg by the rules whose picture it is for videos (`PictureRules.key_name`; its
+    chroma's steps from its `stream_tags`, read for videos alone); with `deinterlace`, filtered as a strip
     with the Deinterlace option shows it (another picture: its frames are keyed apart; without, the key is
     as it always was)."""
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
         decoder = STILL_DECODER_ID
     else:
         decoder = f"{VIDEO_DECODER}|{rules.key_name(stream_tags)}"
+        decoder += UNEVEN_CHROMA if stream_tags().uneven_chroma else ""
     return decoder + (DEINTERLACED if deinterlace else "")
+
+
+def earlier_decoder_ids(decoder_id: str) -> list[str]:
+    """The decoders whose records of a video `decoder_id` decodes may still be served, by fingerprint alone
+    (where a frame's picture is the same to the bit): the engine's first (OpenCV), and for a video whose chroma
+    steps unevenly the picture before it followed those steps."""
+    if decoder_id.startswith(STILL_DECODER_ID):
+        return []
+    earlier = [LEGACY_VIDEO_DECODER_ID]
+    if UNEVEN_CHROMA in decoder_id:
+        earlier.append(decoder_id.replace(UNEVEN_CHROMA, ""))
+    return earlier
 
 
 @dataclass

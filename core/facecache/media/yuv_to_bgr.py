@@ -206,6 +206,10 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: i
         matrix /= 255
     out = (np.empty if spans is None else np.zeros)((height, width, 3), np.float32 if as_float else np.uint8)
     block = _block_rows(width, step_y)
+    # at an odd size swscale's point filter steps unevenly: each pixel's chroma sample looked up
+    uneven = height % step_y or width % step_x
+    samples_of_rows = _point_samples(planes[1].shape[0], height) if uneven else None
+    samples_of_columns = _point_samples(planes[1].shape[1], width) if uneven else None
 
     def convert(first: int, last: int) -> None:  # rows [first, last), first a multiple of step_y
         # a few rows at a time, through buffers made once: what a block's steps pass on stays in the cache
@@ -215,7 +219,10 @@ def _planar_yuv_to_bgr(frame: av.VideoFrame, tag: int, full_range: bool, bits: i
             bottom = min(top + block, last)
             rows = bottom - top
             for plane, repeated in zip(planes[1:], chroma):
-                _repeat(plane[top // step_y:-(-bottom // step_y)], step_x, step_y, width, repeated)
+                if uneven:
+                    np.take(plane[samples_of_rows[top:bottom]], samples_of_columns, axis=1, out=repeated[:rows])
+                else:
+                    _repeat(plane[top // step_y:-(-bottom // step_y)], step_x, step_y, width, repeated)
             cv2.merge([planes[0][top:bottom], *(repeated[:rows] for repeated in chroma)], dst=merged[:rows])
             if as_float:
                 out[top:bottom] = cv2.transform(merged[:rows].astype(np.float32), matrix)
@@ -252,6 +259,15 @@ def _repeat(samples: np.ndarray, step_x: int, step_y: int, width: int, out: np.n
     elif step_x == 2:
         samples = np.repeat(samples, 2, axis=1)
     out[:samples.shape[0] * step_y].reshape(samples.shape[0], step_y, width)[:] = samples[:, None, :width]
+
+
+def _point_samples(samples: int, size: int) -> np.ndarray:
+    """The chroma sample swscale's point filter (SWS_POINT, chroma sited as its default) gives each of `size`
+    pixels from `samples` (initFilter; the facts, not the code): pixel i takes ((step >> 1) + i x step) >> 16,
+    step being the 16.16 increment (samples << 16) / size, rounded. That is i // 2 where size is twice samples;
+    at an odd size the steps are uneven, so from the middle on pixels take the next sample early."""
+    step = ((samples << 16) + size // 2) // size
+    return np.minimum(((step >> 1) + step * np.arange(size, dtype=np.int64)) >> 16, samples - 1)
 
 
 def _bgr_matrix(tag: int, full_range: bool, bits: int) -> np.ndarray:
