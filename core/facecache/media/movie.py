@@ -242,9 +242,9 @@ UNREADABLE = StreamTags(2, 2, "", 0)  # unspecified tags, no pixel format or siz
 
 
 def stream_tags(path: Path) -> StreamTags:
-    """The colour tags, pixel format, height and chroma steps of the movie's video stream, from its header (nothing
-    decoded);
-    UNREADABLE when FFmpeg cannot read it (nothing of it can be analysed then, and its decoding says why)."""
+    """The colour tags, pixel format, height and chroma steps of the movie's video stream, from its header
+    (nothing decoded); UNREADABLE when FFmpeg cannot read it (nothing of it can be analysed then, and its
+    decoding says why)."""
     av = import_av()
     try:
         with av.open(str(path)) as container:

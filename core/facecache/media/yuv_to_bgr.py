@@ -1,7 +1,8 @@
 """A decoded video frame as the BGR picture Blender shows: its colour matrix, range, chroma and rotation.
 
 Blender 5.x converts with swscale's SWS_POINT | SWS_FULL_CHR_H_INT | SWS_ACCURATE_RND: each pixel takes
-the chroma sample it lies in, and the matrix is applied exactly and rounded. The swscale that PyAV ships
+the chroma sample it lies in (at an odd size, the one swscale's uneven steps give it: `_point_samples`), and
+the matrix is applied exactly and rounded. The swscale that PyAV ships
 (FFmpeg 8) does not give that picture with those flags (it bleeds chroma one pixel at colour edges: up to
 255/255 off bpy 5.0.1's render), so planar YUV is converted here: the chroma planes repeated onto the luma
 grid, then one 3x4 matrix (cv2.transform: OpenCV's fixed point, 10 fractional bits, rounded and saturated),
