@@ -73,9 +73,9 @@ def follow_movie(original, swapped, folder: str, shown: list[int]) -> None:
     """Make the shot's movie (in the clip's output `folder`) the original's 100 % proxy where it is wanted
     (`movie_wanted`) and holds every media frame the shot shows (`shown`); else turn ours off and put the
     pictures back."""
-    held = movie_files.current(folder, paths.media_path(original))
-    ours = movie_is_proxy(original, folder)
-    if movie_wanted(original, swapped, folder) and held is not None and shown and max(shown) < held[1]:
+    wanted = shown and movie_wanted(original, swapped, folder)
+    held = movie_files.current(folder, paths.media_path(original)) if wanted else None
+    if held is not None and max(shown) < held[1]:
         if not original.use_proxy:
             original.use_proxy = True
         settings = ({size: False for size in ("build_25", "build_50", "build_75")}
@@ -89,7 +89,7 @@ def follow_movie(original, swapped, folder: str, shown: list[int]) -> None:
         if os.path.normpath(bpy.path.abspath(original.proxy.directory)) != os.path.normpath(directory):
             original.proxy.directory = paths.stored_path(directory)  # `//…` beside the .blend, as the overlays
         return
-    if ours:
+    if movie_is_proxy(original, folder):
         original.use_proxy = False
     if movie_files.stood_in(folder):  # not on every refresh: only where there is something to put back
         movie_files.restore(folder)

@@ -139,16 +139,14 @@ Request = TypedDict("Request", {
 }, total=False)
 Progress = TypedDict("Progress", {ID: "int | str", TYPE: str, DONE: int, TOTAL: int, LABEL: str}, total=False)
 Summary = TypedDict("Summary", {
-    KIND: str, MESSAGE: str, SECONDS: float, FRAMES: int, WRITTEN: int, SKIPPED: int,
-    INFERENCES: "dict[str, int]", FACES: int, FACES_FOUND: int, FACES_SWAPPED: int, FACES_TURNED_AWAY: int,
-    ANALYSIS_CACHE: "dict[str, int]", SWAP_CACHE: "dict[str, int]", REMOTE: "dict[str, int]", CACHE_WARNING: str,
-    CANCELLED: bool,
-    WARNING: str, ANALYSED: "dict[str, list[int]]", SWAPPED: "dict[str, list[int]]", FACELESS: "dict[str, list[int]]",
+    KIND: str, MESSAGE: str, SECONDS: float, FRAMES: int, WRITTEN: int, SKIPPED: int, INFERENCES: "dict[str, int]",
+    FACES: int, FACES_FOUND: int, FACES_SWAPPED: int, FACES_TURNED_AWAY: int, ANALYSIS_CACHE: "dict[str, int]",
+    SWAP_CACHE: "dict[str, int]", REMOTE: "dict[str, int]", CACHE_WARNING: str, CANCELLED: bool, WARNING: str,
+    ANALYSED: "dict[str, list[int]]", SWAPPED: "dict[str, list[int]]", FACELESS: "dict[str, list[int]]",
     TURNED_AWAY: "dict[str, list[int]]", TURNED_AWAY_FRAMES: "list[int]", OUTPUTS: "list[str]", MOVIE_BYTES: int,
     CACHE_BYTES: int, PROVIDERS: "dict[str, str]", GPU_WARNING: str, STATS: "dict[str, Any]", PRUNE: "dict[str, Any]",
-    MODELS_DIR: str,
-    INSTALLED: "list[str]", IMPORT: "dict[str, Any]", GPU: "dict[str, Any]", GPU_INSTALL: "dict[str, Any]",
-    GPU_UNINSTALL: "dict[str, Any]", REMOTE_SUPPORT_INSTALL: "dict[str, Any]",
+    MODELS_DIR: str, INSTALLED: "list[str]", IMPORT: "dict[str, Any]", GPU: "dict[str, Any]",
+    GPU_INSTALL: "dict[str, Any]", GPU_UNINSTALL: "dict[str, Any]", REMOTE_SUPPORT_INSTALL: "dict[str, Any]",
     REMOTE_SUPPORT_UNINSTALL: "dict[str, Any]",
 }, total=False)  # which keys a summary has depends on its kind (facecache.engine's docstring)
 Result = TypedDict("Result", {ID: "int | str", TYPE: str, SUMMARY: Summary}, total=False)

@@ -63,8 +63,8 @@ def decoder_id_for(path: Path, rules: PictureRules, stream_tags: Callable[[], St
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
         decoder = STILL_DECODER_ID
     else:
-        decoder = f"{VIDEO_DECODER}|{rules.key_name(stream_tags)}"
-        decoder += UNEVEN_CHROMA if stream_tags().uneven_chroma else ""
+        tags = stream_tags()  # read once: both the rules' key and the chroma's steps need them
+        decoder = f"{VIDEO_DECODER}|{rules.key_name(lambda: tags)}" + (UNEVEN_CHROMA if tags.uneven_chroma else "")
     return decoder + (DEINTERLACED if deinterlace else "")
 
 

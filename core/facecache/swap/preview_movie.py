@@ -38,7 +38,6 @@ from facecache import output_layout
 from facecache.files import replace_file, temp_name, write_atomic
 from facecache.permissions import make_dir, permissions_for
 from facecache import preview_movie_files as movie_files
-from facecache.preview_movie_files import STAND_IN, is_stand_in, shelf_path
 
 # x264 coding the frames' RGB itself (4:4:4), tuned for decoding speed (no CABAC, no deblocking): Blender's reader
 # then only reorders planes, where 4:2:0 YUV costs it a colour conversion of every pixel, most of a frame's time
@@ -99,8 +98,8 @@ def _picture_file(folder: Path, index: int) -> Path | None:
     without its picture goes, for the same fallback."""
     overlay = folder / output_layout.frame_name(index)
     place = Path(output_layout.preview_path(overlay))
-    stood_in = is_stand_in(place)
-    path = Path(shelf_path(overlay)) if stood_in else place
+    stood_in = movie_files.is_stand_in(place)
+    path = Path(movie_files.shelf_path(overlay)) if stood_in else place
     if _whole_jpeg(path):
         return path
     if stood_in:
@@ -183,7 +182,7 @@ def _stand_in(folder: Path, index: int, read: os.stat_result, perms) -> None:
     its place, unless the picture there changed since the movie read it: a frame made again meanwhile keeps its
     new picture, which covers the movie."""
     overlay = folder / output_layout.frame_name(index)
-    place, shelf = Path(output_layout.preview_path(overlay)), Path(shelf_path(overlay))
+    place, shelf = Path(output_layout.preview_path(overlay)), Path(movie_files.shelf_path(overlay))
     if not shelf.parent.is_dir():
         make_dir(shelf.parent, perms)
     try:
@@ -195,4 +194,4 @@ def _stand_in(folder: Path, index: int, read: os.stat_result, perms) -> None:
         if not place.exists():
             replace_file(shelf, place)  # a newer picture: back where Blender reads it
         return
-    write_atomic(place, STAND_IN, mode=perms.file_mode, durable=False)
+    write_atomic(place, movie_files.STAND_IN, mode=perms.file_mode, durable=False)
