@@ -66,20 +66,23 @@ def test_the_shots_movie_becomes_the_originals_proxy_and_renders_do_not_change(b
 
 
 @pytest.mark.every_blender
-@pytest.mark.parametrize("encoder", ["libx264rgb", "mpeg4"])
+@pytest.mark.parametrize("encoder, size", [("libx264rgb", (320, 240)), ("mpeg4", (320, 240)),
+                                           ("libx264rgb", (321, 239))])
 def test_this_blenders_movie_reader_reads_the_engines_movie_frame_for_frame(bpy, addon, tmp_path, monkeypatch,
-                                                                          encoder):
+                                                                          encoder, size):
     """The movie `swap.preview_movie` writes (MP4 content named .avi; x264 coding RGB, with B-frames, or FFmpeg's
-    MPEG-4 where a build has no x264), read by this Blender's movie reader, the one its proxies go through: each frame where the
-    engine put it (an AVI's B-frames were read two frames late in a probe), the colours within the encoder's
-    loss."""
+    MPEG-4 where a build has no x264; x264 at odd sides too, a recorded window's), read by this Blender's movie
+    reader, the one its proxies go through: each frame where the engine put it (an AVI's B-frames were read two
+    frames late in a probe), at its size, the colours within the encoder's loss."""
     from fractions import Fraction
 
     from facecache import output_layout, preview_movie_files
     from facecache.swap import preview_movie
 
     rng = np.random.default_rng(7)
-    frames = [cv2.GaussianBlur(rng.integers(0, 256, (240, 320, 3), np.uint8), (0, 0), 6) * 3 for _ in range(FRAMES)]
+    width, height = size
+    frames = [cv2.GaussianBlur(rng.integers(0, 256, (height, width, 3), np.uint8), (0, 0), 6) * 3
+              for _ in range(FRAMES)]
     folder = tmp_path / "clip"
     for index in range(0, FRAMES, 2):  # pictures for every other frame, the movie's own frames for the rest
         place = Path(output_layout.preview_path(folder / f"{index:06d}.png"))
@@ -88,9 +91,9 @@ def test_this_blenders_movie_reader_reads_the_engines_movie_frame_for_frame(bpy,
     media = tmp_path / "clip.mp4"
     monkeypatch.setattr(preview_movie, "ENCODERS", tuple(e for e in preview_movie.ENCODERS if e[0] == encoder))
     preview_movie.write(folder, media, list(range(1, FRAMES)),
-                        lambda wanted: ((index, frames[index]) for index in wanted), Fraction(25), (320, 240))
+                        lambda wanted: ((index, frames[index]) for index in wanted), Fraction(25), size)
     player = bpy.data.scenes.new("movie")
-    set_up(player)
+    set_up(player, size)
     movie = preview_movie_files.movie_path(folder, media, preview_movie_files.current(folder, media)[0])
     top_strips(player).new_movie("movie", movie, 5, 1)  # over the colour strip
     edit_with_operators(bpy, player)

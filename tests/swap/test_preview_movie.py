@@ -148,3 +148,27 @@ def test_a_frame_made_again_where_the_movie_stands_in_gets_its_whole_picture(tmp
     moved = [(200, 150, face * np.array([1, 0, 1, 1], np.uint8))]
     write_preview(overlay, frame, moved, 0o644, "clip|4")
     assert place.read_bytes() == Preview(frame, moved, "clip|4").jpeg(100)
+
+
+@pytest.mark.parametrize("size", [(97, 95), (98, 95), (96, 94)])
+def test_a_movie_of_odd_sides_is_written_where_an_encoder_codes_them(tmp_path, monkeypatch, size):
+    """A recorded window's odd width or height: x264's RGB (no subsampled chroma) codes it at its own size;
+    MPEG-4's 4:2:0, the fallback, is held to even sides, so there the preview keeps its pictures."""
+    from fractions import Fraction
+
+    from facecache.swap import preview_movie as writer
+
+    width, height = size
+    rng = np.random.default_rng(5)
+    frames = [cv2.GaussianBlur(rng.integers(0, 256, (height, width, 3), np.uint8), (0, 0), 4) * 3 for _ in range(3)]
+    media = tmp_path / "window.mkv"
+    assert writer.can_hold(width, height)
+    writer.write(tmp_path / "clip", media, [0, 1, 2], lambda wanted: ((index, frames[index]) for index in wanted),
+                 Fraction(25), size)
+    shown = decoded(movie_of(tmp_path / "clip", media))
+    assert [picture.shape for picture in shown] == [(height, width, 3)] * 3
+    assert all(np.abs(picture - frame.astype(int)).mean() < 6 for picture, frame in zip(shown, frames))
+
+    monkeypatch.setattr(writer, "ENCODERS", tuple(e for e in writer.ENCODERS if e.name == "mpeg4"))
+    assert writer.can_hold(width, height) == (width % 2 == 0 and height % 2 == 0)
+    assert not writer.can_hold(0, 94)

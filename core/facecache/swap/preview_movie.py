@@ -29,7 +29,7 @@ import os
 import secrets
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 import cv2
 import numpy as np
@@ -44,17 +44,25 @@ from facecache import preview_movie_files as movie_files
 # (docs/benchmarks.md, "The movie's encoding"). CRF 26 on the bench's six faces at 1080p: a mean error of 2.15
 # of 255, 26 at the 99.9th percentile, 38 KB a frame; YUV at CRF 23 gave 3.15, 28 and 22 KB.
 # Where an FFmpeg build has no x264, FFmpeg's own MPEG-4 part 2 encoder (no B-frames; 12 Mb/s at 1080p: a mean
-# error of 2.7 there, 64 KB a frame). Each: (encoder, its options, the pixel format it codes).
-ENCODERS = (("libx264rgb", {"crf": "26", "tune": "fastdecode", "preset": "veryfast"}, "bgr24"),
-            ("mpeg4", {}, "yuv420p"))
+# error of 2.7 there, 64 KB a frame). RGB has no subsampled chroma, so x264 takes odd sides too (a recorded
+# window's); MPEG-4 is held to even ones.
+class Encoder(NamedTuple):
+    name: str
+    options: dict
+    pixels: str  # the pixel format it codes
+    odd_sides: bool
+
+
+ENCODERS = (Encoder("libx264rgb", {"crf": "26", "tune": "fastdecode", "preset": "veryfast"}, "bgr24", True),
+            Encoder("mpeg4", {}, "yuv420p", False))
 MPEG4_BITS_PER_PIXEL = 0.23  # a frame's bit rate over its pixels at 25 frames a second: 12 Mb/s at 1080p
 
 Frames = Callable[[Iterable[int]], Iterator[tuple[int, np.ndarray]]]  # a MediaReader's `frames`
 
 
 def can_hold(width: int, height: int) -> bool:
-    """Whether a movie of this size can be written (4:2:0 needs even sides)."""
-    return width % 2 == 0 and height % 2 == 0 and width > 0 and height > 0
+    """Whether a movie of this size can be written by an encoder this FFmpeg has."""
+    return width > 0 and height > 0 and _encoder(width, height) is not None
 
 
 def write(folder: Path, media: Path, shown: list[int], original: Frames, fps: Fraction,
@@ -155,12 +163,12 @@ def _read_picture(path: Path) -> tuple[np.ndarray | None, os.stat_result | None]
 def _encode(path: Path, fps: Fraction, width: int, height: int, frames: Iterable[np.ndarray]) -> None:
     import av
 
-    codec, options, pixels = next(encoder for encoder in ENCODERS if _can_encode(av, encoder[0]))
+    encoder = _encoder(width, height)
     with av.open(str(path), "w", format="mp4") as out:
-        stream = out.add_stream(codec, rate=fps)
-        stream.width, stream.height, stream.pix_fmt = width, height, pixels
-        stream.options = dict(options)
-        if codec == "mpeg4":
+        stream = out.add_stream(encoder.name, rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, encoder.pixels
+        stream.options = dict(encoder.options)
+        if encoder.name == "mpeg4":
             stream.bit_rate = int(MPEG4_BITS_PER_PIXEL * width * height * 25)
         for frame in frames:
             for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="bgr24")):
@@ -169,7 +177,15 @@ def _encode(path: Path, fps: Fraction, width: int, height: int, frames: Iterable
             out.mux(packet)
 
 
-def _can_encode(av, name: str) -> bool:
+def _encoder(width: int, height: int) -> Encoder | None:
+    """The first of ENCODERS that this FFmpeg has and that codes this size."""
+    even = width % 2 == 0 and height % 2 == 0
+    return next((encoder for encoder in ENCODERS if (even or encoder.odd_sides) and _can_encode(encoder.name)), None)
+
+
+def _can_encode(name: str) -> bool:
+    import av
+
     try:
         av.codec.Codec(name, "w")
     except (ValueError, av.error.FFmpegError):  # UnknownCodecError is a ValueError
