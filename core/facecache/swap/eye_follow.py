@@ -9,6 +9,10 @@ everything beyond it where the first warp put it. Each eye's mesh joins its iris
 fan, which folds nowhere, wherever between the lids the centre lies on either eye), and the ring to the lids'
 outline. The two maps are composed, so the source is still resampled once.
 
+A fan moves the iris's centre exactly but its rim less (each pixel by its share of the way from the lids to
+the centre): a pupil's middle lags 0.38 of the way the iris moves. So the source's iris centre is led past
+the target's by half the move again (``led_iris``), as far as the lids allow.
+
 A warp can only squeeze the source's open eye into a lowered or closed lid, never close it: its lashes and
 crease still read as half open. So where the target's lids are lowered or closed, the swapped face takes the
 target's own eye (``kept_lids``) as detail on its own colours (``with_own_lids``): the lids' edges, the lashes
@@ -35,8 +39,9 @@ Eye = tuple[np.ndarray, np.ndarray]  # (lids (16, 2), iris centre (2,)), crop pi
 # What the swap records of `classic_eyes` are keyed by, beyond the classic swap's settings: 2, the target's
 # lowered and closed lids kept (``kept_lids``); 3, both eyes kept or neither, by the face's mean opening, a
 # closed eye out past its corners (``_CLOSED_AXES``); 4, each eye's mesh a fan from the iris centre (the mesh
-# cut once on a laid-out eye had chords from lid to lid across it: an iris moved past one folded it).
-EYES_FOLLOW = "follow/4"
+# cut once on a laid-out eye had chords from lid to lid across it: an iris moved past one folded it); 5, the
+# iris led past the target's (``led_iris``).
+EYES_FOLLOW = "follow/5"
 LID_POINTS = 16
 _RING_POINTS = 16
 # The ring's half axes along and across the eye, in eye widths (corner to corner) from the middle of its
@@ -63,6 +68,14 @@ _KEPT_FADE = 0.4
 # swapped face's (a pale target's lids in a dark source's face are no pale patches, and the source's own eye
 # leaves no shadow in them).
 _AROUND_SIGMA = 0.3
+# How far past the target's iris centre the source's is led, as a share of the way it moves (in the eyes' own
+# frames). A laid-out pupil's middle lags 0.38 of the way under the fan, none with 0.6 (0.07 with 0.5); on the
+# quality bench's photo sets 0.5 read the iris closer than 0.8 did, whose overshoot a misread iris doubles
+# (docs/quality.md).
+_IRIS_LEAD = 0.5
+# The lead takes the iris centre no nearer a corner than this (eye widths from the middle along the eye): the fan
+# folds where the centre reaches a corner, and an iris there touches the corner already.
+_LED_REACH = 0.3
 
 
 def _outer_ring() -> np.ndarray:
@@ -154,6 +167,25 @@ def between_lids(lids: np.ndarray, iris: np.ndarray) -> np.ndarray:
     return middle + u * along + v * up
 
 
+def led_iris(source: Eye, target: Eye) -> np.ndarray:
+    """Where the source's iris centre is taken to: the target's, led on by _IRIS_LEAD of the way from where the
+    source's lies in its own eye to where the target's lies in its eye (both between their lids, in eye widths
+    along and across), and kept between the target's lids and short of its corners (_LED_REACH)."""
+    places = []
+    for lids, iris in (source, target):
+        lids = np.asarray(lids, np.float64).reshape(LID_POINTS, 2)
+        middle, along, up, width = eye_frame(lids)
+        centre = between_lids(lids, np.asarray(iris, np.float64).reshape(2)) - middle
+        places.append(np.array([np.dot(centre, along), np.dot(centre, up)]) / width)
+    (source_place, target_place), target_lids = places, np.asarray(target[0], np.float64).reshape(LID_POINTS, 2)
+    middle, along, up, width = eye_frame(target_lids)
+    u, v = target_place
+    if abs(u) < _LED_REACH:  # nearer a corner the lids leave the fan no room
+        u, v = target_place + _IRIS_LEAD * (target_place - source_place)
+        u = np.clip(u, -_LED_REACH, _LED_REACH)
+    return between_lids(target_lids, middle + width * (u * along + v * up))
+
+
 def _mesh_points(eye: Eye, ring_around: np.ndarray) -> np.ndarray:
     """One eye's mesh points: its lids, its iris centre between them, and the ring laid around the lids
     ``ring_around`` (both meshes of an eye share the target's ring, so beyond it nothing moves)."""
@@ -165,13 +197,13 @@ def _mesh_points(eye: Eye, ring_around: np.ndarray) -> np.ndarray:
 
 def follow_map(source_eyes: list[Eye], target_eyes: list[Eye], size: int) -> tuple[np.ndarray, np.ndarray]:
     """(map_x, map_y), float32 (size, size): for each pixel of the target crop, where to read in the crop the
-    first warp made, so that each source eye (where the first warp put it) lands on the matching target eye;
-    pixels beyond the eyes' rings map onto themselves."""
+    first warp made, so that each source eye (where the first warp put it) lands on the matching target eye, its
+    iris centre led on (``led_iris``); pixels beyond the eyes' rings map onto themselves."""
     sources, targets, triangles = [], [], []
     for source, target in zip(source_eyes, target_eyes):
         target_lids = np.asarray(target[0], np.float64).reshape(LID_POINTS, 2)
         triangles.append(EYE_TRIANGLES + _MESH_POINTS * len(targets))
-        targets.append(_mesh_points(target, target_lids))
+        targets.append(_mesh_points((target_lids, led_iris(source, target)), target_lids))
         sources.append(_mesh_points(source, target_lids))
     # (piecewise_map adds the crop's border points to both; the eyes' triangles do not use them)
     return piecewise_map(np.vstack(sources), np.vstack(targets), np.vstack(triangles), size)
