@@ -285,3 +285,32 @@ def test_a_highlight_the_source_brings_stays_skin_not_white_with_specks():
     # the colour-match slider at a twentieth moves the shine a twentieth of the way, not to the bend at once
     lightness = [lab_of(image)[..., 0][highlight > 0.5] for image in (source, transfer.apply(source, 0.05))]
     assert np.abs(lightness[1] - lightness[0]).mean() < 3.0
+
+
+def test_a_white_glint_in_a_ruddy_face_stays_neutral_not_cyan():
+    """Grace Hopper's glasses onto a paler, less red face: the transfer widens the chroma's spread about the
+    source face's mean and lowers it, so the rim's white glints (a* and b* near 0, far below the skin's) were
+    carried past neutral: light cyan specks (a* -16, b* -8 on the quality bench's group photo). Now no a* or b*
+    falls below the lower of its own value and neutral; the skin moves as before."""
+    size = 128
+    rng = np.random.default_rng(9)
+    texture = cv2.GaussianBlur(rng.normal(0, 12, (size, size, 3)), (0, 0), 1.0)
+    source = np.clip(np.array((95, 120, 190), float) + texture / 2, 0, 255).astype(np.uint8)
+    glints = (slice(40, 42), slice(40, 80))
+    source[glints] = (246, 246, 247)  # white, a touch cool
+    # paler and less red, its chroma spread wider than the source's
+    target = np.clip(np.array((185, 195, 225), float) + texture * 1.5, 0, 255).astype(np.uint8)
+    mask = np.zeros((size, size), np.float32)
+    cv2.ellipse(mask, (size // 2, size // 2), (54, 60), 0, 0, 360, 1.0, -1)
+    transfer = ColorTransfer.fit(source, target, mask)
+    assert transfer.gain[1:].max() > 1.0  # the spread is widened: what carried glints past neutral
+    before, after = lab_of(source), lab_of(transfer.apply(source))
+    floor = np.minimum(before[..., 1:], 0.0)
+    assert (after[glints][..., 1:] >= floor[glints] - 1.0).all()  # within 8-bit rounding
+    # the uncapped transfer turns them cyan: the case this guards
+    change = cv2.transform(cv2.cvtColor(source, cv2.COLOR_BGR2LAB).astype(np.float32), transfer._chroma_change(1.0))
+    assert (change[glints][..., 1:] + before[glints][..., 1:] < -5).any()
+    skin = (mask > 0.5) & (before[..., 1] > 5) & (before[..., 2] > 5)
+    skin[glints] = False
+    assert np.abs(lab_stats(transfer.apply(source), skin.astype(np.float32))[0]
+                  - lab_stats(target, skin.astype(np.float32))[0]).max() < 3.0

@@ -194,9 +194,9 @@ def test_params_validate_and_describe_stably():
     same = CompositeParams(mask_blur=0.3, mask_padding=(1.0, 2.0, 3.0, 4.0), color_match=0.5)
     assert params.describe() == same.describe()
     assert json.loads(json.dumps(params.describe())) == params.describe()
-    assert params.describe()["format"] == "composite/3"
+    assert params.describe()["format"] == "composite/4"
     assert CompositeParams(opacity=0.9).describe() != CompositeParams().describe()
-    assert CompositeParams().describe() == {"format": "composite/3", "mask_blur": 0.3, "mask_padding": [0.0] * 4,
+    assert CompositeParams().describe() == {"format": "composite/4", "mask_blur": 0.3, "mask_padding": [0.0] * 4,
                                             "color_match": 1.0, "opacity": 1.0}
     for bad in (dict(mask_blur=2), dict(opacity=-0.1), dict(color_match=1.1), dict(mask_padding=(0, 0, 0))):
         with pytest.raises(ValueError):

@@ -52,7 +52,7 @@ from facecache.swap.mouth_folds import opening, with_own_mouth_folds
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 12  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 13  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
@@ -65,7 +65,8 @@ CLASSIC_VERSION = 12  # 2: crops sized by the face, bicubic from a pyramid, colo
 #                        9: the target's skin lit paler than its cheeks counts as skin (``skin_likeness``);
 #                        10: the brows taken whole (``brow_band``); 11: the edge lighting's lightness
 #                        bound 8 -> 12 (``edge_light._MAX_CHANGE``); 12: the source's hair filled
-#                        down to the nose's tip (its sideburns), not only above the eyes (``without_fringe``)
+#                        down to the nose's tip (its sideburns), not only above the eyes (``without_fringe``);
+#                        13: the colour transfer takes no a* or b* past neutral, which the edge light reads through
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128

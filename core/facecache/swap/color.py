@@ -19,7 +19,9 @@ Apply (in the composite stage, at the blend setting's strength):
   on top of it keeps its own contrast, so a flatter-lit target does not blur the face; the plane
   of the light's direction is added;
 - chroma: the change fades out on dark pixels (pupils, dark glasses rims, shadows), whose hue the
-  skin's statistics say nothing about: a reddish-brown pupil stays one instead of turning teal;
+  skin's statistics say nothing about: a reddish-brown pupil stays one instead of turning teal; and it
+  takes no a* or b* below the lower of its own value and neutral (skin is warm): a white glint far
+  from the skin's colour stays white instead of turning cyan;
 - range: lightness approaches 0 and 100 along a soft knee instead of being cut, and a pixel whose
   new colour falls outside sRGB keeps less of the chroma change (down to none) until it fits, so
   no channel is clipped at 0 or 255 that was not clipped before;
@@ -64,6 +66,8 @@ _CHROMA_STEPS = (0.75, 0.5, 0.25, 0.0)
 # Lighting is L* blurred with this sigma, as a fraction of the crop's side.
 _LIGHTING_SIGMA = 1.0 / 48.0
 _L8 = np.float32(255.0 / 100.0)  # 8-bit L* units per L* unit
+# 8-bit L*a*b* floors for cv2.min: L* none, a* and b* neutral.
+_NEUTRAL_FLOOR = (0.0, 128.0, 128.0, 0.0)
 # The share of the chroma change each 8-bit lightness keeps (smoothstep up to DARK_LIGHTNESS).
 _DARK_FADE = np.clip(np.arange(256, dtype=np.float32) / _L8 / np.float32(DARK_LIGHTNESS), 0.0, 1.0)
 _DARK_FADE = (_DARK_FADE * _DARK_FADE * (3.0 - 2.0 * _DARK_FADE)).astype(np.float32)
@@ -213,6 +217,11 @@ class ColorTransfer:
         change = cv2.transform(lab, self._chroma_change(s))
         change *= cv2.LUT(lab8[..., 0], _DARK_FADE)[..., None]
         moved = lab + change
+        # No a* or b* below the lower of its own value and neutral. Skin is warm (a*, b* above 0) in every face,
+        # and the transfer widens each channel's spread about the source face's mean: a pixel far from the skin's
+        # colour (a white glint on a glasses' rim) was carried past neutral, or further from it, and turned cyan.
+        cv2.max(moved, cv2.min(lab, _NEUTRAL_FLOOR), dst=moved)
+        cv2.subtract(moved, lab, dst=change)
         offset = self.offset[0] + self._plane(*place, image.shape)  # L* units
         moved[..., 0] += s * ((self.gain[0] - 1.0) * _lighting(lab[..., 0]) + offset * _L8)
         lightness = moved[..., 0]

@@ -30,8 +30,8 @@ from facecache.swap.color import ColorTransfer
 from facecache.swap.masks import box_mask, check_padding, combine_masks
 from facecache.swap.result import SwapResult
 
-COMPOSITE_FORMAT = "composite/3"  # 2: colour match by the fitted transfer, detail and range kept;
-#                                   3: and the light's direction
+COMPOSITE_FORMAT = "composite/4"  # 2: colour match by the fitted transfer, detail and range kept;
+#                                   3: and the light's direction; 4: no a* or b* carried past neutral
 # Fade of the box mask that weighs colour statistics for a swapper without a mask of its own.
 FIT_MASK_BLUR = 0.3
 
