@@ -22,8 +22,16 @@ BAR_STEP = 6  # pixels the bar moves down each frame
 BAR_TOP = 4
 
 
+# Pictures narrower or lower than this hold no pattern (its bar's lane alone is 14 pixels wide): noise instead.
+TINY = 16
+
+
 def pattern(index: int, width: int, height: int) -> np.ndarray:
-    """RGB frame `index`: colour blocks, gradients, a checkerboard and a white bar at a height per frame."""
+    """RGB frame `index`: colour blocks, gradients, a checkerboard and a white bar at a height per frame; on a
+    TINY picture, noise of its own per frame (every pixel unlike its neighbours, the colour conversion's worst
+    case), which no bar tells apart."""
+    if width < TINY or height < TINY:
+        return np.random.default_rng(index).integers(0, 256, (height, width, 3), dtype=np.uint8)
     y, x = np.mgrid[0:height, 0:width]
     image = np.zeros((height, width, 3), np.uint8)
     image[..., 0] = (x * 255 // max(width - 1, 1)).astype(np.uint8)
@@ -197,4 +205,9 @@ CORPUS = {
     "VP9, odd height": ("odd.webm", {"codec": "libvpx-vp9", "size": (98, 95)}),
     "FFV1, odd height": ("odd.mkv", {"codec": "ffv1", "size": (97, 95)}),
     "FFV1 10-bit, odd width and height": ("odd10.mkv", {"codec": "ffv1", "pix_fmt": "yuv420p10le", "size": (95, 97)}),
+    # under 7 pixels a side: chroma planes of 2-3 samples, where swscale's filters are shorter (Blender renders
+    # nothing under 4 pixels a side: its render resolution starts there)
+    "FFV1, 5x5": ("tiny.mkv", {"codec": "ffv1", "size": (5, 5), "frames": 3}),
+    "FFV1 10-bit, 6x6": ("tiny10.mkv", {"codec": "ffv1", "pix_fmt": "yuv420p10le", "size": (6, 6), "frames": 3}),
+    "FFV1 4:4:0, 4x5": ("tiny440.mkv", {"codec": "ffv1", "pix_fmt": "yuv440p", "size": (4, 5), "frames": 3}),
 }

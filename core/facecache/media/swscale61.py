@@ -33,7 +33,8 @@ ff_yuv2rgb_c_init_tables; the facts, not the code):
 Checked against bpy 4.2.23's renders (docs/blender.md): bit-exact for 10- and 12-bit 4:2:0 (BT.601, 709 and
 2020, limited and full range, with alpha), 8-bit 4:4:0, 96x96 to 1280x720, and odd sizes (8-bit 4:2:0 at an
 odd height, which 6.1 filters too, and VP9's). Planes under 4 samples either way are not modelled (swscale's
-filter is shorter there; `takes_scaled_path` says no, and swscale converts them).
+filter is shorter there; `takes_scaled_path` says no): PyAV's swscale converts them, and gives 4.2's picture to
+the bit there (8- and 10-bit 4:2:0 and 4:4:0 at 4 to 6 pixels a side, the footage corpus's tiny clips).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def takes_scaled_path(bits: int, subsampling: tuple[int, int], width: int, heigh
     """Whether Blender 4.2 (FFmpeg 6.1's swscale, its flags) shows a planar YUV frame by the scaled path with
     a vertical chroma filter, as this module computes it: chroma subsampled vertically (4:2:0, 4:4:0), not
     8-bit 4:2:0 at an even height (the unscaled converter takes that), chroma planes of at least 4 samples
-    each way (a filter over fewer has fewer taps in swscale: not modelled)."""
+    each way (a filter over fewer has fewer taps in swscale, and swscale's own conversion is 6.1's there)."""
     step_x, step_y = subsampling
     chroma_width, chroma_height = -(-width // step_x), -(-height // step_y)
     return (step_y == 2 and bits in _BITS and not (bits == 8 and step_x == 2 and height % 2 == 0)
