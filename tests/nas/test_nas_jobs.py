@@ -44,7 +44,7 @@ def _start(tmp: Path, name: str, cache: Path, out: Path, clip: Path, source: Pat
 
 
 def _finish(process: subprocess.Popen, report: Path) -> dict:
-    _out, err = process.communicate(timeout=240)
+    _out, err = process.communicate(timeout=900)  # bounds a hang, not a busy machine's slow run
     assert process.returncode == 0, err[-3000:]
     return json.loads(report.read_text())
 
@@ -130,8 +130,8 @@ def test_a_writer_killed_mid_run_leaves_nothing_corrupt_and_its_claim_expires(na
     victim, _ = _start(tmp, "victim", cache_a, out_a, nas.a / shot / "clip.mp4", scene["source"],
                        scene["models"], 0, FRAMES - 1, ttl)
     outputs = nas.export / "team-kill" / "renders" / "clip"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(outputs.glob("*.png"))) < 10 and victim.poll() is None:
+    # No deadline: the victim either writes its tenth frame or ends, however loaded the machine.
+    while len(list(outputs.glob("*.png"))) < 10 and victim.poll() is None:
         time.sleep(0.05)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
