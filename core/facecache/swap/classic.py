@@ -47,12 +47,13 @@ from facecache.swap.face_region import (beyond_landmarks, brow_band, brows_under
                                         skin_likeness, skin_patch, thin_dark_lines, with_forehead, without_fringe)
 from facecache.swap.faces import face_kps5, face_landmarks68
 from facecache.swap.far_side import flip_amount, mirrored
+from facecache.swap.grey_source import is_grey, with_original_chroma
 from facecache.swap.masks import smoothstep
 from facecache.swap.mouth_folds import opening, with_own_mouth_folds
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 13  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 14  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
@@ -67,6 +68,7 @@ CLASSIC_VERSION = 13  # 2: crops sized by the face, bicubic from a pyramid, colo
 #                        bound 8 -> 12 (``edge_light._MAX_CHANGE``); 12: the source's hair filled
 #                        down to the nose's tip (its sideburns), not only above the eyes (``without_fringe``);
 #                        13: the colour transfer takes no a* or b* past neutral, which the edge light reads through
+#                        14: a grey source takes the original's chroma, blurred (``grey_source``)
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128
@@ -222,6 +224,8 @@ class ClassicSwapper:
             crop = _poisson_blend(crop, original, mask)
         if fit_weights is None:  # the composite fits the colour transfer under the mask
             return SwapResult(crop=crop, matrix=matrix.astype(np.float32), mask=mask)
+        if is_grey(crop, fit_weights):  # a black-and-white source: no flat tint from the transfer
+            crop = with_original_chroma(crop, original)
         transfer = ColorTransfer.fit(crop, original, fit_weights)
         # After the colour fit, which is to read the source's own skin, not the target's folds.
         crop = with_own_mouth_folds(crop, original, target_points, source.landmarks68)
