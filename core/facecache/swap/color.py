@@ -81,7 +81,8 @@ def _lab(image_bgr: np.ndarray) -> np.ndarray:
     return cv2.transform(cv2.cvtColor(image_bgr, cv2.COLOR_BGR2LAB).astype(np.float32), _FROM_LAB8)
 
 
-def _shrink(image: np.ndarray) -> np.ndarray:
+def shrunk_for_statistics(image: np.ndarray) -> np.ndarray:
+    """``image`` at most _STATS_SIDE pixels on its longer side (area-averaged): where means and spreads are read."""
     height, width = image.shape[:2]
     if max(height, width) <= _STATS_SIDE:
         return image
@@ -140,11 +141,11 @@ class ColorTransfer:
             raise ValueError(f"colour matching mask must be {image.shape[:2]}, got {weights.shape}")
         if float(weights.sum()) < _MIN_WEIGHT:
             return None
-        small_weights = _shrink(weights)
+        small_weights = shrunk_for_statistics(weights)
         if float(small_weights.sum()) < _MIN_WEIGHT:
             small_image, small_reference, small_weights = image, reference, weights
         else:
-            small_image, small_reference = _shrink(image), _shrink(reference)
+            small_image, small_reference = shrunk_for_statistics(image), shrunk_for_statistics(reference)
         lab_src, lab_ref = _lab(small_image), _lab(small_reference)
         means, covariance = _weighted_moments(small_weights, lab_src, lab_ref)  # u, v, source L a b, reference L a b
         spreads = np.sqrt(np.maximum(np.diag(covariance), 0.0))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from facecache.swap.color import shrunk_for_statistics
+
 # A crop is grey where, under the colour fit's weights, its a* and b* (8-bit, neutral 128) are within
 # this of neutral on average and spread by less than the second: a colour photo of the palest skin
 # reads a* and b* 8 and more from neutral.
@@ -24,11 +26,12 @@ _CHROMA_BLUR = 0.06
 
 
 def is_grey(crop: np.ndarray, weights: np.ndarray) -> bool:
-    """Whether the swapped ``crop`` (BGR uint8) is grey where ``weights`` (the colour fit's, 0..1) hold."""
-    inside = (weights > 0.5).astype(np.uint8)
+    """Whether the swapped ``crop`` (BGR uint8) is grey where ``weights`` (the colour fit's, 0..1) hold. Read on
+    the shrunk copies the colour fit reads (every face pays this: 0.4 ms at 256 pixels on the whole crop)."""
+    inside = (shrunk_for_statistics(weights) > 0.5).astype(np.uint8)
     if cv2.countNonZero(inside) == 0:
         return False
-    mean, spread = cv2.meanStdDev(cv2.cvtColor(crop, cv2.COLOR_BGR2LAB), mask=inside)
+    mean, spread = cv2.meanStdDev(cv2.cvtColor(shrunk_for_statistics(crop), cv2.COLOR_BGR2LAB), mask=inside)
     return bool(np.all(np.abs(mean[1:, 0] - 128.0) <= _NEUTRAL_MEAN) and np.all(spread[1:, 0] <= _NEUTRAL_SPREAD))
 
 
