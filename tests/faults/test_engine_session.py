@@ -364,8 +364,8 @@ def test_a_session_orphaned_while_it_starts_exits_within_seconds(tmp_path):
                               stdout=subprocess.PIPE, text=True, env=env)
     engine_pid, holder_pid = (int(v) for v in client.stdout.readline().split())
     try:
-        deadline = time.monotonic() + 120  # bounds a hang: the session's interpreter starting on a busy machine
-        while not reached.exists() and time.monotonic() < deadline:
+        # No deadline: held there, the session either reaches the engine's import or dies, however busy the machine.
+        while not reached.exists() and _alive(engine_pid):
             time.sleep(0.05)
         assert reached.exists() and _alive(engine_pid)
         client.kill()  # gone while the session still imports
