@@ -169,7 +169,7 @@ def test_68_landmarks_shape_the_mask_when_present(portraits):
 
 def test_settings_describe_and_validate():
     described = ClassicSwapper().describe()
-    assert described["swapper"] == "classic" and described["version"] == 14 and described["template"] == "arcface_128"
+    assert described["swapper"] == "classic" and described["version"] == 15 and described["template"] == "arcface_128"
     assert (described["min_crop"], described["max_crop"]) == (128, 512) and "color_match" not in described
     assert json.loads(json.dumps(described)) == described
     assert ClassicSwapper(ClassicSettings(seamless=True)).describe() != described

@@ -45,15 +45,19 @@ def test_a_washed_out_forehead_is_taken_in_at_the_top_edge_and_nothing_below_the
     assert np.array_equal(out[64:], crop[64:])  # the face below the eyes keeps its pixels exactly
 
 
-def test_lightness_moves_further_than_chroma():
-    """A forehead lit far lighter than the swapped face: at the top edge the lightness takes up to 12 levels of
-    8-bit L* (at 8, a band stayed on a lit forehead of the quality sets), the chroma at most 8 (more cost the
-    swapped face its likeness)."""
+def test_the_change_is_bounded_tighter_away_from_the_fade():
+    """A forehead lit far lighter than the swapped face: at the mask's fade the change goes up to four times the
+    bounds of 12 levels of 8-bit L* and 8 of chroma (at 12 a washed-out forehead kept a step there; the original
+    shows half at the fade anyway), towards the original and never past it; a little further in, at the brows'
+    height, within those bounds (more cost the swapped forehead its likeness)."""
     crop, original = pictures((215, 222, 228))  # 67 levels lighter, 14 and 19 less a* and b*
     out = edge_lighting(crop, original, FRAME_TO_CROP, face_mask(), IDENTITY)
-    change = lab(out, slice(22, 30)) - lab(crop, slice(22, 30))
-    assert 11.0 <= change[0] <= 12.5
-    assert np.all(np.abs(change[1:]) <= 8.5) and np.all(np.abs(change[1:]) >= 7.0)
+    at_fade = lab(out, slice(22, 28)) - lab(crop, slice(22, 28))  # the mask 0.56-0.97 here
+    assert 30.0 <= at_fade[0] <= 48.5
+    assert np.all(at_fade[1:] <= -7.0)  # greyer, as the original is...
+    assert np.all(at_fade[1:] >= (lab(original, slice(22, 28)) - lab(crop, slice(22, 28)))[1:] - 0.5)  # ...not past it
+    further_in = lab(out, slice(40, 46)) - lab(crop, slice(40, 46))  # 10-16 rows inside the fade's end
+    assert 0.0 < further_in[0] <= 12.5 and np.all(np.abs(further_in[1:]) <= 8.5)
 
 
 def test_dark_hair_over_the_edge_is_not_read_as_lighting():

@@ -53,7 +53,7 @@ from facecache.swap.mouth_folds import opening, with_own_mouth_folds
 from facecache.swap.piecewise import TRIANGLES, border_points, inner_mouth, piecewise_map, untangle
 from facecache.swap.result import SwapResult
 
-CLASSIC_VERSION = 14  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
+CLASSIC_VERSION = 15  # 2: crops sized by the face, bicubic from a pyramid, colour left to the composite,
 #                        a piecewise warp over 68 landmarks; 3: meshes untangled, only what the source
 #                        shows, the mask beyond the landmarks, a source turned the other way mirrored;
 #                        4: skin told by the cheeks' colours, the source's hair cut firmly, the colour
@@ -69,6 +69,7 @@ CLASSIC_VERSION = 14  # 2: crops sized by the face, bicubic from a pyramid, colo
 #                        down to the nose's tip (its sideburns), not only above the eyes (``without_fringe``);
 #                        13: the colour transfer takes no a* or b* past neutral, which the edge light reads through
 #                        14: a grey source takes the original's chroma, blurred (``grey_source``)
+#                        15: the edge lighting's bound up to four times higher at the fade itself
 _SIZE_STEP = 16
 # The template crop side the face sizes are measured at.
 _REFERENCE_SIDE = 128

@@ -11,8 +11,8 @@ edge the swapped crop takes the original's low frequencies, the crop keeps its o
   and lips, which are no lighting), and only where the original is not darker than the swapped
   face (hair and brows are darker than the skin beside them; a washed-out forehead is lighter);
 - it is spread by a normalised blur (the weighted mean of the nearby differences) that fades out
-  away from the edge, and bounded (``_MAX_CHANGE``), so a fringe half over the fade moves the
-  forehead's colour a little, never to the hair's;
+  away from the edge, and bounded (``_MAX_CHANGE``; four times that at the fade itself, where the original
+  shows half anyway), so a fringe half over the fade moves the forehead's colour a little, never to the hair's;
 - all of it is worked out on a quarter-size crop (it is smooth) and added to the crop's L*a*b*
   in the swap stage (as ``seamless`` is), divided by the colour transfer's gains at each pixel
   (``ColorTransfer.local_gains``), so that the composite's transfer makes it the difference
@@ -24,7 +24,9 @@ Measured with `facecache bench quality` (docs/quality.md): the worst seam of the
 1.85 -> 1.44 (a washed-out forehead between hair of the skin's hue), the bench 1.44 -> 1.42, the
 held-out pairs 1.49 -> 1.47, no face's seam up by more than 0.06; about +22 % CPU per face. Its
 lightness bound raised from 8 to 12 (classic 11): the worst top-edge step 1.61 / 1.56 / 0.94 ->
-1.44 / 1.41 / 0.87 (bench, held-out, second check), the worst seam 1.83 / 1.84 -> 1.67 / 1.77.
+1.44 / 1.41 / 0.87 (bench, held-out, second check), the worst seam 1.83 / 1.84 -> 1.67 / 1.77. The bound
+four times higher at the fade (classic 15): the worst seam 1.62 / 1.76 / 1.38 -> 1.43 / 1.48 / 1.38, the top edge
+1.44 / 1.41 / 0.87 -> 0.77 / 1.16 / 0.86.
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ _FLOOR = 0.05
 # these, the seams fall further but the swapped forehead loses the source's likeness (docs/quality.md).
 _MAX_CHANGE = np.array([12.0, 8.0, 8.0], np.float32)
 _MAX_CHANGE.setflags(write=False)
+# At the fade itself the bound is this many times higher, falling back to _MAX_CHANGE away from it (the blurred
+# weights, as a share of their largest, say how near the fade a pixel is). The original shows there half anyway:
+# a forehead washed out 25 levels lighter than the face below it (the group photo's ginger woman) kept a step at
+# 12 (the held-out worst seam, 1.76); deeper in, the bound keeps the source's forehead its own (classic 15).
+_EDGE_GAIN = 3.0
 # The edge is read above this row of the aligned crop (fraction of its side), fading out until the
 # second: in the arcface template's crop the eyes lie at 0.40 of the side, the brows at about 0.3.
 _TOP_ROWS = (0.30, 0.40)
@@ -90,8 +97,10 @@ def edge_lighting(crop: np.ndarray, frame: np.ndarray, matrix: np.ndarray, mask:
     sigma = max(0.5, _SPREAD * side)
     spread = cv2.GaussianBlur(weight, (0, 0), sigma)
     change = cv2.GaussianBlur(difference * weight[..., None], (0, 0), sigma)
-    change /= (spread + _FLOOR * float(spread.max()) + 1e-6)[..., None]
-    np.clip(change, -_MAX_CHANGE, _MAX_CHANGE, out=change)
+    largest = float(spread.max())
+    change /= (spread + _FLOOR * largest + 1e-6)[..., None]
+    bound = _MAX_CHANGE * (1.0 + (_EDGE_GAIN / max(largest, 1e-6)) * spread)[..., None]
+    np.clip(change, -bound, bound, out=change)
     # Only the rows the change reaches are converted back and forth (the forehead's part of the crop).
     reach = np.abs(change).max(axis=2)
     moved = np.nonzero(reach.max(axis=1) >= 0.5)[0]
