@@ -100,8 +100,8 @@ class PackageFetcher:
         """The (major, minor) version of the pip that runs; () when it cannot be read."""
         if self._pip_version is None:
             try:
-                done = subprocess.run([self.python, "-m", "pip", "--version"], capture_output=True, text=True,
-                                      timeout=120, preexec_fn=_PIP_PREEXEC)
+                done = subprocess.run(_ending_with_parent([self.python, "-m", "pip", "--version"]),
+                                      capture_output=True, text=True, timeout=120)
                 words = done.stdout.split()  # "pip 25.1.1 from ..."
                 ok = done.returncode == 0 and len(words) > 1 and words[0] == "pip"
                 self._pip_version = tuple(int(n) for n in re.findall(r"\d+", words[1])[:2]) if ok else ()
@@ -165,8 +165,8 @@ class PackageFetcher:
         env = {**os.environ, "TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp), "PYTHONIOENCODING": "utf-8"}
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
-            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8",
-                                       errors="replace", env=env, preexec_fn=_PIP_PREEXEC)
+            process = subprocess.Popen(_ending_with_parent(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       encoding="utf-8", errors="replace", env=env)
         except OSError as exc:
             raise DownloadError(f"cannot run pip with {self.python} ({exc}); install pip for that Python "
                                 f"(`{self.python} -m ensurepip`) and try again") from None
@@ -344,16 +344,23 @@ def _what_is_left(process: subprocess.Popen) -> tuple[str, str]:
         return "", ""
 
 
-def _end_with_parent() -> None:
-    """In pip's process, before it runs (Linux): the kernel ends it when the installer dies, even by SIGKILL
-    (prctl PR_SET_PDEATHSIG), so no download goes on for nobody."""
-    import ctypes
-    import signal
+# On Linux pip starts through this launcher, which asks the kernel to end it when the installer dies, even by
+# SIGKILL (prctl PR_SET_PDEATHSIG, which exec keeps), and then becomes pip. It runs after exec, in a fresh
+# process: a preexec_fn runs Python between fork and exec, where the other threads' objects are torn down, and a
+# PyAV swscale context freed there waited for its threads forever (a GPU install hung in the test suite).
+_ENDS_WITH_PARENT = (
+    "import ctypes, os, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, 9)\n"  # 1: PR_SET_PDEATHSIG, 9: SIGKILL
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(1)\n"  # the installer died before the request took effect
+    "os.execvp(sys.argv[2], sys.argv[2:])\n")
 
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
-
-_PIP_PREEXEC = _end_with_parent if sys.platform == "linux" else None
+def _ending_with_parent(command: list[str]) -> list[str]:
+    """`command` (pip's), started so that pip ends when this process does (Linux; elsewhere as it is)."""
+    if sys.platform != "linux":
+        return command
+    return [sys.executable, "-c", _ENDS_WITH_PARENT, str(os.getpid()), *command]
 
 
 def read_members(archive: Path, members: Sequence[str], sdist: bool) -> dict[str, bytes]:
